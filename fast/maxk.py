@@ -1,0 +1,259 @@
+"""max@K / pass@K advantage estimators, batched: O(G log G) per group, one stable sort.
+
+Notation: ``rewards: [B, G]`` (B prompts, G samples each; the notes' N is G), comparator size K.
+Every estimator returns ``[B, G]`` in the input's dtype and device, in the original sample order.
+
+Algorithm (spec/maxk.md §Algorithm): sort each group once (stable), subtract the group minimum
+(every block shifts by a known amount, so this is exact in real arithmetic and removes offset
+cancellation), form exclusive prefix/suffix sums of the sorted rewards times the position weights
+of ``spec.maxk_weights`` (float64, log-gamma, cached per (G, K)), and scatter back. The whole
+computation runs in float64; the output is cast back.
+
+Groups where fewer than K samples lie strictly below the maximum have Δ ≡ 0 exactly; the
+estimators built on Δ write exact zeros there, decided on the rewards, never on a float std.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from fast._checks import check_ddof, check_k, check_rewards
+from fast._weights import Weights, weights
+from fast.registry import register
+
+__all__ = [
+    "bagirov_centered",
+    "bagirov_transform",
+    "bagirov_zscore",
+    "canonical",
+    "chen_passk",
+    "ei",
+    "ei_l1o",
+    "l2o_baseline",
+    "maxpo",
+    "pkpo_s",
+    "pkpo_sloo",
+    "pkpo_sloo_minus_one",
+    "tang_passk",
+]
+
+
+class _Sorted(NamedTuple):
+    x: Tensor  # [B, G] float64: sorted rewards minus the group minimum
+    perm: Tensor  # [B, G] int64: sorted position -> original index
+    shift: Tensor  # [B, 1] float64: the group minimum
+    w: Weights  # each [G] float64
+    k: int
+
+
+def _sort(rewards: Tensor, k: object, name: str, *, k_max_offset: int) -> _Sorted:
+    check_rewards(rewards)
+    G = rewards.shape[1]
+    kk = check_k(k, G, name, k_max=G - k_max_offset)
+    rs, perm = torch.sort(rewards.to(torch.float64), dim=-1, stable=True)  # [B, G]
+    shift = rs[:, :1]  # [B, 1]
+    return _Sorted(rs - shift, perm, shift, weights(G, kk, rewards.device), kk)
+
+
+def _unsort(values: Tensor, s: _Sorted, like: Tensor) -> Tensor:
+    """Scatter ``values: [B, G]`` from sorted back to original order, cast like ``like``."""
+    return torch.empty_like(values).scatter_(-1, s.perm, values).to(like.dtype)
+
+
+def _prefix(w: Tensor, x: Tensor) -> Tensor:
+    """Exclusive prefix sums Σ_{q<p} w_q x_q, ``[B, G]``."""
+    inclusive = torch.cumsum(w * x, dim=-1)
+    return torch.nn.functional.pad(inclusive[:, :-1], (1, 0))
+
+
+def _suffix(w: Tensor, x: Tensor) -> Tensor:
+    """Exclusive suffix sums Σ_{q>p} w_q x_q, ``[B, G]``."""
+    inclusive = torch.cumsum((w * x).flip(-1), dim=-1).flip(-1)
+    return torch.nn.functional.pad(inclusive[:, 1:], (0, 1))
+
+
+def _ei(s: _Sorted) -> Tensor:
+    """EI on the shifted sorted rewards: α_p x_p − Σ_{q<p} γ_q x_q."""
+    return s.w.alpha * s.x - _prefix(s.w.gamma, s.x)
+
+
+def _m_plus(s: _Sorted) -> Tensor:
+    return s.w.alpha * s.x + _suffix(s.w.beta, s.x)
+
+
+def _m_minus(s: _Sorted) -> Tensor:
+    return _prefix(s.w.mu_lo, s.x) + _suffix(s.w.mu_hi, s.x)
+
+
+def _comparator(s: _Sorted) -> Tensor:
+    return _prefix(s.w.gamma, s.x) + _suffix(s.w.beta, s.x)
+
+
+def _k1_shift(s: _Sorted) -> Tensor | float:
+    """EI and b move with a reward shift only at K = 1 (max(∅) = 0 makes EI = r there)."""
+    return s.shift if s.k == 1 else 0.0
+
+
+def _flat(s: _Sorted) -> Tensor:
+    """``[B, 1]`` bool: Δ ≡ 0 because fewer than K samples lie strictly below the group max."""
+    below_max = (s.x < s.x[:, -1:]).sum(dim=-1, keepdim=True)
+    return below_max < s.k
+
+
+def _delta(s: _Sorted) -> Tensor:
+    """Δ = M⁺ − M⁻ on sorted positions, with exact zeros on flat groups."""
+    return torch.where(_flat(s), 0.0, _m_plus(s) - _m_minus(s))
+
+
+@register("ei", "maxk", needs_k=True)
+def ei(rewards: Tensor, k: int) -> Tensor:
+    """Expected improvement EI (MaxPO Eq. 5); r at K = 1. rewards: [B, G] -> [B, G]; 1 <= K <= G."""
+    s = _sort(rewards, k, "ei", k_max_offset=0)
+    return _unsort(_ei(s) + _k1_shift(s), s, rewards)
+
+
+@register("l2o_baseline", "maxk", needs_k=True)
+def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
+    """Leave-two-out baseline b = M⁻ − C (MaxPO Eq. 6). rewards: [B, G]; 1 <= K <= G−1."""
+    s = _sort(rewards, k, "l2o_baseline", k_max_offset=1)
+    return _unsort(_m_minus(s) - _comparator(s) + _k1_shift(s), s, rewards)
+
+
+@register("maxpo", "maxk", needs_k=True)
+def maxpo(rewards: Tensor, k: int) -> Tensor:
+    """MaxPO advantage EI − b (MaxPO Eq. 7), computed as EI and b. rewards: [B, G]; K <= G−1."""
+    s = _sort(rewards, k, "maxpo", k_max_offset=1)
+    ei_minus_b = _ei(s) - (_m_minus(s) - _comparator(s))
+    return _unsort(torch.where(_flat(s), 0.0, ei_minus_b), s, rewards)
+
+
+@register("canonical", "maxk", needs_k=True)
+def canonical(rewards: Tensor, k: int) -> Tensor:
+    """Canonical centred advantage Δ = M⁺ − M⁻ (MaxPO Eq. 8). rewards: [B, G]; K <= G−1."""
+    s = _sort(rewards, k, "canonical", k_max_offset=1)
+    return _unsort(_delta(s), s, rewards)
+
+
+@register("ei_l1o", "maxk", needs_k=True)
+def ei_l1o(rewards: Tensor, k: int) -> Tensor:
+    """EI − mean of the others' full-batch EI = G/(G−1)(EI − mean EI); biased for K >= 2.
+
+    rewards: [B, G] with G >= 2; 1 <= K <= G.
+    """
+    s = _sort(rewards, k, "ei_l1o", k_max_offset=0)
+    G = rewards.shape[1]
+    if G < 2:
+        raise ValueError(f"ei_l1o needs N >= 2; got K={k}, N={G}")
+    e = _ei(s)
+    return _unsort(G / (G - 1) * (e - e.mean(dim=-1, keepdim=True)), s, rewards)
+
+
+@register("tang_passk", "maxk", needs_k=False)
+def tang_passk(rewards: Tensor) -> Tensor:
+    """Tang et al.: EI at K = G, i.e. r_max − r_second on a unique arg-max, 0 elsewhere.
+
+    rewards: [B, G] -> [B, G]; G = 1 gives r. No sort: one top-2 per group.
+    """
+    check_rewards(rewards)
+    r = rewards.to(torch.float64)
+    if r.shape[1] == 1:
+        return rewards.clone()
+    top, index = r.topk(2, dim=-1)  # [B, 2]
+    gap = top[:, :1] - top[:, 1:]  # [B, 1]; 0 when the max is tied
+    return torch.zeros_like(r).scatter_(-1, index[:, :1], gap).to(rewards.dtype)
+
+
+@register("pkpo_s", "maxk", needs_k=True)
+def pkpo_s(rewards: Tensor, k: int) -> Tensor:
+    """PKPO s = (K/G)·M⁺ (PKPO Eqs. 19-21). rewards: [B, G]; 1 <= K <= G."""
+    s = _sort(rewards, k, "pkpo_s", k_max_offset=0)
+    G = rewards.shape[1]
+    return _unsort(s.k / G * (_m_plus(s) + s.shift), s, rewards)
+
+
+@register("pkpo_sloo", "maxk", needs_k=True)
+def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
+    """PKPO sloo = (K/G)M⁺ − (K/(G−1))M⁻ (PKPO Eq. 29). rewards: [B, G]; 1 <= K <= G−1."""
+    s = _sort(rewards, k, "pkpo_sloo", k_max_offset=1)
+    G, K = rewards.shape[1], s.k
+    # M⁺ and M⁻ both move with the shift; their weights K/G and K/(G−1) differ, hence the last term.
+    value = K / G * _m_plus(s) - K / (G - 1) * _m_minus(s) + (K / G - K / (G - 1)) * s.shift
+    return _unsort(value, s, rewards)
+
+
+@register("pkpo_sloo_minus_one", "maxk", needs_k=True)
+def pkpo_sloo_minus_one(rewards: Tensor, k: int) -> Tensor:
+    """PKPO Eq. 33 = (K/G)·EI; r/G at K = 1. rewards: [B, G]; 1 <= K <= G."""
+    s = _sort(rewards, k, "pkpo_sloo_minus_one", k_max_offset=0)
+    return _unsort(s.k / rewards.shape[1] * (_ei(s) + _k1_shift(s)), s, rewards)
+
+
+@register("chen_passk", "maxk", needs_k=True)
+def chen_passk(rewards: Tensor, k: int, *, normalize: bool = True) -> Tensor:
+    """Chen et al.'s analytical pass@K advantage; binary rewards. rewards: [B, G]; K <= G−1.
+
+    1 − R̄ = C(N_neg, K)/C(G, K); correct: 1 − R̄; incorrect: 1 − R̄ − C(N_neg−1, K−1)/C(G−1, K−1).
+    ``normalize`` divides by sqrt(R̄(1 − R̄)) without ε; exact zeros when R̄ ∈ {0, 1} (on counts).
+    """
+    check_rewards(rewards)
+    G = rewards.shape[1]
+    K = check_k(k, G, "chen_passk", k_max=G - 1)
+    correct, incorrect = rewards == 1, rewards == 0
+    not_binary = ~(correct | incorrect)
+    if bool(not_binary.any()):
+        group, sample = not_binary.nonzero()[0].tolist()
+        raise ValueError(
+            f"chen_passk needs binary rewards (exactly 0 or 1); group {group} has "
+            f"{rewards[group, sample].item()} at sample {sample}"
+        )
+    n_neg = incorrect.sum(dim=-1, keepdim=True).to(torch.float64)  # [B, 1]
+    fail_all = _comb_ratio(n_neg, K, G, K)  # 1 − R̄
+    fail_rest = _comb_ratio(n_neg - 1, K - 1, G - 1, K - 1)
+    raw = torch.where(correct, fail_all, fail_all - fail_rest)  # [B, G]
+    if normalize:
+        degenerate = (n_neg < K) | (n_neg == G)  # R̄ = 1 or R̄ = 0
+        sigma = torch.sqrt(fail_all * (1 - fail_all))
+        raw = torch.where(degenerate, 0.0, raw / torch.where(degenerate, 1.0, sigma))
+    return raw.to(rewards.dtype)
+
+
+def _comb_ratio(top: Tensor, k: int, n: int, kk: int) -> Tensor:
+    """C(top, k)/C(n, kk) elementwise for a float64 count tensor ``top``; 0 where C(top, k) = 0."""
+    valid = top >= k
+    safe = torch.where(valid, top, float(k))
+    log_num = torch.lgamma(safe + 1) - torch.lgamma(torch.tensor(k + 1.0, dtype=torch.float64))
+    log_num = log_num - torch.lgamma(safe - k + 1)
+    log_den = torch.lgamma(torch.tensor([n + 1.0, kk + 1.0, n - kk + 1.0], dtype=torch.float64))
+    ratio = torch.exp(log_num - (log_den[0] - log_den[1] - log_den[2]).to(top.device))
+    return torch.where(valid, ratio, 0.0)
+
+
+@register("bagirov_transform", "maxk", needs_k=True)
+def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
+    """Bagirov Eq. 9 all-subsets transform, = (K/G)·M⁺. rewards: [B, G]; 1 <= K <= G."""
+    s = _sort(rewards, k, "bagirov_transform", k_max_offset=0)
+    return _unsort(s.k / rewards.shape[1] * (_m_plus(s) + s.shift), s, rewards)
+
+
+@register("bagirov_centered", "maxk", needs_k=True)
+def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
+    """Mean-centred Bagirov transform = K(G−K)/G²·Δ. rewards: [B, G]; 1 <= K <= G−1."""
+    s = _sort(rewards, k, "bagirov_centered", k_max_offset=1)
+    G = rewards.shape[1]
+    return _unsort(s.k * (G - s.k) / G**2 * _delta(s), s, rewards)
+
+
+@register("bagirov_zscore", "maxk", needs_k=True)
+def bagirov_zscore(rewards: Tensor, k: int, *, ddof: int = 1) -> Tensor:
+    """Bagirov "BoN mean": Δ/std_ddof(Δ), no ε; exact zeros on flat groups. K <= G−1."""
+    d = check_ddof(ddof, "bagirov_zscore")
+    s = _sort(rewards, k, "bagirov_zscore", k_max_offset=1)
+    delta = _delta(s)  # [B, G]
+    centred = delta - delta.mean(dim=-1, keepdim=True)
+    std = torch.sqrt((centred**2).sum(dim=-1, keepdim=True) / (rewards.shape[1] - d))
+    flat = _flat(s)
+    z = torch.where(flat, 0.0, delta / torch.where(flat, 1.0, std))
+    return _unsort(z, s, rewards)
