@@ -30,10 +30,17 @@ def _constant(rewards: Tensor) -> Tensor:
 
 
 def _std(centred: Tensor, ddof: int, dim: int | None) -> Tensor:
-    """Two-pass std of already-centred values; the count is clamped so G − ddof = 0 gives inf."""
+    """Two-pass std of already-centred values (mean 0), over ``dim`` or over everything.
+
+    Scaled by max|c| first so that subnormal or huge spreads do not under- or overflow the squares;
+    the caller masks groups whose c is all zero (and G − ddof = 0, which gives inf here).
+    """
+    a = centred.abs()
+    top = a.amax() if dim is None else a.amax(dim=dim, keepdim=True)
+    unit = centred / torch.where(top > 0, top, 1.0)
+    squares = (unit**2).sum() if dim is None else (unit**2).sum(dim=dim, keepdim=True)
     count = centred.numel() if dim is None else centred.shape[dim]
-    squares = (centred**2).sum() if dim is None else (centred**2).sum(dim=dim, keepdim=True)
-    return torch.sqrt(squares / max(count - ddof, 0))
+    return top * torch.sqrt(squares / max(count - ddof, 0))
 
 
 @register("grpo", "group", needs_k=False)

@@ -251,9 +251,11 @@ def bagirov_zscore(rewards: Tensor, k: int, *, ddof: int = 1) -> Tensor:
     """Bagirov "BoN mean": Δ/std_ddof(Δ), no ε; exact zeros on flat groups. K <= G−1."""
     d = check_ddof(ddof, "bagirov_zscore")
     s = _sort(rewards, k, "bagirov_zscore", k_max_offset=1)
+    flat = _flat(s)
     delta = _delta(s)  # [B, G]
+    # z is scale-free: dividing by max|Δ| first keeps the squares from under- or overflowing.
+    delta = delta / torch.where(flat, 1.0, delta.abs().amax(dim=-1, keepdim=True))
     centred = delta - delta.mean(dim=-1, keepdim=True)
     std = torch.sqrt((centred**2).sum(dim=-1, keepdim=True) / (rewards.shape[1] - d))
-    flat = _flat(s)
     z = torch.where(flat, 0.0, delta / torch.where(flat, 1.0, std))
     return _unsort(z, s, rewards)

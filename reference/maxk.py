@@ -267,6 +267,7 @@ def bagirov_zscore(rewards: Sequence[Number], k: int, *, ddof: int = 1) -> list[
     """
     if ddof not in (0, 1):
         raise ValueError(f"bagirov_zscore needs ddof in (0, 1); got ddof={ddof!r}")
+    _group(rewards, k, "bagirov_zscore", k_max_offset=1)
     centred = bagirov_centered(rewards, k)
     if all(c == 0 for c in centred):
         return centred

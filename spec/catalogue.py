@@ -1,0 +1,153 @@
+"""The estimator catalogue: one row per estimator, naming its reference, its fast version, its
+domain and the properties it claims. The tests iterate over it; adding an estimator adds a row,
+and a meta-test fails when a registered name has no row.
+
+Rows call both implementations through one batch interface, so each property is written once:
+``row.call_reference(batch, k, lengths)`` takes ``list[list[Fraction]]`` ([B][G]) and
+``row.call_fast(tensor, k, lengths)`` takes ``[B, G]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Literal
+
+from torch import Tensor
+
+import fast.group
+import fast.maxk
+import reference.group
+import reference.maxk
+
+KDomain = Literal["k<=n", "k<=n-1", "k=n"]
+Scale = Callable[[int, int], Fraction]
+
+
+def _const(value: int) -> Scale:
+    return lambda n, k: Fraction(value)
+
+
+def _k_over_n(n: int, k: int) -> Fraction:
+    return Fraction(k, n)
+
+
+def _k1_only(scale: Scale) -> Scale:
+    return lambda n, k: scale(n, k) if k == 1 else Fraction(0)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One estimator (one variant of its keyword options) and the properties it claims."""
+
+    name: str
+    family: Literal["maxk", "group"]
+    reference: Callable[..., Any]
+    fast: Callable[..., Tensor]
+    k_domain: KDomain | None  # None: the estimator takes no K
+    options: dict[str, Any] = field(default_factory=dict)
+    min_n: int = 1
+    binary_only: bool = False
+    batch_coupled: bool = False  # the output of one group depends on the others (REINFORCE++)
+    needs_lengths: bool = False
+    # I14: r -> r + c moves the output by c * shift(N, K); None = not claimed.
+    shift: Scale | None = _const(0)
+    # P4: r -> a r (a > 0) scales the output by a**scale_power; None = not claimed.
+    scale_power: int | None = 1
+    centred: bool = False  # Σ_i A_i = 0 in every group
+    # Unbiasedness: E[Σ_i A_i ∇log π(a_i)] = pg_scale(N, K) · ∇J exactly, J = max@K (K = 1 for
+    # the group family: the mean reward); None = biased or not claimed.
+    pg_scale: Scale | None = None
+    exact_zero_on_flat: bool = False  # exact zeros when fewer than K samples lie below the max
+    monotone: bool = True  # P2: non-decreasing along the sorted rewards
+    # The reference is rational; False where a square root makes it exact only to 60 digits.
+    rational: bool = True
+
+    @property
+    def id(self) -> str:
+        opts = ",".join(f"{key}={value}" for key, value in self.options.items())
+        return f"{self.name}[{opts}]" if opts else self.name
+
+    def k_values(self, n: int) -> list[int]:
+        """Every valid K for a group of n (``[1]`` for estimators without K)."""
+        if self.k_domain is None:
+            return [1]
+        top = {"k<=n": n, "k<=n-1": n - 1, "k=n": n}[self.k_domain]
+        bottom = n if self.k_domain == "k=n" else 1
+        return list(range(bottom, top + 1))
+
+    def call_reference(
+        self, batch: Sequence[Sequence[Fraction]], k: int, lengths: Sequence[Sequence[int]] | None
+    ) -> list[list[Fraction]]:
+        if self.batch_coupled:
+            out: list[list[Fraction]] = self.reference(batch, **self.options)
+            return out
+        return [self._one(group, k, lengths[b] if lengths else None) for b, group in enumerate(batch)]
+
+    def _one(self, group: Sequence[Fraction], k: int, lengths: Sequence[int] | None) -> Any:
+        args: list[Any] = [group]
+        if self.k_domain is not None and self.k_domain != "k=n":
+            args.append(k)
+        if self.needs_lengths:
+            args.append(lengths)
+        return self.reference(*args, **self.options)
+
+    def call_fast(self, rewards: Tensor, k: int, lengths: Tensor | None) -> Tensor:
+        args: list[Any] = [rewards]
+        if self.k_domain is not None and self.k_domain != "k=n":
+            args.append(k)
+        if self.needs_lengths:
+            args.append(lengths)
+        return self.fast(*args, **self.options)
+
+
+def _maxk(name: str, k_domain: KDomain, **claims: Any) -> Row:
+    return Row(name, "maxk", getattr(reference.maxk, name), getattr(fast.maxk, name), k_domain, **claims)
+
+
+def _group(name: str, **claims: Any) -> Row:
+    return Row(name, "group", getattr(reference.group, name), getattr(fast.group, name), None, **claims)
+
+
+_N_OVER_K: Scale = lambda n, k: Fraction(n, k)  # noqa: E731
+_FLAT = {"exact_zero_on_flat": True, "centred": True}
+_IRRATIONAL = {**_FLAT, "rational": False}
+
+CATALOGUE: list[Row] = [
+    _maxk("ei", "k<=n", shift=_k1_only(_const(1)), pg_scale=_N_OVER_K),
+    _maxk("l2o_baseline", "k<=n-1", shift=_k1_only(_const(1)), monotone=False),
+    _maxk("maxpo", "k<=n-1", pg_scale=_N_OVER_K, **_FLAT),
+    _maxk("canonical", "k<=n-1", pg_scale=_N_OVER_K, **_FLAT),
+    _maxk("ei_l1o", "k<=n", min_n=2, centred=True),
+    _maxk("pkpo_s", "k<=n", shift=_k_over_n, pg_scale=_const(1)),
+    _maxk("pkpo_sloo", "k<=n-1", shift=lambda n, k: Fraction(-k, n * (n - 1)), pg_scale=_const(1)),
+    _maxk("pkpo_sloo_minus_one", "k<=n", shift=_k1_only(_k_over_n), pg_scale=_const(1)),
+    _maxk("tang_passk", "k=n", shift=lambda n, k: Fraction(int(n == 1)), pg_scale=_const(1)),
+    _maxk(
+        "chen_passk",
+        "k<=n-1",
+        options={"normalize": False},
+        binary_only=True,
+        shift=None,
+        scale_power=None,
+        pg_scale=lambda n, k: Fraction(n - k, k),
+        **_FLAT,
+    ),
+    _maxk("chen_passk", "k<=n-1", binary_only=True, shift=None, scale_power=None, **_IRRATIONAL),
+    _maxk("bagirov_transform", "k<=n", shift=_k_over_n, pg_scale=_const(1)),
+    _maxk("bagirov_centered", "k<=n-1", pg_scale=lambda n, k: Fraction(n - k, n), **_FLAT),
+    _maxk("bagirov_zscore", "k<=n-1", scale_power=0, **_IRRATIONAL),
+    _maxk("bagirov_zscore", "k<=n-1", options={"ddof": 0}, scale_power=0, **_IRRATIONAL),
+    _group("grpo", scale_power=None, **_IRRATIONAL),
+    _group("grpo", options={"ddof": 0}, scale_power=None, **_IRRATIONAL),
+    _group("dr_grpo", pg_scale=lambda n, k: Fraction(n - 1), **_FLAT),
+    _group("rloo", min_n=2, pg_scale=lambda n, k: Fraction(n), **_FLAT),
+    _group("reinforce_pp", batch_coupled=True, scale_power=None, **_IRRATIONAL),
+    _group("opo", needs_lengths=True, exact_zero_on_flat=True),
+]
+"""Every estimator variant under test. ``pg_scale`` rows are checked by exact bandit enumeration."""
+
+
+def rows(name: str) -> list[Row]:
+    return [row for row in CATALOGUE if row.name == name]

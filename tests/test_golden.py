@@ -1,0 +1,107 @@
+"""The golden vectors of shared/notes (committed in spec/golden/): exactly in the reference,
+to 1e-12 in fast (float64)."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import fast.group
+import fast.maxk
+import reference.group as rg
+import reference.maxk as rm
+
+GOLDEN = Path(__file__).parents[1] / "spec" / "golden"
+MAXK = json.loads((GOLDEN / "maxk.json").read_text())
+GROUP = json.loads((GOLDEN / "group.json").read_text())
+EXACT_NAMES = [
+    "ei", "l2o_baseline", "maxpo", "canonical", "ei_l1o", "pkpo_s", "pkpo_sloo",
+    "pkpo_sloo_minus_one", "bagirov_transform", "bagirov_centered",
+]  # fmt: skip
+
+
+def _q(values: list[str]) -> list[Fraction]:
+    return [Fraction(v) for v in values]
+
+
+def _fast(fn: Any, r: list[Fraction], *args: Any, **kw: Any) -> list[float]:
+    out: list[float] = fn(torch.tensor([[float(x) for x in r]], dtype=torch.float64), *args, **kw)[0].tolist()
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(MAXK["golden"]))
+def test_maxk_golden_vectors(case: str) -> None:
+    g = MAXK["golden"][case]
+    r, k = _q(g["r"]), g["K"]
+    for name in EXACT_NAMES:
+        want = _q(g[name])
+        assert getattr(rm, name)(r, k) == want, name
+        assert _fast(getattr(fast.maxk, name), r, k) == pytest.approx([float(w) for w in want], abs=1e-12)
+    assert rm.m_plus(r, k) == _q(g["M_plus"])
+    assert rm.m_minus(r, k) == _q(g["M_minus"])
+    assert rm.m_hat(r, k) == Fraction(g["M_hat"])
+    for ddof in (0, 1):
+        z = g[f"bagirov_zscore_ddof{ddof}"]
+        exact = rm.bagirov_zscore(r, k, ddof=ddof)
+        centred = _q(g["bagirov_centered"])
+        variance = Fraction(z["variance"])
+        for zi, ci in zip(exact, centred, strict=True):  # z² · variance == centred², same sign
+            assert abs(zi * zi * variance - ci * ci) < Fraction(1, 10**45) and zi * ci >= 0
+        assert [float(x) for x in exact] == pytest.approx(z["approx"], abs=1e-12)
+        assert _fast(fast.maxk.bagirov_zscore, r, k, ddof=ddof) == pytest.approx(z["approx"], abs=1e-12)
+    if "chen_passk_raw" in g:
+        assert rm.chen_passk(r, k, normalize=False) == _q(g["chen_passk_raw"])
+        sigma2 = Fraction(g["chen_sigma2"])
+        normalised = g["chen_passk_normalized_approx"]
+        assert [float(x) for x in rm.chen_passk(r, k)] == pytest.approx(normalised, abs=1e-12)
+        assert _fast(fast.maxk.chen_passk, r, k) == pytest.approx(normalised, abs=1e-12)
+        raw = _q(g["chen_passk_raw"])
+        for a, b in zip(rm.chen_passk(r, k), raw, strict=True):
+            assert abs(a * a * sigma2 - b * b) < Fraction(1, 10**45)
+
+
+@pytest.mark.parametrize("case", sorted(MAXK["golden_k_eq_n"]))
+def test_k_equal_n_golden_vectors_and_domain_errors(case: str) -> None:
+    g = MAXK["golden_k_eq_n"][case]
+    r = [Fraction(x) for x in case.split("=[")[1].split("]")[0].split(",")]
+    k = len(r)
+    for name, values in g.items():
+        want = _q(values)
+        got = rm.tang_passk(r) if name == "tang_passk" else getattr(rm, name)(r, k)
+        assert got == want, name
+        fn = getattr(fast.maxk, name)
+        got_fast = _fast(fn, r) if name == "tang_passk" else _fast(fn, r, k)
+        assert got_fast == pytest.approx([float(w) for w in want], abs=1e-12)
+    for name in ("l2o_baseline", "maxpo", "canonical", "pkpo_sloo", "bagirov_centered", "bagirov_zscore"):
+        with pytest.raises(ValueError, match=f"{name} needs 1 <= K <= N-1; got K={k}, N={k}"):
+            getattr(rm, name)(r, k)
+        with pytest.raises(ValueError, match=f"{name} needs 1 <= K <= N-1; got K={k}, N={k}"):
+            getattr(fast.maxk, name)(torch.tensor([[float(x) for x in r]]), k)
+
+
+def test_group_golden_vectors() -> None:
+    r = _q(GROUP["r"])
+    assert rg.dr_grpo(r) == _q(GROUP["dr_grpo"])
+    assert rg.rloo(r) == _q(GROUP["rloo"])
+    opo = GROUP["opo"]
+    assert rg.opo(r, opo["lengths"]) == _q(opo["advantage"])
+    sigma = float(Fraction(GROUP["grpo_sigma2_ddof1"])) ** 0.5
+    want_grpo = [float(x) / (sigma + 1e-6) for x in _q(GROUP["dr_grpo"])]
+    assert [float(x) for x in rg.grpo(r)] == pytest.approx(want_grpo, rel=1e-14)
+    assert _fast(fast.group.grpo, r) == pytest.approx(want_grpo, rel=1e-14)
+    assert _fast(fast.group.dr_grpo, r) == [float(x) for x in _q(GROUP["dr_grpo"])]
+    assert _fast(fast.group.rloo, r) == pytest.approx([float(x) for x in _q(GROUP["rloo"])], abs=1e-14)
+    got_opo = fast.group.opo(torch.tensor([[float(x) for x in r]], dtype=torch.float64), torch.tensor([opo["lengths"]]))
+    assert got_opo[0].tolist() == [float(x) for x in _q(opo["advantage"])]
+    rpp = GROUP["reinforce_pp"]
+    batch = [r, _q(rpp["second_group"])]
+    scale = float(Fraction(rpp["batch_variance_ddof1"])) ** 0.5 + 1e-6
+    want = [float(c) / scale for c in _q(rpp["centred"])]
+    assert [float(x) for g in rg.reinforce_pp(batch) for x in g] == pytest.approx(want, rel=1e-14)
+    got = fast.group.reinforce_pp(torch.tensor([[float(x) for x in g] for g in batch], dtype=torch.float64))
+    assert got.flatten().tolist() == pytest.approx(want, rel=1e-14)

@@ -1,0 +1,252 @@
+"""The identities of spec/maxk.md §Identities and spec/group.md §Relations: exact in the reference,
+within tolerance in fast (float64)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from itertools import combinations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fast.group
+import fast.maxk
+import reference.group as rg
+import reference.maxk as rm
+from reference._exact import mean
+from tests.strategies import batches
+
+Vec = list[Fraction]
+
+
+def _fast(fn: Callable[..., torch.Tensor], r: Vec, *args: object, **kw: object) -> Vec:
+    out = fn(torch.tensor([[float(x) for x in r]], dtype=torch.float64), *args, **kw)
+    return [Fraction(v) for v in out[0].tolist()]
+
+
+def _close(a: Vec, b: Vec, r: Vec, exact: bool) -> None:
+    if exact:
+        assert a == b
+    else:
+        scale = max([abs(x) for x in r + a + b] + [Fraction(1)])
+        assert all(abs(x - y) <= Fraction(1e-9) * scale for x, y in zip(a, b, strict=True)), (a, b)
+
+
+def _scaled(c: Fraction, v: Vec) -> Vec:
+    return [c * x for x in v]
+
+
+group_and_k = st.data()
+
+
+def _draw(data: st.DataObject, min_n: int, max_n: int = 7, k_max_offset: int = 1) -> tuple[Vec, int]:
+    r = data.draw(batches(min_n, max_n, max_b=1))[0]
+    return r, data.draw(st.integers(1, len(r) - k_max_offset))
+
+
+IMPLS = pytest.mark.parametrize("exact", [True, False], ids=["reference", "fast64"])
+
+
+def _impl(exact: bool, name: str) -> Callable[..., Vec]:
+    if exact:
+        fn: Callable[..., Vec] = getattr(rm, name, None) or getattr(rg, name)
+        return fn
+    torch_fn = getattr(fast.maxk, name, None) or getattr(fast.group, name)
+    return lambda r, *a, **kw: _fast(torch_fn, r, *a, **kw)
+
+
+@IMPLS
+@given(data=group_and_k)
+def test_maxpo_equals_canonical_with_constant_one(exact: bool, data: st.DataObject) -> None:
+    """I3: EI − b = Δ."""
+    r, k = _draw(data, 2)
+    _close(_impl(exact, "maxpo")(r, k), _impl(exact, "canonical")(r, k), r, exact)
+
+
+@IMPLS
+@given(data=group_and_k)
+def test_chen_raw_is_canonical_times_n_minus_k_over_n(exact: bool, data: st.DataObject) -> None:
+    """I9: Chen raw = ((N−K)/N)·Δ (binary rewards)."""
+    r = data.draw(batches(2, 8, binary=True, max_b=1))[0]
+    n = len(r)
+    k = data.draw(st.integers(1, n - 1))
+    chen = _impl(exact, "chen_passk")(r, k, normalize=False)
+    _close(chen, _scaled(Fraction(n - k, n), _impl(exact, "canonical")(r, k)), r, exact)
+
+
+@IMPLS
+@given(data=group_and_k)
+def test_bagirov_centred_is_canonical_times_k_n_minus_k_over_n_squared(exact: bool, data: st.DataObject) -> None:
+    """I10."""
+    r, k = _draw(data, 2)
+    n = len(r)
+    want = _scaled(Fraction(k * (n - k), n * n), _impl(exact, "canonical")(r, k))
+    _close(_impl(exact, "bagirov_centered")(r, k), want, r, exact)
+
+
+@IMPLS
+@given(data=group_and_k)
+def test_pkpo_sloo_minus_one_is_k_over_n_times_ei(exact: bool, data: st.DataObject) -> None:
+    """I7."""
+    r, k = _draw(data, 1, k_max_offset=0)
+    want = _scaled(Fraction(k, len(r)), _impl(exact, "ei")(r, k))
+    _close(_impl(exact, "pkpo_sloo_minus_one")(r, k), want, r, exact)
+
+
+@IMPLS
+@given(data=group_and_k)
+def test_pkpo_s_equals_bagirov_transform(exact: bool, data: st.DataObject) -> None:
+    """I6 (the two papers' weights are different-looking transcriptions of one transform)."""
+    r, k = _draw(data, 1, k_max_offset=0)
+    _close(_impl(exact, "pkpo_s")(r, k), _impl(exact, "bagirov_transform")(r, k), r, exact)
+
+
+@IMPLS
+@given(r=batches(2, 8, max_b=1).map(lambda b: b[0]))
+def test_k_equal_one_reduces_the_family_to_rloo(exact: bool, r: Vec) -> None:
+    """I16: EI = r; b = mean of the others; Δ = maxpo = ei_l1o = rloo; pkpo_s = sloo−1 = r/N."""
+    f = lambda name: _impl(exact, name)  # noqa: E731
+    n = len(r)
+    _close(f("ei")(r, 1), r, r, exact)
+    _close(f("l2o_baseline")(r, 1), [(sum(r) - x) / (n - 1) for x in r], r, exact)
+    for name in ("canonical", "maxpo", "ei_l1o"):
+        _close(f(name)(r, 1), f("rloo")(r), r, exact)
+    for name in ("pkpo_s", "pkpo_sloo_minus_one"):
+        _close(f(name)(r, 1), _scaled(Fraction(1, n), r), r, exact)
+
+
+@IMPLS
+@given(data=group_and_k)
+def test_ei_and_l2o_baseline_are_bounded(exact: bool, data: st.DataObject) -> None:
+    """P5 (K >= 2): 0 <= EI_i <= max r − min r and b_i >= 0."""
+    r = data.draw(batches(3, 8, max_b=1))[0]
+    k = data.draw(st.integers(2, len(r) - 1))
+    tol = Fraction(0) if exact else Fraction(1e-9) * max(abs(x) for x in r)
+    assert all(-tol <= e <= max(r) - min(r) + tol for e in _impl(exact, "ei")(r, k))
+    assert all(b >= -tol for b in _impl(exact, "l2o_baseline")(r, k))
+
+
+@IMPLS
+@given(r=batches(2, 8, binary=True, max_b=1).map(lambda b: b[0]))
+def test_normalised_chen_at_k1_is_grpo_with_population_std_and_no_eps(exact: bool, r: Vec) -> None:
+    """P7."""
+    chen = _impl(exact, "chen_passk")(r, 1)
+    grpo = _impl(exact, "grpo")(r, ddof=0, eps=0.0)
+    if exact:
+        assert all(abs(a - b) < Fraction(1, 10**40) for a, b in zip(chen, grpo, strict=True))
+    else:
+        _close(chen, grpo, r, exact)
+
+
+@given(data=group_and_k)
+def test_building_block_identities_i1_i2_i5_i8_i13(data: st.DataObject) -> None:
+    r, k = _draw(data, 2)
+    n = len(r)
+    m_plus, m_minus, comp = rm.m_plus(r, k), rm.m_minus(r, k), rm.comparator_max(r, k)
+    m_hat = rm.m_hat(r, k)
+    assert rm.ei(r, k) == [p - c for p, c in zip(m_plus, comp, strict=True)]  # I1
+    assert rm.l2o_baseline(r, k) == [m - c for m, c in zip(m_minus, comp, strict=True)]  # I2
+    for p, m in zip(m_plus, m_minus, strict=True):  # I5
+        assert m_hat == Fraction(k, n) * p + Fraction(n - k, n) * m
+    assert mean(m_plus) == m_hat
+    delta = rm.canonical(r, k)
+    assert delta == [Fraction(n, n - k) * (p - m_hat) for p in m_plus]
+    sloo = rm.pkpo_sloo(r, k)  # I8
+    assert sloo == [Fraction(k, n) * d - Fraction(k, n * (n - 1)) * m for d, m in zip(delta, m_minus, strict=True)]
+    assert sum(sloo) == -Fraction(k, n - 1) * m_hat
+    m_hat_prev = rm.m_hat(r, k - 1) if k >= 2 else Fraction(0)  # I13 (M̂_0 := 0)
+    assert mean(rm.ei(r, k)) == mean(rm.l2o_baseline(r, k)) == m_hat - m_hat_prev
+
+
+@given(r=batches(2, 8, binary=True, max_b=1).map(lambda b: b[0]), data=group_and_k)
+def test_pkpo_binary_form_and_chen_sigma(r: Vec, data: st.DataObject) -> None:
+    """I11: s_i = K/N (correct) or (K/N)·ρ(N−1, c, K−1); I9: σ² = Var over K-subsets of max_T r."""
+    n = len(r)
+    k = data.draw(st.integers(1, n - 1))
+    c = sum(1 for x in r if x == 1)
+
+    def rho(m: int, correct: int, kk: int) -> Fraction:
+        from reference._exact import comb
+
+        return 1 - Fraction(comb(m - correct, kk), comb(m, kk))
+
+    s = rm.pkpo_s(r, k)
+    for x, value in zip(r, s, strict=True):
+        assert value == (Fraction(k, n) if x == 1 else Fraction(k, n) * rho(n - 1, c, k - 1))
+    maxima = [max(r[j] for j in t) for t in combinations(range(n), k)]
+    r_bar = mean(maxima)
+    assert mean([(m - r_bar) ** 2 for m in maxima]) == r_bar * (1 - r_bar)
+
+
+@given(r=batches(1, 8, max_b=1).map(lambda b: b[0]))
+def test_k_equal_n_gives_the_gap_to_the_runner_up_on_a_unique_argmax(r: Vec) -> None:
+    """I12, and tang_passk = ei(r, K = N) in both implementations."""
+    n = len(r)
+    ordered = sorted(r)
+    gap = ordered[-1] - ordered[-2] if n >= 2 else ordered[-1]
+    unique = n == 1 or ordered[-1] != ordered[-2]
+    want = [gap if (x == ordered[-1] and unique) else Fraction(0) for x in r]
+    assert rm.ei(r, n) == want == rm.tang_passk(r)
+    _close(_fast(fast.maxk.tang_passk, r), want, r, exact=False)
+
+
+@pytest.mark.parametrize("h", ["zero", "mean", "min", "sum_of_squares"])
+@given(data=group_and_k)
+def test_l2o_maps_any_comparator_only_baseline_to_canonical(h: str, data: st.DataObject) -> None:
+    """I15 (MaxPO Prop. F.1): signal_i = avg_S[max(S ∪ {i}) − h(S)], then L2O, gives Δ exactly."""
+    r, k = _draw(data, 2, max_n=6)
+    n = len(r)
+
+    def baseline(values: list[Fraction]) -> Fraction:
+        if not values or h == "zero":
+            return Fraction(0)
+        return {"mean": mean(values), "min": min(values), "sum_of_squares": sum(x * x for x in values)}[h]
+
+    def signal(j: int, pool: list[int]) -> Fraction:
+        subsets = list(combinations(pool, k - 1))
+        return mean([max([r[j], *(r[t] for t in s)]) - baseline([r[t] for t in s]) for s in subsets])
+
+    others = lambda *ex: [t for t in range(n) if t not in ex]  # noqa: E731
+    out = [
+        signal(i, others(i)) - mean([signal(j, others(i, j)) for j in others(i)]) for i in range(n)
+    ]
+    assert out == rm.canonical(r, k)
+
+
+@IMPLS
+@given(r=batches(2, 8, max_b=1).map(lambda b: b[0]))
+def test_group_baseline_relations(exact: bool, r: Vec) -> None:
+    """rloo = G/(G−1)·dr_grpo; grpo = dr_grpo/(σ + ε); opo with equal lengths = dr_grpo;
+    reinforce_pp with B = 1 = grpo."""
+    f = lambda name: _impl(exact, name)  # noqa: E731
+    g = len(r)
+    dr = f("dr_grpo")(r)
+    _close(f("rloo")(r), _scaled(Fraction(g, g - 1), dr), r, exact)
+    _close(f("opo")(r, [5] * g) if exact else _fast(fast.group.opo, r, torch.full((1, g), 5)), dr, r, exact)
+    grpo = f("grpo")(r)
+    rpp = rg.reinforce_pp([r])[0] if exact else _fast(fast.group.reinforce_pp, r)
+    _close(rpp, grpo, r, exact)
+    if max(r) != min(r):
+        sigma = sum((x - mean(r)) ** 2 for x in r) / (g - 1)
+        for a, d in zip(grpo, dr, strict=True):
+            # a (σ + ε) = d, with σ² known exactly: check a² (σ+ε)² ≈ d² to 1e-9.
+            assert abs(float(a) * (float(sigma) ** 0.5 + 1e-6) - float(d)) <= 1e-9 * max(1.0, float(abs(d)))
+
+
+@given(r=batches(2, 8, max_b=1).map(lambda b: b[0]).filter(lambda r: max(r) != min(r)))
+def test_grpo_without_eps_meets_samuelson_bound(r: Vec) -> None:
+    """With ε = 0 and ddof = 1: Σ A² = G − 1 and |A_i| <= (G−1)/√G."""
+    g = len(r)
+    a = rg.grpo(r, eps=0.0)
+    assert abs(sum(x * x for x in a) - (g - 1)) < Fraction(1, 10**40)
+    assert all(x * x * g <= (g - 1) ** 2 + Fraction(1, 10**40) for x in a)
+
+
+@given(r=batches(1, 8, max_b=1).map(lambda b: b[0]), data=group_and_k)
+def test_opo_baseline_is_length_weighted_centred(r: Vec, data: st.DataObject) -> None:
+    lengths = data.draw(st.lists(st.integers(1, 9), min_size=len(r), max_size=len(r)))
+    a = rg.opo(r, lengths)
+    assert sum(n * x for n, x in zip(lengths, a, strict=True)) == 0
