@@ -45,7 +45,13 @@ def _ratio(w: BinomRatio, n: int, k: int) -> Tensor:
 
 
 @functools.lru_cache(maxsize=512)
-def weights(n: int, k: int, device: torch.device) -> Weights:
-    """All weights for groups of N with comparator size K, on ``device``."""
+def _table(n: int, k: int, device: torch.device) -> Weights:
     table = [_ratio(w, n, k) for w in (ALPHA, BETA, GAMMA, MU_LO, MU_HI, M_HAT)]
     return Weights(*(t.to(device) for t in table))
+
+
+# Opaque to torch.compile: traced, the cache would be bypassed and the weights rebuilt per call.
+@torch.compiler.disable  # type: ignore[misc]
+def weights(n: int, k: int, device: torch.device) -> Weights:
+    """All weights for groups of N with comparator size K, on ``device`` (cached)."""
+    return _table(n, k, device)

@@ -1,0 +1,58 @@
+"""Meta-tests: the names in fast (the registry), reference, spec and the catalogue are one set."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import fast
+import reference.group
+import reference.maxk
+from fast import registry
+from spec.catalogue import CATALOGUE
+
+SPEC = Path(__file__).parents[1] / "spec"
+
+
+def _spec_names() -> set[str]:
+    """Estimators documented in spec/*.md: each has a '### `name`' heading."""
+    text = "".join(p.read_text() for p in SPEC.glob("*.md"))
+    return set(re.findall(r"^### `([a-z_0-9]+)`", text, flags=re.M))
+
+
+def test_every_registered_estimator_has_a_catalogue_row_a_reference_and_a_spec_section() -> None:
+    registered = set(registry.names())
+    assert {row.name for row in CATALOGUE} == registered
+    reference_names = set(reference.maxk.__all__) | set(reference.group.__all__)
+    assert registered <= reference_names
+    assert set(fast.maxk.__all__) | set(fast.group.__all__) == registered
+    assert _spec_names() == registered
+
+
+def test_registry_returns_the_module_function_and_lists_names_on_a_miss() -> None:
+    assert registry.get("maxpo") is fast.maxk.maxpo
+    assert registry.get("grpo") is fast.group.grpo
+    with pytest.raises(KeyError, match="unknown estimator 'maxpoo'; valid names: .*maxpo"):
+        registry.get("maxpoo")
+
+
+def test_registry_refuses_duplicates() -> None:
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register("maxpo", "maxk", needs_k=True)(lambda r, k: r)
+
+
+def test_registry_entries_say_how_to_call_each_estimator() -> None:
+    rewards = torch.rand(3, 6, dtype=torch.float64)
+    for name in registry.names():
+        e = registry.entry(name)
+        args: list[object] = [rewards]
+        if e.needs_k:
+            args.append(2)
+        if e.needs_lengths:
+            args.append(torch.ones(3, 6))
+        rewards_in = (rewards > 0.5).double() if name == "chen_passk" else rewards
+        out = e.fn(rewards_in, *args[1:])
+        assert out.shape == (3, 6) and out.dtype == torch.float64

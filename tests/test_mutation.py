@@ -1,0 +1,89 @@
+"""Mutation checks: deliberately wrong fast estimators must make the suite's checks fail.
+
+Each mutant is a known failure mode (spec/maxk.md §Algorithm, spec/group.md §Pitfalls)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from fractions import Fraction
+
+import pytest
+import torch
+
+import fast._weights
+import fast.maxk
+from spec.catalogue import CATALOGUE, Row, rows
+from spec.checks import assert_matches_reference
+
+G1 = [[Fraction(x) for x in (3, 1, 4, 1, 5)], [Fraction(x) for x in (0, 0, 1, 2, 2)]]
+
+
+def _suite_detects(row: Row, batch: list[list[Fraction]], ks: list[int]) -> bool:
+    try:
+        for k in ks:
+            assert_matches_reference(row, torch.float64, batch, k)
+    except AssertionError:
+        return True
+    return False
+
+
+def test_wrong_ei_weight_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """γ_q = C(q−1, K−1)/C(N−1, K−1) instead of C(q−1, K−2)/...: wrong already at K = 2."""
+    real = fast._weights.weights
+
+    def mutant(n: int, k: int, device: torch.device) -> fast._weights.Weights:
+        w = real(n, k, device)
+        return w._replace(gamma=w.alpha)
+
+    monkeypatch.setattr(fast.maxk, "weights", mutant)
+    # (maxpo is immune by design: γ cancels in EI − b = M⁺ − M⁻.)
+    for name in ("ei", "l2o_baseline", "pkpo_sloo_minus_one", "ei_l1o"):
+        assert _suite_detects(rows(name)[0], G1, [2, 3]), name
+
+
+def test_min_rank_tie_handling_is_caught() -> None:
+    """Min ranks instead of one stable sort: r = (0, 0, 1), K = 3 gives EI = 0 for the 1."""
+
+    def min_rank_ei(rewards: torch.Tensor, k: int) -> torch.Tensor:
+        r = rewards.double()  # [B, G]
+        lower = r.unsqueeze(-1) > r.unsqueeze(-2)  # [B, G, G]: r_j < r_i
+        min_rank = (r.unsqueeze(-1) > r.unsqueeze(-2)).sum(-1)  # [B, G]: 0-based min rank of j
+        gamma = fast._weights.weights(r.shape[1], k, r.device).gamma[min_rank]  # [B, G]
+        gaps = (r.unsqueeze(-1) - r.unsqueeze(-2)) * lower  # [B, G, G]: r_i − r_j where r_j < r_i
+        return (gaps * gamma.unsqueeze(-2)).sum(-1).to(rewards.dtype)
+
+    row = dataclasses.replace(rows("ei")[0], fast=min_rank_ei)
+    assert _suite_detects(row, [[Fraction(0), Fraction(0), Fraction(1)]], [3])
+
+
+def test_one_pass_variance_with_a_floor_is_caught() -> None:
+    """verl's vectorised GRPO: std = sqrt(max(E[r²] − E[r]², 1e-6)) fails on offset rewards."""
+
+    def floored_grpo(rewards: torch.Tensor, *, eps: float = 1e-6, ddof: int = 1) -> torch.Tensor:
+        g = rewards.shape[1]
+        mean = rewards.mean(-1, keepdim=True)
+        var = ((rewards**2).sum(-1, keepdim=True) - g * mean**2) / (g - ddof)
+        return (rewards - mean) / (torch.sqrt(torch.clamp(var, min=1e-6)) + eps)
+
+    row = dataclasses.replace(rows("grpo")[0], fast=floored_grpo)
+    offset = [[Fraction(1000.0), Fraction(1000.0001), Fraction(1000.0), Fraction(1000.0001)]]
+    assert _suite_detects(row, offset, [1])
+
+
+@pytest.mark.parametrize("scale", [1 + 1e-6, 0.5])
+def test_a_scaled_estimator_is_caught(scale: float) -> None:
+    """A wrong constant (e.g. forgetting or adding PKPO's K/N) is caught by the differential test."""
+    original: Callable[..., torch.Tensor] = fast.maxk.canonical
+    row = dataclasses.replace(
+        next(r for r in CATALOGUE if r.id == "canonical"),
+        fast=lambda rewards, k: original(rewards, k) * scale,
+    )
+    assert _suite_detects(row, G1, [2])
+
+
+def test_the_unmutated_estimators_pass_the_same_checks() -> None:
+    """Control: the checks above fail because of the mutations, not by construction."""
+    for name in ("ei", "maxpo", "l2o_baseline", "pkpo_sloo_minus_one", "canonical"):
+        assert not _suite_detects(rows(name)[0], G1, [2, 3])
+    assert not _suite_detects(rows("ei")[0], [[Fraction(0), Fraction(0), Fraction(1)]], [3])
