@@ -101,3 +101,21 @@ def test_exact_closed_form_equals_subset_definition(batch: Batch, data: st.DataO
         if k <= n - 1:
             assert blocks.m_minus == brute.m_minus(r, k)
             assert blocks.l2o_baseline == brute.l2o_baseline(r, k)
+
+
+@given(batch=batches(3, 8), data=st.data())
+def test_dense_seed_forms_equal_the_reference(batch: Batch, data: st.DataObject) -> None:
+    """MaxPO Thms E.1/E.2 (fast/maxk_dense.py) == brute force, ties included (K >= 2)."""
+    import reference.maxk as brute
+    from fast import maxk_dense
+
+    n = len(batch[0])
+    k = data.draw(st.integers(2, n - 1))
+    r = torch.tensor([[float(x) for x in g] for g in batch], dtype=torch.float64)
+    exact = [[Fraction(float(x)) for x in g] for g in batch]
+    scale = max(abs(x) for g in exact for x in g) + 1
+    for fn, ref in ((maxk_dense.ei_dense, brute.ei), (maxk_dense.l2o_dense, brute.l2o_baseline)):
+        got = fn(r, k).tolist()
+        for g_got, g in zip(got, exact, strict=True):
+            want = ref(g, k)
+            assert all(abs(Fraction(a) - b) <= Fraction(1e-9) * scale for a, b in zip(g_got, want, strict=True))

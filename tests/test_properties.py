@@ -47,7 +47,7 @@ def test_shifting_rewards_moves_outputs_as_claimed(row: Row, impl: object, data:
 
 @pytest.mark.parametrize("impl", IMPLS, ids=str)
 @pytest.mark.parametrize("row", [r for r in CATALOGUE if r.scale_power is not None], ids=_ids)
-@given(data=st.data(), a=st.fractions(Fraction(1, 16), 16, max_denominator=16))
+@given(data=st.data(), a=st.one_of(st.integers(-4, 4).map(lambda j: Fraction(2) ** j), st.fractions(Fraction(1, 16), 16, max_denominator=16).filter(bool)))
 def test_scaling_rewards_scales_outputs_as_claimed(row: Row, impl: object, data: st.DataObject, a: Fraction) -> None:
     batch, k = _draw(row, data)
     lengths = data.draw(lengths_for(batch)) if row.needs_lengths else None
