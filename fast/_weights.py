@@ -51,7 +51,7 @@ def _table(n: int, k: int, device: torch.device) -> Weights:
 
 
 # Opaque to torch.compile: traced, the cache would be bypassed and the weights rebuilt per call.
-@torch.compiler.disable  # type: ignore[misc]
+@torch.compiler.disable  # type: ignore[untyped-decorator]
 def weights(n: int, k: int, device: torch.device) -> Weights:
     """All weights for groups of N with comparator size K, on ``device`` (cached)."""
     return _table(n, k, device)

@@ -2,7 +2,8 @@
 
 A second fast implementation, kept to cross-check ``fast.maxk`` and to measure it against in
 ``advest bench estimators``; not registered. Valid for K >= 2 only (at K = 1 every weight is
-C(·, −1) = 0 and the forms return 0 instead of r). On the sorted rewards, D_pℓ = max(r_(p) − r_(ℓ), 0):
+C(·, −1) = 0 and the forms return 0 instead of r). On the sorted rewards,
+D_pℓ = max(r_(p) − r_(ℓ), 0):
 
     EI_sorted = D w,  w_ℓ = C(ℓ−1, K−2)/C(G−1, K−1)                                   (Thm E.1)
     c_ℓ = Σ_p D_pℓ;  M̄_pℓ = (c_ℓ − D_pℓ)/(G−1);

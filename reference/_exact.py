@@ -34,7 +34,7 @@ def to_fractions(rewards: Sequence[Number], name: str = "rewards") -> list[Fract
 
 
 def check_k(k: int, n: int, name: str, *, k_max: int) -> None:
-    """Raise ``ValueError`` unless ``k`` is an int with ``1 <= k <= k_max`` (``k_max`` is N or N-1)."""
+    """Raise ``ValueError`` unless ``k`` is an int with 1 <= k <= k_max (k_max: N or N−1)."""
     bound = "N" if k_max == n else "N-1"
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= k_max:
         raise ValueError(f"{name} needs 1 <= K <= {bound}; got K={k!r}, N={n}")

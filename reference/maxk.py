@@ -70,7 +70,11 @@ def m_plus(rewards: Sequence[Number], k: int) -> list[Fraction]:
     """M⁺_i = avg over S ⊂ O_i, |S| = K−1, of max(r_i, max_S r). Domain 1 <= K <= N."""
     r = _group(rewards, k, "m_plus", k_max_offset=0)
     n = len(r)
-    return [_avg(r, _without(n, i), k - 1, lambda s, i=i: _max([r[i], *s])) for i in range(n)]
+
+    def with_target(x: Fraction) -> Callable[[list[Fraction]], Fraction]:
+        return lambda s: _max([x, *s])
+
+    return [_avg(r, _without(n, i), k - 1, with_target(x)) for i, x in enumerate(r)]
 
 
 def m_minus(rewards: Sequence[Number], k: int) -> list[Fraction]:
@@ -215,13 +219,16 @@ def chen_passk(rewards: Sequence[Number], k: int, *, normalize: bool = True) -> 
     for i, value in enumerate(r):
         if value not in (0, 1):
             raise ValueError(
-                f"chen_passk needs binary rewards (exactly 0 or 1); group 0 has {value} at sample {i}"
+                "chen_passk needs binary rewards (exactly 0 or 1); "
+                f"group 0 has {value} at sample {i}"
             )
     n = len(r)
     n_neg = sum(1 for value in r if value == 0)
     r_bar = 1 - Fraction(comb(n_neg, k), comb(n, k))
     raw = [
-        1 - r_bar if value == 1 else 1 - r_bar - Fraction(comb(n_neg - 1, k - 1), comb(n - 1, k - 1))
+        1 - r_bar
+        if value == 1
+        else 1 - r_bar - Fraction(comb(n_neg - 1, k - 1), comb(n - 1, k - 1))
         for value in r
     ]
     if not normalize:
@@ -247,7 +254,9 @@ def bagirov_transform(rewards: Sequence[Number], k: int) -> list[Fraction]:
     out = [Fraction(0)] * n
     for i in range(1, n + 1):
         total = Fraction(comb(i - 1, k - 1)) * r[order[i - 1]]
-        total += sum((comb(j - 2, k - 2) * r[order[j - 1]] for j in range(i + 1, n + 1)), Fraction(0))
+        total += sum(
+            (comb(j - 2, k - 2) * r[order[j - 1]] for j in range(i + 1, n + 1)), Fraction(0)
+        )
         out[order[i - 1]] = total / comb(n, k)
     return out
 

@@ -29,6 +29,13 @@ def _const(value: int) -> Scale:
     return lambda n, k: Fraction(value)
 
 
+def _zero(n: int, k: int) -> Fraction:
+    return Fraction(0)
+
+
+_ZERO: Scale = _zero
+
+
 def _k_over_n(n: int, k: int) -> Fraction:
     return Fraction(k, n)
 
@@ -52,7 +59,7 @@ class Row:
     batch_coupled: bool = False  # the output of one group depends on the others (REINFORCE++)
     needs_lengths: bool = False
     # I14: r -> r + c moves the output by c * shift(N, K); None = not claimed.
-    shift: Scale | None = _const(0)
+    shift: Scale | None = _ZERO
     # P4: r -> a r (a > 0) scales the output by a**scale_power; None = not claimed.
     scale_power: int | None = 1
     centred: bool = False  # Σ_i A_i = 0 in every group
@@ -83,7 +90,9 @@ class Row:
         if self.batch_coupled:
             out: list[list[Fraction]] = self.reference(batch, **self.options)
             return out
-        return [self._one(group, k, lengths[b] if lengths else None) for b, group in enumerate(batch)]
+        return [
+            self._one(group, k, lengths[b] if lengths else None) for b, group in enumerate(batch)
+        ]
 
     def _one(self, group: Sequence[Fraction], k: int, lengths: Sequence[int] | None) -> Any:
         args: list[Any] = [group]
@@ -103,11 +112,15 @@ class Row:
 
 
 def _maxk(name: str, k_domain: KDomain, **claims: Any) -> Row:
-    return Row(name, "maxk", getattr(reference.maxk, name), getattr(fast.maxk, name), k_domain, **claims)
+    return Row(
+        name, "maxk", getattr(reference.maxk, name), getattr(fast.maxk, name), k_domain, **claims
+    )
 
 
 def _group(name: str, **claims: Any) -> Row:
-    return Row(name, "group", getattr(reference.group, name), getattr(fast.group, name), None, **claims)
+    return Row(
+        name, "group", getattr(reference.group, name), getattr(fast.group, name), None, **claims
+    )
 
 
 _N_OVER_K: Scale = lambda n, k: Fraction(n, k)  # noqa: E731

@@ -108,7 +108,7 @@ def assert_scaling(
     scaled = [[a * x for x in group] for group in batch]
     out, out_scaled, allowed = _pair(row, impl, batch, scaled, k, lengths)
     want = [[a**row.scale_power * x for x in group] for group in out]
-    assert_close(row, out_scaled, want, allowed * max(1, a), f"scaling by {a}")
+    assert_close(row, out_scaled, want, allowed * max(Fraction(1), a), f"scaling by {a}")
 
 
 def assert_permutation_equivariant(

@@ -48,5 +48,7 @@ def batches(draw: st.DrawFn, min_n: int, max_n: int, binary: bool = False, max_b
 def lengths_for(batch: Batch) -> st.SearchStrategy[list[list[int]]]:
     n = len(batch[0])
     return st.lists(
-        st.lists(st.integers(1, 50), min_size=n, max_size=n), min_size=len(batch), max_size=len(batch)
+        st.lists(st.integers(1, 50), min_size=n, max_size=n),
+        min_size=len(batch),
+        max_size=len(batch),
     )

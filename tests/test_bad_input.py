@@ -32,7 +32,10 @@ def _k(row: Row, n: int) -> int:
 def test_non_finite_rewards_raise_value_error_naming_the_group(row: Row, bad: float) -> None:
     good = [0.0, 1.0, 1.0, 0.0]
     rewards = torch.tensor([good, good, [0.0, bad, 1.0, 0.0]], dtype=torch.float64)
-    with pytest.raises(ValueError, match=r"rewards has a non-finite value in group 2 \((nan|inf|-inf) at sample \[1\]\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"rewards has a non-finite value in group 2 \((nan|inf|-inf) at sample \[1\]\)",
+    ):
         _fast(row, rewards, _k(row, 4))
     with pytest.raises(ValueError, match="rewards has a non-finite value"):
         _ref(row, [0.0, bad, 1.0, 0.0], _k(row, 4))
@@ -89,7 +92,9 @@ def test_maxpo_needs_a_group_larger_than_k() -> None:
 
 def test_chen_passk_rejects_non_binary_rewards_naming_group_and_sample() -> None:
     rewards = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.5, 0.0]])
-    with pytest.raises(ValueError, match=r"binary rewards \(exactly 0 or 1\); group 1 has 0.5 at sample 1"):
+    with pytest.raises(
+        ValueError, match=r"binary rewards \(exactly 0 or 1\); group 1 has 0.5 at sample 1"
+    ):
         fast.maxk.chen_passk(rewards, 1)
     import reference.maxk
 
@@ -115,7 +120,7 @@ def test_lengths_must_match_rewards_in_shape_device_and_be_positive() -> None:
         fast.group.opo(rewards, torch.ones(2, 4))
     with pytest.raises(ValueError, match="lengths must be >= 1; group 1 has 0 at sample 2"):
         fast.group.opo(rewards, torch.tensor([[1, 1, 1], [1, 1, 0]]))
-    with pytest.raises(TypeError, match="lengths must be a torch.Tensor"):
+    with pytest.raises(TypeError, match=r"lengths must be a torch\.Tensor"):
         fast.group.opo(rewards, [[1, 1, 1], [1, 1, 1]])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="lengths has a non-finite value in group 0"):
         fast.group.opo(rewards, torch.tensor([[1.0, math.nan, 1.0], [1.0, 1.0, 1.0]]))
@@ -136,10 +141,14 @@ def test_extreme_but_finite_rewards_give_finite_outputs(row: Row) -> None:
     """No silent NaN or inf: huge, subnormal and mixed-sign magnitudes in float32 and float64."""
     for dtype in (torch.float32, torch.float64):
         info = torch.finfo(dtype)
-        values = [[0.0, 1.0, 1.0, 0.0]] if row.binary_only else [
-            [info.max / 8, -info.max / 8, 0.0, 1.0],
-            [info.tiny / 4, 0.0, info.tiny, 0.0],
-            [1e30, 1e30, 1e30, 1e30],
-        ]
+        values = (
+            [[0.0, 1.0, 1.0, 0.0]]
+            if row.binary_only
+            else [
+                [info.max / 8, -info.max / 8, 0.0, 1.0],
+                [info.tiny / 4, 0.0, info.tiny, 0.0],
+                [1e30, 1e30, 1e30, 1e30],
+            ]
+        )
         out = _fast(row, torch.tensor(values, dtype=dtype), _k(row, 4))
         assert isinstance(out, torch.Tensor) and bool(torch.isfinite(out).all()), (dtype, out)

@@ -57,7 +57,9 @@ def test_ei_l1o_and_batch_centred_ei_have_the_exact_bias_of_the_notes(case: dict
     grad = bandit.gradient(pi, r, k)
     scale = Fraction(k, n)
     l1o = bandit.expected_estimate(pi, r, n, lambda g: rm.ei_l1o(g, k))
-    assert [scale * e - g for e, g in zip(l1o, grad, strict=True)] == [Fraction(b) for b in case["bias_ei_l1o"]]
+    assert [scale * e - g for e, g in zip(l1o, grad, strict=True)] == [
+        Fraction(b) for b in case["bias_ei_l1o"]
+    ]
 
     def centred_ei(g: list[Fraction]) -> list[Fraction]:
         e = rm.ei(g, k)
@@ -73,7 +75,9 @@ def test_group_baselines_are_biased_for_max_at_k_with_k_at_least_two() -> None:
     grad = bandit.gradient(pi, r, k)
     for row in CATALOGUE:
         if row.family == "group" and not (row.needs_lengths or row.batch_coupled):
-            expected = bandit.expected_estimate(pi, r, n, lambda g, row=row: row.call_reference([g], 1, None)[0])
+            expected = bandit.expected_estimate(
+                pi, r, n, lambda g, row=row: row.call_reference([g], 1, None)[0]
+            )
             # not proportional to ∇J: the cross ratios differ
             assert expected[0] * grad[1] != expected[1] * grad[0], row.id
 

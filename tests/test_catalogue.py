@@ -35,7 +35,7 @@ def test_every_registered_estimator_has_a_catalogue_row_a_reference_and_a_spec_s
 def test_registry_returns_the_module_function_and_lists_names_on_a_miss() -> None:
     assert registry.get("maxpo") is fast.maxk.maxpo
     assert registry.get("grpo") is fast.group.grpo
-    with pytest.raises(KeyError, match="unknown estimator 'maxpoo'; valid names: .*maxpo"):
+    with pytest.raises(KeyError, match=r"unknown estimator 'maxpoo'; valid names: .*maxpo"):
         registry.get("maxpoo")
 
 

@@ -24,7 +24,9 @@ def _min_n(row: Row) -> int:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("row", CATALOGUE, ids=lambda r: r.id)
 @given(data=st.data())
-def test_fast_equals_reference_on_hostile_groups(row: Row, dtype: torch.dtype, data: st.DataObject) -> None:
+def test_fast_equals_reference_on_hostile_groups(
+    row: Row, dtype: torch.dtype, data: st.DataObject
+) -> None:
     batch = data.draw(batches(_min_n(row), 8, binary=row.binary_only))
     k = data.draw(st.sampled_from(row.k_values(len(batch[0]))))
     lengths = data.draw(lengths_for(batch)) if row.needs_lengths else None
@@ -85,7 +87,9 @@ def test_fast_building_blocks_match_exact_closed_form_up_to_g_1024(n: int, k: in
 
 @given(batch=batches(1, 8, max_b=1), data=st.data())
 @example(batch=[[Fraction(0), Fraction(0), Fraction(1)]], data=None)
-def test_exact_closed_form_equals_subset_definition(batch: Batch, data: st.DataObject | None) -> None:
+def test_exact_closed_form_equals_subset_definition(
+    batch: Batch, data: st.DataObject | None
+) -> None:
     """reference.maxk_closed (the sorted prefix/suffix forms) == reference.maxk (enumeration)."""
     import reference.maxk as brute
 
@@ -118,4 +122,7 @@ def test_dense_seed_forms_equal_the_reference(batch: Batch, data: st.DataObject)
         got = fn(r, k).tolist()
         for g_got, g in zip(got, exact, strict=True):
             want = ref(g, k)
-            assert all(abs(Fraction(a) - b) <= Fraction(1e-9) * scale for a, b in zip(g_got, want, strict=True))
+            assert all(
+                abs(Fraction(a) - b) <= Fraction(1e-9) * scale
+                for a, b in zip(g_got, want, strict=True)
+            )

@@ -30,7 +30,9 @@ def _q(values: list[str]) -> list[Fraction]:
 
 
 def _fast(fn: Any, r: list[Fraction], *args: Any, **kw: Any) -> list[float]:
-    out: list[float] = fn(torch.tensor([[float(x) for x in r]], dtype=torch.float64), *args, **kw)[0].tolist()
+    out: list[float] = fn(torch.tensor([[float(x) for x in r]], dtype=torch.float64), *args, **kw)[
+        0
+    ].tolist()
     return out
 
 
@@ -41,7 +43,9 @@ def test_maxk_golden_vectors(case: str) -> None:
     for name in EXACT_NAMES:
         want = _q(g[name])
         assert getattr(rm, name)(r, k) == want, name
-        assert _fast(getattr(fast.maxk, name), r, k) == pytest.approx([float(w) for w in want], abs=1e-12)
+        assert _fast(getattr(fast.maxk, name), r, k) == pytest.approx(
+            [float(w) for w in want], abs=1e-12
+        )
     assert rm.m_plus(r, k) == _q(g["M_plus"])
     assert rm.m_minus(r, k) == _q(g["M_minus"])
     assert rm.m_hat(r, k) == Fraction(g["M_hat"])
@@ -53,7 +57,9 @@ def test_maxk_golden_vectors(case: str) -> None:
         for zi, ci in zip(exact, centred, strict=True):  # z² · variance == centred², same sign
             assert abs(zi * zi * variance - ci * ci) < Fraction(1, 10**45) and zi * ci >= 0
         assert [float(x) for x in exact] == pytest.approx(z["approx"], abs=1e-12)
-        assert _fast(fast.maxk.bagirov_zscore, r, k, ddof=ddof) == pytest.approx(z["approx"], abs=1e-12)
+        assert _fast(fast.maxk.bagirov_zscore, r, k, ddof=ddof) == pytest.approx(
+            z["approx"], abs=1e-12
+        )
     if "chen_passk_raw" in g:
         assert rm.chen_passk(r, k, normalize=False) == _q(g["chen_passk_raw"])
         sigma2 = Fraction(g["chen_sigma2"])
@@ -77,7 +83,14 @@ def test_k_equal_n_golden_vectors_and_domain_errors(case: str) -> None:
         fn = getattr(fast.maxk, name)
         got_fast = _fast(fn, r) if name == "tang_passk" else _fast(fn, r, k)
         assert got_fast == pytest.approx([float(w) for w in want], abs=1e-12)
-    for name in ("l2o_baseline", "maxpo", "canonical", "pkpo_sloo", "bagirov_centered", "bagirov_zscore"):
+    for name in (
+        "l2o_baseline",
+        "maxpo",
+        "canonical",
+        "pkpo_sloo",
+        "bagirov_centered",
+        "bagirov_zscore",
+    ):
         with pytest.raises(ValueError, match=f"{name} needs 1 <= K <= N-1; got K={k}, N={k}"):
             getattr(rm, name)(r, k)
         with pytest.raises(ValueError, match=f"{name} needs 1 <= K <= N-1; got K={k}, N={k}"):
@@ -95,13 +108,19 @@ def test_group_golden_vectors() -> None:
     assert [float(x) for x in rg.grpo(r)] == pytest.approx(want_grpo, rel=1e-14)
     assert _fast(fast.group.grpo, r) == pytest.approx(want_grpo, rel=1e-14)
     assert _fast(fast.group.dr_grpo, r) == [float(x) for x in _q(GROUP["dr_grpo"])]
-    assert _fast(fast.group.rloo, r) == pytest.approx([float(x) for x in _q(GROUP["rloo"])], abs=1e-14)
-    got_opo = fast.group.opo(torch.tensor([[float(x) for x in r]], dtype=torch.float64), torch.tensor([opo["lengths"]]))
+    assert _fast(fast.group.rloo, r) == pytest.approx(
+        [float(x) for x in _q(GROUP["rloo"])], abs=1e-14
+    )
+    got_opo = fast.group.opo(
+        torch.tensor([[float(x) for x in r]], dtype=torch.float64), torch.tensor([opo["lengths"]])
+    )
     assert got_opo[0].tolist() == [float(x) for x in _q(opo["advantage"])]
     rpp = GROUP["reinforce_pp"]
     batch = [r, _q(rpp["second_group"])]
     scale = float(Fraction(rpp["batch_variance_ddof1"])) ** 0.5 + 1e-6
     want = [float(c) / scale for c in _q(rpp["centred"])]
     assert [float(x) for g in rg.reinforce_pp(batch) for x in g] == pytest.approx(want, rel=1e-14)
-    got = fast.group.reinforce_pp(torch.tensor([[float(x) for x in g] for g in batch], dtype=torch.float64))
+    got = fast.group.reinforce_pp(
+        torch.tensor([[float(x) for x in g] for g in batch], dtype=torch.float64)
+    )
     assert got.flatten().tolist() == pytest.approx(want, rel=1e-14)

@@ -42,7 +42,9 @@ def _scaled(c: Fraction, v: Vec) -> Vec:
 group_and_k = st.data()
 
 
-def _draw(data: st.DataObject, min_n: int, max_n: int = 7, k_max_offset: int = 1) -> tuple[Vec, int]:
+def _draw(
+    data: st.DataObject, min_n: int, max_n: int = 7, k_max_offset: int = 1
+) -> tuple[Vec, int]:
     r = data.draw(batches(min_n, max_n, max_b=1))[0]
     return r, data.draw(st.integers(1, len(r) - k_max_offset))
 
@@ -79,7 +81,9 @@ def test_chen_raw_is_canonical_times_n_minus_k_over_n(exact: bool, data: st.Data
 
 @IMPLS
 @given(data=group_and_k)
-def test_bagirov_centred_is_canonical_times_k_n_minus_k_over_n_squared(exact: bool, data: st.DataObject) -> None:
+def test_bagirov_centred_is_canonical_times_k_n_minus_k_over_n_squared(
+    exact: bool, data: st.DataObject
+) -> None:
     """I10."""
     r, k = _draw(data, 2)
     n = len(r)
@@ -155,7 +159,10 @@ def test_building_block_identities_i1_i2_i5_i8_i13(data: st.DataObject) -> None:
     delta = rm.canonical(r, k)
     assert delta == [Fraction(n, n - k) * (p - m_hat) for p in m_plus]
     sloo = rm.pkpo_sloo(r, k)  # I8
-    assert sloo == [Fraction(k, n) * d - Fraction(k, n * (n - 1)) * m for d, m in zip(delta, m_minus, strict=True)]
+    assert sloo == [
+        Fraction(k, n) * d - Fraction(k, n * (n - 1)) * m
+        for d, m in zip(delta, m_minus, strict=True)
+    ]
     assert sum(sloo) == -Fraction(k, n - 1) * m_hat
     m_hat_prev = rm.m_hat(r, k - 1) if k >= 2 else Fraction(0)  # I13 (M̂_0 := 0)
     assert mean(rm.ei(r, k)) == mean(rm.l2o_baseline(r, k)) == m_hat - m_hat_prev
@@ -203,11 +210,17 @@ def test_l2o_maps_any_comparator_only_baseline_to_canonical(h: str, data: st.Dat
     def baseline(values: list[Fraction]) -> Fraction:
         if not values or h == "zero":
             return Fraction(0)
-        return {"mean": mean(values), "min": min(values), "sum_of_squares": sum(x * x for x in values)}[h]
+        return {
+            "mean": mean(values),
+            "min": min(values),
+            "sum_of_squares": sum(x * x for x in values),
+        }[h]
 
     def signal(j: int, pool: list[int]) -> Fraction:
         subsets = list(combinations(pool, k - 1))
-        return mean([max([r[j], *(r[t] for t in s)]) - baseline([r[t] for t in s]) for s in subsets])
+        return mean(
+            [max([r[j], *(r[t] for t in s)]) - baseline([r[t] for t in s]) for s in subsets]
+        )
 
     others = lambda *ex: [t for t in range(n) if t not in ex]  # noqa: E731
     out = [
@@ -225,7 +238,12 @@ def test_group_baseline_relations(exact: bool, r: Vec) -> None:
     g = len(r)
     dr = f("dr_grpo")(r)
     _close(f("rloo")(r), _scaled(Fraction(g, g - 1), dr), r, exact)
-    _close(f("opo")(r, [5] * g) if exact else _fast(fast.group.opo, r, torch.full((1, g), 5)), dr, r, exact)
+    _close(
+        f("opo")(r, [5] * g) if exact else _fast(fast.group.opo, r, torch.full((1, g), 5)),
+        dr,
+        r,
+        exact,
+    )
     grpo = f("grpo")(r)
     rpp = rg.reinforce_pp([r])[0] if exact else _fast(fast.group.reinforce_pp, r)
     _close(rpp, grpo, r, exact)
@@ -233,7 +251,9 @@ def test_group_baseline_relations(exact: bool, r: Vec) -> None:
         sigma = sum((x - mean(r)) ** 2 for x in r) / (g - 1)
         for a, d in zip(grpo, dr, strict=True):
             # a (σ + ε) = d, with σ² known exactly: check a² (σ+ε)² ≈ d² to 1e-9.
-            assert abs(float(a) * (float(sigma) ** 0.5 + 1e-6) - float(d)) <= 1e-9 * max(1.0, float(abs(d)))
+            assert abs(float(a) * (float(sigma) ** 0.5 + 1e-6) - float(d)) <= 1e-9 * max(
+                1.0, float(abs(d))
+            )
 
 
 @given(r=batches(2, 8, max_b=1).map(lambda b: b[0]).filter(lambda r: max(r) != min(r)))

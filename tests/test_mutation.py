@@ -73,7 +73,7 @@ def test_one_pass_variance_with_a_floor_is_caught() -> None:
 
 @pytest.mark.parametrize("scale", [1 + 1e-6, 0.5])
 def test_a_scaled_estimator_is_caught(scale: float) -> None:
-    """A wrong constant (e.g. forgetting or adding PKPO's K/N) is caught by the differential test."""
+    """A wrong constant (e.g. a forgotten or extra K/N) is caught by the differential test."""
     original: Callable[..., torch.Tensor] = fast.maxk.canonical
     row = dataclasses.replace(
         next(r for r in CATALOGUE if r.id == "canonical"),

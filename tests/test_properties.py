@@ -37,7 +37,9 @@ def _ids(row: Row) -> str:
 @pytest.mark.parametrize("impl", IMPLS, ids=str)
 @pytest.mark.parametrize("row", [r for r in CATALOGUE if r.shift is not None], ids=_ids)
 @given(data=st.data(), c=st.fractions(-100, 100, max_denominator=8))
-def test_shifting_rewards_moves_outputs_as_claimed(row: Row, impl: object, data: st.DataObject, c: Fraction) -> None:
+def test_shifting_rewards_moves_outputs_as_claimed(
+    row: Row, impl: object, data: st.DataObject, c: Fraction
+) -> None:
     batch, k = _draw(row, data)
     lengths = data.draw(lengths_for(batch)) if row.needs_lengths else None
     moved = [[x + c for x in group] for group in batch]
@@ -47,8 +49,16 @@ def test_shifting_rewards_moves_outputs_as_claimed(row: Row, impl: object, data:
 
 @pytest.mark.parametrize("impl", IMPLS, ids=str)
 @pytest.mark.parametrize("row", [r for r in CATALOGUE if r.scale_power is not None], ids=_ids)
-@given(data=st.data(), a=st.one_of(st.integers(-4, 4).map(lambda j: Fraction(2) ** j), st.fractions(Fraction(1, 16), 16, max_denominator=16).filter(bool)))
-def test_scaling_rewards_scales_outputs_as_claimed(row: Row, impl: object, data: st.DataObject, a: Fraction) -> None:
+@given(
+    data=st.data(),
+    a=st.one_of(
+        st.integers(-4, 4).map(lambda j: Fraction(2) ** j),
+        st.fractions(Fraction(1, 16), 16, max_denominator=16).filter(bool),
+    ),
+)
+def test_scaling_rewards_scales_outputs_as_claimed(
+    row: Row, impl: object, data: st.DataObject, a: Fraction
+) -> None:
     batch, k = _draw(row, data)
     lengths = data.draw(lengths_for(batch)) if row.needs_lengths else None
     scaled = [[a * x for x in group] for group in batch]
@@ -69,7 +79,9 @@ def test_outputs_are_permutation_equivariant(row: Row, impl: object, data: st.Da
 @pytest.mark.parametrize("impl", IMPLS, ids=str)
 @pytest.mark.parametrize("row", _rows("centred"), ids=_ids)
 @given(data=st.data())
-def test_centred_estimators_sum_to_zero_in_every_group(row: Row, impl: object, data: st.DataObject) -> None:
+def test_centred_estimators_sum_to_zero_in_every_group(
+    row: Row, impl: object, data: st.DataObject
+) -> None:
     batch, k = _draw(row, data)
     checks.assert_centred(row, impl, batch, k)  # type: ignore[arg-type]
 
@@ -77,7 +89,9 @@ def test_centred_estimators_sum_to_zero_in_every_group(row: Row, impl: object, d
 @pytest.mark.parametrize("impl", IMPLS, ids=str)
 @pytest.mark.parametrize("row", CATALOGUE, ids=_ids)
 @given(data=st.data())
-def test_ties_get_equal_outputs_and_order_is_kept(row: Row, impl: object, data: st.DataObject) -> None:
+def test_ties_get_equal_outputs_and_order_is_kept(
+    row: Row, impl: object, data: st.DataObject
+) -> None:
     batch, k = _draw(row, data)
     lengths = [[3] * len(batch[0]) for _ in batch] if row.needs_lengths else None
     checks.assert_ties_and_monotone(row, impl, batch, k, lengths)  # type: ignore[arg-type]

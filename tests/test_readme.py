@@ -1,0 +1,30 @@
+"""The README's Quick start has exactly two commands, and .ci/run runs the second verbatim."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+
+
+def _quick_start() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Quick start", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, flags=re.S)
+    assert block is not None
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_quick_start_has_an_install_and_run_command_and_a_test_command() -> None:
+    run, test = _quick_start()
+    assert run.startswith("pip install torch==2.13.0 && ") and run.endswith("advest demo")
+    assert test.startswith("pip install torch==2.13.0 && ") and test.endswith("pytest")
+    for gate in ("ruff check .", "ruff format --check .", "mypy", "pytest"):
+        assert gate in test
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    _, test = _quick_start()
+    ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test in ci_lines
