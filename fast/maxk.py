@@ -53,7 +53,8 @@ def _sort(rewards: Tensor, k: object, name: str, *, k_max_offset: int) -> _Sorte
     check_rewards(rewards)
     G = rewards.shape[1]
     kk = check_k(k, G, name, k_max=G - k_max_offset)
-    rs, perm = torch.sort(rewards.to(torch.float64), dim=-1, stable=True)  # [B, G]
+    rs, perm = torch.sort(rewards, dim=-1, stable=True)  # [B, G]; widening keeps the order
+    rs = rs.to(torch.float64)
     shift = rs[:, :1]  # [B, 1]
     return _Sorted(rs - shift, perm, shift, weights(G, kk, rewards.device), kk)
 
@@ -63,33 +64,33 @@ def _unsort(values: Tensor, s: _Sorted, like: Tensor) -> Tensor:
     return torch.empty_like(values).scatter_(-1, s.perm, values).to(like.dtype)
 
 
-def _prefix(w: Tensor, x: Tensor) -> Tensor:
-    """Exclusive prefix sums Σ_{q<p} w_q x_q, ``[B, G]``."""
-    inclusive = torch.cumsum(w * x, dim=-1)
-    return torch.nn.functional.pad(inclusive[:, :-1], (1, 0))
+def _sums(s: _Sorted, prefix: list[Tensor], suffix: list[Tensor]) -> list[Tensor]:
+    """Exclusive prefix sums Σ_{q<p} w_q x_q for each ``prefix`` weight, then exclusive suffix
+    sums Σ_{q>p} w_q x_q for each ``suffix`` weight; each ``[B, G]``, from one cumsum.
 
-
-def _suffix(w: Tensor, x: Tensor) -> Tensor:
-    """Exclusive suffix sums Σ_{q>p} w_q x_q, ``[B, G]``."""
-    inclusive = torch.cumsum((w * x).flip(-1), dim=-1).flip(-1)
-    return torch.nn.functional.pad(inclusive[:, 1:], (0, 1))
+    The exclusive sums are inclusive sums minus the own term (prefix) or the total minus the
+    inclusive sum (suffix). The running sums stay near max x (x >= 0 after the shift;
+    Σ_{q<p} γ_q = α_p <= 1 by the hockey stick; β and μhi each total 1; Σ_{q<=p} μlo_q <= G/(G−K)),
+    so the subtractions cost a few ulps of G·max x at worst, far inside the 1e-9 contract.
+    """
+    w = torch.stack(prefix + suffix)  # [S, G]
+    terms = s.x.unsqueeze(1) * w  # [B, S, G]
+    inclusive = torch.cumsum(terms, dim=-1)
+    n = len(prefix)
+    lows = inclusive[:, :n] - terms[:, :n]
+    highs = inclusive[:, n:, -1:] - inclusive[:, n:]
+    return [*lows.unbind(1), *highs.unbind(1)]
 
 
 def _ei(s: _Sorted) -> Tensor:
     """EI on the shifted sorted rewards: α_p x_p − Σ_{q<p} γ_q x_q."""
-    return s.w.alpha * s.x - _prefix(s.w.gamma, s.x)
+    (low_gamma,) = _sums(s, [s.w.gamma], [])
+    return s.w.alpha * s.x - low_gamma
 
 
 def _m_plus(s: _Sorted) -> Tensor:
-    return s.w.alpha * s.x + _suffix(s.w.beta, s.x)
-
-
-def _m_minus(s: _Sorted) -> Tensor:
-    return _prefix(s.w.mu_lo, s.x) + _suffix(s.w.mu_hi, s.x)
-
-
-def _comparator(s: _Sorted) -> Tensor:
-    return _prefix(s.w.gamma, s.x) + _suffix(s.w.beta, s.x)
+    (high_beta,) = _sums(s, [], [s.w.beta])
+    return s.w.alpha * s.x + high_beta
 
 
 def _k1_shift(s: _Sorted) -> Tensor | float:
@@ -104,8 +105,9 @@ def _flat(s: _Sorted) -> Tensor:
 
 
 def _delta(s: _Sorted) -> Tensor:
-    """Δ = M⁺ − M⁻ on sorted positions, with exact zeros on flat groups."""
-    return torch.where(_flat(s), 0.0, _m_plus(s) - _m_minus(s))
+    """Δ = M⁺ − M⁻ = α x + Σ_{q>p} (β − μhi)_q x_q − Σ_{q<p} μlo_q x_q; exact zeros if flat."""
+    low_mu, high = _sums(s, [s.w.mu_lo], [s.w.beta - s.w.mu_hi])
+    return torch.where(_flat(s), 0.0, s.w.alpha * s.x + high - low_mu)
 
 
 @register("ei", "maxk", needs_k=True)
@@ -119,14 +121,17 @@ def ei(rewards: Tensor, k: int) -> Tensor:
 def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
     """Leave-two-out baseline b = M⁻ − C (MaxPO Eq. 6). rewards: [B, G]; 1 <= K <= G−1."""
     s = _sort(rewards, k, "l2o_baseline", k_max_offset=1)
-    return _unsort(_m_minus(s) - _comparator(s) + _k1_shift(s), s, rewards)
+    low, high = _sums(s, [s.w.mu_lo - s.w.gamma], [s.w.mu_hi - s.w.beta])  # M⁻ − C
+    return _unsort(low + high + _k1_shift(s), s, rewards)
 
 
 @register("maxpo", "maxk", needs_k=True)
 def maxpo(rewards: Tensor, k: int) -> Tensor:
     """MaxPO advantage EI − b (MaxPO Eq. 7), computed as EI and b. rewards: [B, G]; K <= G−1."""
     s = _sort(rewards, k, "maxpo", k_max_offset=1)
-    ei_minus_b = _ei(s) - (_m_minus(s) - _comparator(s))
+    w = s.w
+    low_gamma, low_mu, high_beta, high_mu = _sums(s, [w.gamma, w.mu_lo], [w.beta, w.mu_hi])
+    ei_minus_b = (w.alpha * s.x - low_gamma) - (low_mu + high_mu - low_gamma - high_beta)
     return _unsort(torch.where(_flat(s), 0.0, ei_minus_b), s, rewards)
 
 
@@ -179,8 +184,11 @@ def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
     """PKPO sloo = (K/G)M⁺ − (K/(G−1))M⁻ (PKPO Eq. 29). rewards: [B, G]; 1 <= K <= G−1."""
     s = _sort(rewards, k, "pkpo_sloo", k_max_offset=1)
     G, K = rewards.shape[1], s.k
-    # M⁺ and M⁻ both move with the shift; their weights K/G and K/(G−1) differ, hence the last term.
-    value = K / G * _m_plus(s) - K / (G - 1) * _m_minus(s) + (K / G - K / (G - 1)) * s.shift
+    a, b = K / G, K / (G - 1)
+    low_mu, high = _sums(s, [s.w.mu_lo], [a * s.w.beta - b * s.w.mu_hi])
+    m_plus_part = a * s.w.alpha * s.x + high  # a·M⁺ − (the μhi half of) b·M⁻
+    # M⁺ and M⁻ both move with the shift; their weights a and b differ, hence the last term.
+    value = m_plus_part - b * low_mu + (a - b) * s.shift
     return _unsort(value, s, rewards)
 
 
