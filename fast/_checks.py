@@ -30,6 +30,10 @@ def check_rewards(rewards: object, name: str = "rewards") -> Tensor:
 
 def check_finite(values: Tensor, name: str) -> None:
     """Raise ``ValueError`` naming the first group (dim 0) that holds a NaN or an infinity."""
+    # Screen with one sum (NaN and ±inf propagate into it); only a non-finite sum, which finite
+    # values can also give by overflow, pays for the element-wise scan.
+    if values.numel() == 0 or bool(torch.isfinite(values.sum())):
+        return
     finite = torch.isfinite(values)
     if not bool(finite.all()):
         bad = (~finite).nonzero()[0].tolist()

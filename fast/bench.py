@@ -29,19 +29,30 @@ def _k_for(g: int) -> int:
     return {8: 4, 64: 16}.get(g, 64)
 
 
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _time_round_robin(
+    calls: dict[str, Callable[[], Any]], repeats: int, device: torch.device
+) -> dict[str, float]:
+    """Median wall seconds per call, timing every call once per round so that machine drift
+    (frequency, other load) falls on all of them alike; one warm-up round first."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for round_ in range(repeats + 1):
+        for name, fn in calls.items():
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            if round_:
+                samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def _time(fn: Callable[[], Any], repeats: int, device: torch.device) -> float:
-    """Median wall time of ``fn`` in seconds, after one warm-up call."""
-    fn()
-    samples = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return _time_round_robin({"fn": fn}, repeats, device)["fn"]
 
 
 def _call(name: str, rewards: Tensor, binary: Tensor, k: int) -> Tensor:
@@ -93,9 +104,10 @@ def dense_maxpo(rewards: Tensor, k: int, chunk_bytes: int = 256 * 2**20) -> Tens
 def _measure(rewards: Tensor, k: int, repeats: int, dev: torch.device) -> dict[str, float]:
     """Median seconds per call of every registered estimator and the two comparisons."""
     binary = (rewards > 0.5).float()
-    out: dict[str, float] = {}
-    for name in registry.names():
-        out[name] = _time(partial(_call, name, rewards, binary, k), repeats, dev)
+    calls: dict[str, Callable[[], Any]] = {
+        name: partial(_call, name, rewards, binary, k) for name in registry.names()
+    }
+    out = _time_round_robin(calls, repeats, dev)
     out["dense O(G²) maxpo"] = _time(lambda: dense_maxpo(rewards, k), 3, dev)
     host = rewards.cpu()
     loop_reps = 1 if rewards.numel() > 2**17 else 3
@@ -103,7 +115,7 @@ def _measure(rewards: Tensor, k: int, repeats: int, dev: torch.device) -> dict[s
     return out
 
 
-def run(repeats: int = 7, quick: bool = False, device: str | None = None) -> None:
+def run(repeats: int = 15, quick: bool = False, device: str | None = None) -> None:
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     threads = torch.get_num_threads()
     print(f"advest bench estimators: device={dev}, torch {torch.__version__}, threads={threads}")

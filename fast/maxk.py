@@ -15,6 +15,8 @@ estimators built on Δ write exact zeros there, decided on the rewards, never on
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -45,7 +47,6 @@ class _Sorted(NamedTuple):
     x: Tensor  # [B, G] float64: sorted rewards minus the group minimum
     perm: Tensor  # [B, G] int64: sorted position -> original index
     shift: Tensor  # [B, 1] float64: the group minimum
-    w: Weights  # each [G] float64
     k: int
 
 
@@ -56,7 +57,7 @@ def _sort(rewards: Tensor, k: object, name: str, *, k_max_offset: int) -> _Sorte
     rs, perm = torch.sort(rewards, dim=-1, stable=True)  # [B, G]; widening keeps the order
     rs = rs.to(torch.float64)
     shift = rs[:, :1]  # [B, 1]
-    return _Sorted(rs - shift, perm, shift, weights(G, kk, rewards.device), kk)
+    return _Sorted(rs - shift, perm, shift, kk)
 
 
 def _unsort(values: Tensor, s: _Sorted, like: Tensor) -> Tensor:
@@ -64,33 +65,54 @@ def _unsort(values: Tensor, s: _Sorted, like: Tensor) -> Tensor:
     return torch.empty_like(values).scatter_(-1, s.perm, values).to(like.dtype)
 
 
-def _sums(s: _Sorted, prefix: list[Tensor], suffix: list[Tensor]) -> list[Tensor]:
-    """Exclusive prefix sums Σ_{q<p} w_q x_q for each ``prefix`` weight, then exclusive suffix
-    sums Σ_{q>p} w_q x_q for each ``suffix`` weight; each ``[B, G]``, from one cumsum.
+# Every block is a linear form on the sorted, shifted rewards x (spec/maxk.md §Algorithm):
+#     out_p = own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q,
+# given here as (own, below, above) from the weight table.
+_Form = Callable[[Weights, int, int], tuple[Tensor, Tensor, Tensor]]
+_FORMS: dict[str, _Form] = {
+    "ei": lambda w, G, K: (w.alpha, -w.gamma, torch.zeros_like(w.alpha)),  # α x − Lγ
+    "b": lambda w, G, K: (torch.zeros_like(w.alpha), w.mu_lo - w.gamma, w.mu_hi - w.beta),  # M⁻ − C
+    "delta": lambda w, G, K: (w.alpha, -w.mu_lo, w.beta - w.mu_hi),  # M⁺ − M⁻
+    "m_plus": lambda w, G, K: (w.alpha, torch.zeros_like(w.alpha), w.beta),  # α x + Hβ
+    "sloo": lambda w, G, K: (  # (K/G) M⁺ − (K/(G−1)) M⁻
+        K / G * w.alpha,
+        -K / (G - 1) * w.mu_lo,
+        K / G * w.beta - K / (G - 1) * w.mu_hi,
+    ),
+}
 
-    The exclusive sums are inclusive sums minus the own term (prefix) or the total minus the
-    inclusive sum (suffix). The running sums stay near max x (x >= 0 after the shift;
-    Σ_{q<p} γ_q = α_p <= 1 by the hockey stick; β and μhi each total 1; Σ_{q<=p} μlo_q <= G/(G−K)),
-    so the subtractions cost a few ulps of G·max x at worst, far inside the 1e-9 contract.
+
+@functools.lru_cache(maxsize=512)
+def _coefficients_cached(
+    forms: tuple[str, ...], G: int, K: int, device: torch.device
+) -> tuple[Tensor, Tensor, Tensor]:
+    w = weights(G, K, device)
+    parts = [_FORMS[f](w, G, K) for f in forms]
+    own, below, above = (torch.stack([part[i] for part in parts]) for i in range(3))
+    return own - below, below - above, above.T.contiguous()  # [S, G], [S, G], [G, S]
+
+
+@torch.compiler.disable  # type: ignore[untyped-decorator]
+def _coefficients(
+    forms: tuple[str, ...], G: int, K: int, device: torch.device
+) -> tuple[Tensor, Tensor, Tensor]:
+    return _coefficients_cached(forms, G, K, device)
+
+
+def _evaluate(s: _Sorted, *forms: str) -> list[Tensor]:
+    """Each form at every sorted position, ``[B, G]`` each, from one cumsum and one matmul:
+
+        out = (own − below) ⊙ x + cumsum((below − above) ⊙ x) + Σ_q above_q x_q.
+
+    The running sums stay within a small multiple of max x (x >= 0 after the shift; the weights
+    are probabilities: Σ_{q<p} γ_q = α_p <= 1, β and μhi each total 1, Σ_{q<=p} μlo_q <= G/(G−K)),
+    so rounding costs a few ulps of G·max x at worst, far inside the 1e-9 contract.
     """
-    w = torch.stack(prefix + suffix)  # [S, G]
-    terms = s.x.unsqueeze(1) * w  # [B, S, G]
-    inclusive = torch.cumsum(terms, dim=-1)
-    n = len(prefix)
-    lows = inclusive[:, :n] - terms[:, :n]
-    highs = inclusive[:, n:, -1:] - inclusive[:, n:]
-    return [*lows.unbind(1), *highs.unbind(1)]
-
-
-def _ei(s: _Sorted) -> Tensor:
-    """EI on the shifted sorted rewards: α_p x_p − Σ_{q<p} γ_q x_q."""
-    (low_gamma,) = _sums(s, [s.w.gamma], [])
-    return s.w.alpha * s.x - low_gamma
-
-
-def _m_plus(s: _Sorted) -> Tensor:
-    (high_beta,) = _sums(s, [], [s.w.beta])
-    return s.w.alpha * s.x + high_beta
+    G = s.x.shape[1]
+    diag, step, above = _coefficients(forms, G, s.k, s.x.device)
+    x = s.x.unsqueeze(1)  # [B, 1, G]
+    out = diag * x + torch.cumsum(step * x, dim=-1) + (s.x @ above).unsqueeze(-1)  # [B, S, G]
+    return list(out.unbind(1))
 
 
 def _k1_shift(s: _Sorted) -> Tensor | float:
@@ -99,39 +121,41 @@ def _k1_shift(s: _Sorted) -> Tensor | float:
 
 
 def _flat(s: _Sorted) -> Tensor:
-    """``[B, 1]`` bool: Δ ≡ 0 because fewer than K samples lie strictly below the group max."""
-    below_max = (s.x < s.x[:, -1:]).sum(dim=-1, keepdim=True)
-    return below_max < s.k
+    """``[B, 1]`` bool: fewer than K samples lie strictly below the group max, so Δ ≡ 0.
+
+    On a sorted row that is: the K-th smallest value already equals the max.
+    """
+    return s.x[:, s.k - 1 : s.k] == s.x[:, -1:]
 
 
 def _delta(s: _Sorted) -> Tensor:
-    """Δ = M⁺ − M⁻ = α x + Σ_{q>p} (β − μhi)_q x_q − Σ_{q<p} μlo_q x_q; exact zeros if flat."""
-    low_mu, high = _sums(s, [s.w.mu_lo], [s.w.beta - s.w.mu_hi])
-    return torch.where(_flat(s), 0.0, s.w.alpha * s.x + high - low_mu)
+    """Δ = M⁺ − M⁻ on sorted positions, with exact zeros on flat groups."""
+    (delta,) = _evaluate(s, "delta")
+    return torch.where(_flat(s), 0.0, delta)
 
 
 @register("ei", "maxk", needs_k=True)
 def ei(rewards: Tensor, k: int) -> Tensor:
     """Expected improvement EI (MaxPO Eq. 5); r at K = 1. rewards: [B, G] -> [B, G]; 1 <= K <= G."""
     s = _sort(rewards, k, "ei", k_max_offset=0)
-    return _unsort(_ei(s) + _k1_shift(s), s, rewards)
+    (e,) = _evaluate(s, "ei")
+    return _unsort(e + _k1_shift(s), s, rewards)
 
 
 @register("l2o_baseline", "maxk", needs_k=True)
 def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
     """Leave-two-out baseline b = M⁻ − C (MaxPO Eq. 6). rewards: [B, G]; 1 <= K <= G−1."""
     s = _sort(rewards, k, "l2o_baseline", k_max_offset=1)
-    low, high = _sums(s, [s.w.mu_lo - s.w.gamma], [s.w.mu_hi - s.w.beta])  # M⁻ − C
-    return _unsort(low + high + _k1_shift(s), s, rewards)
+    (b,) = _evaluate(s, "b")
+    return _unsort(b + _k1_shift(s), s, rewards)
 
 
 @register("maxpo", "maxk", needs_k=True)
 def maxpo(rewards: Tensor, k: int) -> Tensor:
     """MaxPO advantage EI − b (MaxPO Eq. 7), computed as EI and b. rewards: [B, G]; K <= G−1."""
     s = _sort(rewards, k, "maxpo", k_max_offset=1)
-    w = s.w
-    low_gamma, low_mu, high_beta, high_mu = _sums(s, [w.gamma, w.mu_lo], [w.beta, w.mu_hi])
-    ei_minus_b = (w.alpha * s.x - low_gamma) - (low_mu + high_mu - low_gamma - high_beta)
+    e, b = _evaluate(s, "ei", "b")  # two forms, not Δ's: the pair cross-checks canonical
+    ei_minus_b = e - b
     return _unsort(torch.where(_flat(s), 0.0, ei_minus_b), s, rewards)
 
 
@@ -152,7 +176,7 @@ def ei_l1o(rewards: Tensor, k: int) -> Tensor:
     G = rewards.shape[1]
     if G < 2:
         raise ValueError(f"ei_l1o needs N >= 2; got K={k}, N={G}")
-    e = _ei(s)
+    (e,) = _evaluate(s, "ei")
     return _unsort(G / (G - 1) * (e - e.mean(dim=-1, keepdim=True)), s, rewards)
 
 
@@ -175,8 +199,8 @@ def tang_passk(rewards: Tensor) -> Tensor:
 def pkpo_s(rewards: Tensor, k: int) -> Tensor:
     """PKPO s = (K/G)·M⁺ (PKPO Eqs. 19-21). rewards: [B, G]; 1 <= K <= G."""
     s = _sort(rewards, k, "pkpo_s", k_max_offset=0)
-    G = rewards.shape[1]
-    return _unsort(s.k / G * (_m_plus(s) + s.shift), s, rewards)
+    (m_plus,) = _evaluate(s, "m_plus")
+    return _unsort(s.k / rewards.shape[1] * (m_plus + s.shift), s, rewards)
 
 
 @register("pkpo_sloo", "maxk", needs_k=True)
@@ -184,11 +208,9 @@ def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
     """PKPO sloo = (K/G)M⁺ − (K/(G−1))M⁻ (PKPO Eq. 29). rewards: [B, G]; 1 <= K <= G−1."""
     s = _sort(rewards, k, "pkpo_sloo", k_max_offset=1)
     G, K = rewards.shape[1], s.k
-    a, b = K / G, K / (G - 1)
-    low_mu, high = _sums(s, [s.w.mu_lo], [a * s.w.beta - b * s.w.mu_hi])
-    m_plus_part = a * s.w.alpha * s.x + high  # a·M⁺ − (the μhi half of) b·M⁻
-    # M⁺ and M⁻ both move with the shift; their weights a and b differ, hence the last term.
-    value = m_plus_part - b * low_mu + (a - b) * s.shift
+    (sloo,) = _evaluate(s, "sloo")
+    # M⁺ and M⁻ both move with the shift; their weights K/G and K/(G−1) differ, hence the last term.
+    value = sloo + (K / G - K / (G - 1)) * s.shift
     return _unsort(value, s, rewards)
 
 
@@ -196,7 +218,8 @@ def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
 def pkpo_sloo_minus_one(rewards: Tensor, k: int) -> Tensor:
     """PKPO Eq. 33 = (K/G)·EI; r/G at K = 1. rewards: [B, G]; 1 <= K <= G."""
     s = _sort(rewards, k, "pkpo_sloo_minus_one", k_max_offset=0)
-    return _unsort(s.k / rewards.shape[1] * (_ei(s) + _k1_shift(s)), s, rewards)
+    (e,) = _evaluate(s, "ei")
+    return _unsort(s.k / rewards.shape[1] * (e + _k1_shift(s)), s, rewards)
 
 
 @register("chen_passk", "maxk", needs_k=True)
@@ -243,7 +266,8 @@ def _comb_ratio(top: Tensor, k: int, n: int, kk: int) -> Tensor:
 def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
     """Bagirov Eq. 9 all-subsets transform, = (K/G)·M⁺. rewards: [B, G]; 1 <= K <= G."""
     s = _sort(rewards, k, "bagirov_transform", k_max_offset=0)
-    return _unsort(s.k / rewards.shape[1] * (_m_plus(s) + s.shift), s, rewards)
+    (m_plus,) = _evaluate(s, "m_plus")
+    return _unsort(s.k / rewards.shape[1] * (m_plus + s.shift), s, rewards)
 
 
 @register("bagirov_centered", "maxk", needs_k=True)

@@ -37,9 +37,13 @@ def test_wrong_ei_weight_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
         return w._replace(gamma=w.alpha)
 
     monkeypatch.setattr(fast.maxk, "weights", mutant)
-    # (maxpo is immune by design: γ cancels in EI − b = M⁺ − M⁻.)
-    for name in ("ei", "l2o_baseline", "pkpo_sloo_minus_one", "ei_l1o"):
-        assert _suite_detects(rows(name)[0], G1, [2, 3]), name
+    fast.maxk._coefficients_cached.cache_clear()  # the cache holds the real weights
+    try:
+        # (maxpo is immune by design: γ cancels in EI − b = M⁺ − M⁻.)
+        for name in ("ei", "l2o_baseline", "pkpo_sloo_minus_one", "ei_l1o"):
+            assert _suite_detects(rows(name)[0], G1, [2, 3]), name
+    finally:
+        fast.maxk._coefficients_cached.cache_clear()  # and must not keep the mutant's
 
 
 def test_min_rank_tie_handling_is_caught() -> None:

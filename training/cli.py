@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
     bench = sub.add_parser("bench", help="benchmarks that print numbers and ratios")
     bench.add_argument("what", choices=["estimators"], help="what to benchmark")
-    bench.add_argument("--repeats", type=int, default=7, help="timed calls per cell (median)")
+    bench.add_argument("--repeats", type=int, default=15, help="timed rounds (median per cell)")
     bench.add_argument("--quick", action="store_true", help="smaller shapes, for a smoke run")
     bench.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     bench.set_defaults(func=_bench)
