@@ -115,8 +115,12 @@ def _measure(rewards: Tensor, k: int, repeats: int, dev: torch.device) -> dict[s
     return out
 
 
-def run(repeats: int = 15, quick: bool = False, device: str | None = None) -> None:
+def run(
+    repeats: int = 15, quick: bool = False, device: str | None = None, threads: int | None = None
+) -> None:
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if threads:
+        torch.set_num_threads(threads)
     threads = torch.get_num_threads()
     print(f"advest bench estimators: device={dev}, torch {torch.__version__}, threads={threads}")
     print(f"median of {repeats} calls; float32 input; '× grpo' = time / grpo's on the same tensor")

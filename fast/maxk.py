@@ -73,6 +73,7 @@ _FORMS: dict[str, _Form] = {
     "ei": lambda w, G, K: (w.alpha, -w.gamma, torch.zeros_like(w.alpha)),  # α x − Lγ
     "b": lambda w, G, K: (torch.zeros_like(w.alpha), w.mu_lo - w.gamma, w.mu_hi - w.beta),  # M⁻ − C
     "delta": lambda w, G, K: (w.alpha, -w.mu_lo, w.beta - w.mu_hi),  # M⁺ − M⁻
+    "ei_minus_b": lambda w, G, K: _difference(_FORMS["ei"](w, G, K), _FORMS["b"](w, G, K)),
     "m_plus": lambda w, G, K: (w.alpha, torch.zeros_like(w.alpha), w.beta),  # α x + Hβ
     "sloo": lambda w, G, K: (  # (K/G) M⁺ − (K/(G−1)) M⁻
         K / G * w.alpha,
@@ -80,6 +81,13 @@ _FORMS: dict[str, _Form] = {
         K / G * w.beta - K / (G - 1) * w.mu_hi,
     ),
 }
+
+
+def _difference(
+    a: tuple[Tensor, Tensor, Tensor], b: tuple[Tensor, Tensor, Tensor]
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The form a − b, coefficient by coefficient (maxpo = EI − b; γ cancels, compare "delta")."""
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2]
 
 
 @functools.lru_cache(maxsize=512)
@@ -154,8 +162,7 @@ def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
 def maxpo(rewards: Tensor, k: int) -> Tensor:
     """MaxPO advantage EI − b (MaxPO Eq. 7), computed as EI and b. rewards: [B, G]; K <= G−1."""
     s = _sort(rewards, k, "maxpo", k_max_offset=1)
-    e, b = _evaluate(s, "ei", "b")  # two forms, not Δ's: the pair cross-checks canonical
-    ei_minus_b = e - b
+    (ei_minus_b,) = _evaluate(s, "ei_minus_b")
     return _unsort(torch.where(_flat(s), 0.0, ei_minus_b), s, rewards)
 
 

@@ -17,7 +17,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from fast.bench import run
 
-    run(repeats=args.repeats, quick=args.quick, device=args.device)
+    run(repeats=args.repeats, quick=args.quick, device=args.device, threads=args.threads)
     return 0
 
 
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=15, help="timed rounds (median per cell)")
     bench.add_argument("--quick", action="store_true", help="smaller shapes, for a smoke run")
     bench.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    bench.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all)")
     bench.set_defaults(func=_bench)
     return parser
 
