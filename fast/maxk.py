@@ -290,11 +290,14 @@ def bagirov_zscore(rewards: Tensor, k: int, *, ddof: int = 1) -> Tensor:
     """Bagirov "BoN mean": Δ/std_ddof(Δ), no ε; exact zeros on flat groups. K <= G−1."""
     d = check_ddof(ddof, "bagirov_zscore")
     s = _sort(rewards, k, "bagirov_zscore", k_max_offset=1)
-    flat = _flat(s)
-    delta = _delta(s)  # [B, G]
+    flat = _flat(s)  # [B, 1]
+    (delta,) = _evaluate(s, "delta")  # [B, G]
     # z is scale-free: dividing by max|Δ| first keeps the squares from under- or overflowing.
-    delta = delta / torch.where(flat, 1.0, delta.abs().amax(dim=-1, keepdim=True))
-    centred = delta - delta.mean(dim=-1, keepdim=True)
-    std = torch.sqrt((centred**2).sum(dim=-1, keepdim=True) / (rewards.shape[1] - d))
-    z = torch.where(flat, 0.0, delta / torch.where(flat, 1.0, std))
+    # Σ Δ = 0 exactly (I4), so the std needs no mean pass: std_ddof = ||Δ|| / sqrt(G − ddof).
+    # (A non-flat group whose Δ underflowed to 0 in float64 counts as flat: no 0/0.)
+    top = delta.abs().amax(dim=-1, keepdim=True)
+    flat = flat | (top == 0)
+    unit = delta / torch.where(flat, 1.0, top)
+    std = torch.linalg.vector_norm(unit, dim=-1, keepdim=True) / (rewards.shape[1] - d) ** 0.5
+    z = torch.where(flat, 0.0, unit / torch.where(flat, 1.0, std))
     return _unsort(z, s, rewards)
