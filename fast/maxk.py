@@ -3,9 +3,10 @@
 Notation: ``rewards: [B, G]`` (B prompts, G samples each; the notes' N is G), comparator size K.
 Every estimator returns ``[B, G]`` in the input's dtype and device, in the original sample order.
 
-Algorithm (spec/maxk.md §Algorithm): sort each group once (stable), subtract the group minimum
+Algorithm (spec/maxk.md §Algorithm): sort each group once (stable), subtract the group maximum
 (every block shifts by a known amount, so this is exact in real arithmetic and removes offset
-cancellation), form exclusive prefix/suffix sums of the sorted rewards times the position weights
+cancellation; the maximum rather than the minimum because the blocks are combinations of gaps to
+the top values, which this keeps exact even when a distant minimum would round them together), form exclusive prefix/suffix sums of the sorted rewards times the position weights
 of ``spec.maxk_weights`` (float64, log-gamma, cached per (G, K)), and scatter back. The whole
 computation runs in float64; the output is cast back.
 
@@ -44,9 +45,9 @@ __all__ = [
 
 
 class _Sorted(NamedTuple):
-    x: Tensor  # [B, G] float64: sorted rewards minus the group minimum
+    x: Tensor  # [B, G] float64: sorted rewards minus the group maximum (all <= 0)
     perm: Tensor  # [B, G] int64: sorted position -> original index
-    shift: Tensor  # [B, 1] float64: the group minimum
+    shift: Tensor  # [B, 1] float64: the group maximum
     k: int
 
 
@@ -56,7 +57,7 @@ def _sort(rewards: Tensor, k: object, name: str, *, k_max_offset: int) -> _Sorte
     kk = check_k(k, G, name, k_max=G - k_max_offset)
     rs, perm = torch.sort(rewards, dim=-1, stable=True)  # [B, G]; widening keeps the order
     rs = rs.to(torch.float64)
-    shift = rs[:, :1]  # [B, 1]
+    shift = rs[:, -1:]  # [B, 1]
     return _Sorted(rs - shift, perm, shift, kk)
 
 
@@ -112,9 +113,9 @@ def _evaluate(s: _Sorted, *forms: str) -> list[Tensor]:
 
         out = (own − below) ⊙ x + cumsum((below − above) ⊙ x) + Σ_q above_q x_q.
 
-    The running sums stay within a small multiple of max x (x >= 0 after the shift; the weights
+    The running sums stay within a small multiple of max|x| (x <= 0 after the shift; the weights
     are probabilities: Σ_{q<p} γ_q = α_p <= 1, β and μhi each total 1, Σ_{q<=p} μlo_q <= G/(G−K)),
-    so rounding costs a few ulps of G·max x at worst, far inside the 1e-9 contract.
+    so rounding costs a few ulps of G·max|x| at worst, far inside the 1e-9 contract.
     """
     G = s.x.shape[1]
     diag, step, above = _coefficients(forms, G, s.k, s.x.device)

@@ -13,7 +13,7 @@ from fractions import Fraction
 import torch
 
 from spec.catalogue import Row
-from spec.tolerances import tolerance
+from spec.tolerances import output_floor, tolerance
 
 Batch = list[list[Fraction]]
 Impl = str | torch.dtype
@@ -56,7 +56,7 @@ def bound(row: Row, impl: Impl, batch: Batch, exact: Batch) -> Fraction:
     if impl == "reference":
         return Fraction(0) if row.rational else Fraction(1, 10**50) * max(scale, Fraction(1))
     assert isinstance(impl, torch.dtype)
-    return Fraction(tolerance(row.name, impl)) * scale
+    return Fraction(tolerance(row.name, impl)) * scale + Fraction(output_floor(impl))
 
 
 def assert_close(row: Row, got: Batch, want: Batch, allowed: Fraction, what: str) -> None:

@@ -26,3 +26,10 @@ OVERRIDES: dict[tuple[str, torch.dtype], float] = {}
 
 def tolerance(name: str, dtype: torch.dtype) -> float:
     return OVERRIDES.get((name, dtype), DEFAULT[dtype])
+
+
+def output_floor(dtype: torch.dtype) -> float:
+    """The smallest subnormal of ``dtype``: an exact output below it can only round to 0 or to it,
+    so every bound carries it as an absolute floor."""
+    info = torch.finfo(dtype)
+    return float(info.smallest_normal * info.eps)
