@@ -3,12 +3,13 @@
 Notation: ``rewards: [B, G]`` (B prompts, G samples each; the notes' N is G), comparator size K.
 Every estimator returns ``[B, G]`` in the input's dtype and device, in the original sample order.
 
-Algorithm (spec/maxk.md §Algorithm): sort each group once (stable), subtract the group maximum
-(every block shifts by a known amount, so this is exact in real arithmetic and removes offset
-cancellation; the maximum rather than the minimum because the blocks are combinations of gaps to
-the top values, which this keeps exact even when a distant minimum would round them together), form exclusive prefix/suffix sums of the sorted rewards times the position weights
-of ``spec.maxk_weights`` (float64, log-gamma, cached per (G, K)), and scatter back. The whole
-computation runs in float64; the output is cast back.
+Algorithm (spec/maxk.md §Algorithm): sort each group once (stable) and subtract the group
+maximum: every block moves by a known amount, so this is exact in real arithmetic, removes offset
+cancellation, and keeps the gaps to the top values (what the blocks are made of) exact even when a
+distant minimum would round them together. Each estimator is then one linear form of
+``spec.maxk_weights.FORMS`` (weights in float64 from log-gamma, cached per (G, K)), evaluated with
+one cumsum and one matrix-vector product, and scattered back. The whole computation runs in
+float64; the output is cast back.
 
 Groups where fewer than K samples lie strictly below the maximum have Δ ≡ 0 exactly; the
 estimators built on Δ write exact zeros there, decided on the rewards, never on a float std.
@@ -17,15 +18,15 @@ estimators built on Δ write exact zeros there, decided on the rewards, never on
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from fast._checks import check_ddof, check_k, check_rewards
-from fast._weights import Weights, weights
+from fast._weights import weights
 from fast.registry import register
+from spec.maxk_weights import ALPHA, BETA, FORMS, GAMMA, MU_HI, MU_LO, Combo
 
 __all__ = [
     "bagirov_centered",
@@ -66,39 +67,28 @@ def _unsort(values: Tensor, s: _Sorted, like: Tensor) -> Tensor:
     return torch.empty_like(values).scatter_(-1, s.perm, values).to(like.dtype)
 
 
-# Every block is a linear form on the sorted, shifted rewards x (spec/maxk.md §Algorithm):
-#     out_p = own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q,
-# given here as (own, below, above) from the weight table.
-_Form = Callable[[Weights, int, int], tuple[Tensor, Tensor, Tensor]]
-_FORMS: dict[str, _Form] = {
-    "ei": lambda w, G, K: (w.alpha, -w.gamma, torch.zeros_like(w.alpha)),  # α x − Lγ
-    "b": lambda w, G, K: (torch.zeros_like(w.alpha), w.mu_lo - w.gamma, w.mu_hi - w.beta),  # M⁻ − C
-    "delta": lambda w, G, K: (w.alpha, -w.mu_lo, w.beta - w.mu_hi),  # M⁺ − M⁻
-    "ei_minus_b": lambda w, G, K: _difference(_FORMS["ei"](w, G, K), _FORMS["b"](w, G, K)),
-    "m_plus": lambda w, G, K: (w.alpha, torch.zeros_like(w.alpha), w.beta),  # α x + Hβ
-    "sloo": lambda w, G, K: (  # (K/G) M⁺ − (K/(G−1)) M⁻
-        K / G * w.alpha,
-        -K / (G - 1) * w.mu_lo,
-        K / G * w.beta - K / (G - 1) * w.mu_hi,
-    ),
-}
-
-
-def _difference(
-    a: tuple[Tensor, Tensor, Tensor], b: tuple[Tensor, Tensor, Tensor]
-) -> tuple[Tensor, Tensor, Tensor]:
-    """The form a − b, coefficient by coefficient (maxpo = EI − b; γ cancels, compare "delta")."""
-    return a[0] - b[0], a[1] - b[1], a[2] - b[2]
-
-
 @functools.lru_cache(maxsize=512)
 def _coefficients_cached(
     forms: tuple[str, ...], G: int, K: int, device: torch.device
 ) -> tuple[Tensor, Tensor, Tensor]:
+    """The forms of ``spec.maxk_weights.FORMS`` as float64 ``[S, G]``, ``[S, G]``, ``[G, S]``:
+    own − below, below − above, above (weights by log-gamma, see fast._weights)."""
     w = weights(G, K, device)
-    parts = [_FORMS[f](w, G, K) for f in forms]
-    own, below, above = (torch.stack([part[i] for part in parts]) for i in range(3))
-    return own - below, below - above, above.T.contiguous()  # [S, G], [S, G], [G, S]
+    table = dict(
+        zip(
+            (ALPHA, BETA, GAMMA, MU_LO, MU_HI),
+            (w.alpha, w.beta, w.gamma, w.mu_lo, w.mu_hi),
+            strict=True,
+        )
+    )
+
+    def combo(c: Combo) -> Tensor:
+        return sum(
+            (float(coef(G, K)) * table[ratio] for ratio, coef in c), torch.zeros_like(w.alpha)
+        )
+
+    own, below, above = (torch.stack([combo(FORMS[f][i]) for f in forms]) for i in range(3))
+    return own - below, below - above, above.T.contiguous()
 
 
 @torch.compiler.disable  # type: ignore[untyped-decorator]

@@ -12,6 +12,7 @@ one source for ``fast/`` (log-gamma, float64), ``reference.maxk_closed`` (exact 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -26,8 +27,9 @@ class BinomRatio:
     den_k: int
 
     def exact(self, q: int, n: int, k: int) -> Fraction:
-        """The weight as an exact rational; 0 where the numerator's binomial is 0."""
-        return Fraction(_comb(q + self.top, k + self.k), _comb(n + self.den_n, k + self.den_k))
+        """The weight as an exact rational; 0 where either binomial is 0 (e.g. μ at K = N)."""
+        den = _comb(n + self.den_n, k + self.den_k)
+        return Fraction(_comb(q + self.top, k + self.k), den) if den else Fraction(0)
 
 
 def _comb(n: int, k: int) -> int:
@@ -55,3 +57,59 @@ WEIGHTS: dict[str, BinomRatio] = {
     "mu_hi": MU_HI,
     "m_hat": M_HAT,
 }
+
+
+# --- linear forms -------------------------------------------------------------------------------
+# Every max@K block is a linear form on the sorted rewards x:
+#     out_p = own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q,
+# with own, below, above each a combination Σ c(N, K)·w_q of the weights above. ``fast/`` evaluates
+# them in float64 as (own − below)⊙x + cumsum((below − above)⊙x) + Σ_q above_q x_q; ``proofs/``
+# evaluates the same combinations exactly and proves them equal to the subset definitions.
+
+Coef = Callable[[int, int], Fraction]
+Combo = tuple[tuple[BinomRatio, Coef], ...]
+Form = tuple[Combo, Combo, Combo]  # own, below, above
+
+
+def _c(value: int) -> Coef:
+    return lambda n, k: Fraction(value)
+
+
+def _k_over_n(n: int, k: int) -> Fraction:
+    return Fraction(k, n)
+
+
+def _minus_k_over_n_minus_1(n: int, k: int) -> Fraction:
+    return Fraction(-k, n - 1)
+
+
+def _negate(combo: Combo) -> Combo:
+    return tuple((w, (lambda n, k, c=c: -c(n, k))) for w, c in combo)
+
+
+def difference(a: Form, b: Form) -> Form:
+    """The form a − b (coefficient lists concatenated, b's negated)."""
+    own, below, above = (x + _negate(y) for x, y in zip(a, b, strict=True))
+    return own, below, above
+
+
+FORMS: dict[str, Form] = {
+    "ei": (((ALPHA, _c(1)),), ((GAMMA, _c(-1)),), ()),  # α x − Σ_{q<p} γ x
+    "b": ((), ((MU_LO, _c(1)), (GAMMA, _c(-1))), ((MU_HI, _c(1)), (BETA, _c(-1)))),  # M⁻ − C
+    "delta": (((ALPHA, _c(1)),), ((MU_LO, _c(-1)),), ((BETA, _c(1)), (MU_HI, _c(-1)))),  # M⁺ − M⁻
+    "m_plus": (((ALPHA, _c(1)),), (), ((BETA, _c(1)),)),  # α x + Σ_{q>p} β x
+    "sloo": (  # (K/N) M⁺ − (K/(N−1)) M⁻
+        ((ALPHA, _k_over_n),),
+        ((MU_LO, _minus_k_over_n_minus_1),),
+        ((BETA, _k_over_n), (MU_HI, _minus_k_over_n_minus_1)),
+    ),
+}
+FORMS["ei_minus_b"] = difference(FORMS["ei"], FORMS["b"])  # maxpo = EI − b
+
+
+def exact_coefficients(form: Form, n: int, k: int) -> tuple[list[Fraction], ...]:
+    """(own, below, above) of ``form`` at positions q = 1..N, exactly."""
+    return tuple(
+        [sum((c(n, k) * w.exact(q, n, k) for w, c in combo), Fraction(0)) for q in range(1, n + 1)]
+        for combo in form
+    )
