@@ -1,0 +1,290 @@
+"""Bounded universal proofs with z3: for a given N and K, each identity holds for *every* real
+reward vector, shown by the unsatisfiability of its negation. Maxima are if-then-else terms over
+the subsets, exactly as the definitions read (``proofs.definitions``).
+
+One function per claim; each takes (n, k) and returns a ``proofs.records.Record``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import z3
+
+from proofs.definitions import Definitions
+from proofs.records import Record, z3_prove
+from spec.catalogue import CATALOGUE
+from spec.maxk_weights import FORMS, exact_coefficients
+
+
+class Z3Algebra:
+    """Real-valued rewards r0..r{n−1} as z3 variables; max as nested if-then-else."""
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        self.values = list(values)
+        self._max: dict[tuple[int, ...], Any] = {}
+
+    def const(self, q: Fraction) -> Any:
+        return z3.Q(q.numerator, q.denominator)
+
+    def value(self, i: int) -> Any:
+        return self.values[i]
+
+    def max_of(self, items: Sequence[int]) -> Any:
+        key = tuple(sorted(items))
+        if not key:
+            return z3.RealVal(0)
+        if key not in self._max:
+            best = self.values[key[0]]
+            for t in key[1:]:
+                best = z3.If(self.values[t] > best, self.values[t], best)
+            self._max[key] = best
+        return self._max[key]
+
+
+def _rewards(n: int, name: str = "r") -> list[Any]:
+    return [z3.Real(f"{name}{i}") for i in range(n)]
+
+
+def _defs(n: int, k: int, values: Sequence[Any] | None = None) -> Definitions:
+    return Definitions(Z3Algebra(values if values is not None else _rewards(n)), n, k)
+
+
+def _q(x: Fraction) -> Any:
+    return z3.Q(x.numerator, x.denominator)
+
+
+def _all_equal(pairs: list[tuple[Any, Any]]) -> Any:
+    return z3.And([a == b for a, b in pairs])
+
+
+def _params(n: int, k: int) -> dict[str, int]:
+    return {"N": n, "K": k}
+
+
+# --- identities (spec/maxk.md §Claimed properties) --------------------------------------------
+
+
+def canonical_sums_to_zero(n: int, k: int) -> Record:
+    d = _defs(n, k)
+    goal = z3.Sum([d.canonical(i) for i in range(n)]) == 0
+    return z3_prove("canonical_sums_to_zero", "Σ_i Δ_i = 0", "maxk.md I4", _params(n, k), goal)
+
+
+def maxpo_equals_canonical(n: int, k: int) -> Record:
+    d = _defs(n, k)
+    goal = _all_equal([(d.maxpo(i), d.canonical(i)) for i in range(n)])
+    return z3_prove("maxpo_equals_canonical", "EI_i − b_i = Δ_i", "maxk.md I3", _params(n, k), goal)
+
+
+def mean_ei_equals_mean_l2o(n: int, k: int) -> Record:
+    d = _defs(n, k)
+    goal = z3.Sum([d.ei(i) for i in range(n)]) == z3.Sum([d.l2o_baseline(i) for i in range(n)])
+    return z3_prove(
+        "mean_ei_equals_mean_l2o", "mean EI = mean b", "maxk.md I13", _params(n, k), goal
+    )
+
+
+def all_subsets_decomposition(n: int, k: int) -> Record:
+    d = _defs(n, k)
+    m_hat = d.m_hat()
+    a, b = _q(Fraction(k, n)), _q(Fraction(n - k, n))
+    goal = _all_equal([(m_hat, a * d.m_plus(i) + b * d.m_minus(i)) for i in range(n)])
+    statement = "M̂_K = (K/N) M⁺_i + ((N−K)/N) M⁻_i"
+    return z3_prove("all_subsets_decomposition", statement, "maxk.md I5", _params(n, k), goal)
+
+
+def chen_raw_is_scaled_canonical(n: int, k: int) -> Record:
+    """Chen's binomial closed form, on every binary vector, equals ((N−K)/N)·Δ = M⁺ − M̂_K."""
+    r = _rewards(n)
+    d = _defs(n, k, r)
+    n_neg = z3.Sum([z3.If(x == 0, 1, 0) for x in r])
+
+    def ratio_of_counts(shift: int, kk: int, nn: int) -> Any:
+        """C(N_neg + shift, kk)/C(nn, kk) as an if-then-else over the possible counts."""
+        from reference._exact import comb
+
+        out: Any = z3.RealVal(0)
+        for v in range(n + 1):
+            out = z3.If(n_neg == v, _q(Fraction(comb(v + shift, kk), comb(nn, kk))), out)
+        return out
+
+    fail_all, fail_rest = ratio_of_counts(0, k, n), ratio_of_counts(-1, k - 1, n - 1)
+    scale = _q(Fraction(n - k, n))
+    pairs = [
+        (z3.If(r[i] == 1, fail_all, fail_all - fail_rest), scale * d.canonical(i)) for i in range(n)
+    ]
+    binary = [z3.Or(x == 0, x == 1) for x in r]
+    statement = "binary r: Chen raw_i = ((N−K)/N) Δ_i"
+    return z3_prove("chen_raw_is_scaled_canonical", statement, "maxk.md I9", _params(n, k),
+                    _all_equal(pairs), binary)  # fmt: skip
+
+
+def m_plus_minus_m_hat_is_scaled_canonical(n: int, k: int) -> Record:
+    d = _defs(n, k)
+    m_hat, scale = d.m_hat(), _q(Fraction(n - k, n))
+    goal = _all_equal([(d.m_plus(i) - m_hat, scale * d.canonical(i)) for i in range(n)])
+    return z3_prove("m_plus_minus_m_hat_is_scaled_canonical", "M⁺_i − M̂_K = ((N−K)/N) Δ_i",
+                    "maxk.md I5, I9", _params(n, k), goal)  # fmt: skip
+
+
+def bagirov_centred_is_scaled_canonical(n: int, k: int) -> Record:
+    d = _defs(n, k)
+    s = [d.pkpo_s(i) for i in range(n)]
+    mean = _q(Fraction(1, n)) * z3.Sum(s)
+    scale = _q(Fraction(k * (n - k), n * n))
+    goal = _all_equal([(s[i] - mean, scale * d.canonical(i)) for i in range(n)])
+    return z3_prove("bagirov_centred_is_scaled_canonical", "r̃_i − mean r̃ = K(N−K)/N² Δ_i",
+                    "maxk.md I10", _params(n, k), goal)  # fmt: skip
+
+
+def bagirov_eq9_equals_pkpo_s(n: int, k: int) -> Record:
+    """Bagirov's sorted Eq. 9 weights give PKPO's s on every sorted vector (I6)."""
+    from reference._exact import comb
+
+    x = _rewards(n, "x")
+    d = _defs(n, k, x)
+    pairs = []
+    for i in range(1, n + 1):
+        total = comb(i - 1, k - 1) * x[i - 1] + z3.Sum(
+            [z3.RealVal(0)] + [comb(j - 2, k - 2) * x[j - 1] for j in range(i + 1, n + 1)]
+        )
+        pairs.append((_q(Fraction(1, comb(n, k))) * total, d.pkpo_s(i - 1)))
+    return z3_prove("bagirov_eq9_equals_pkpo_s", "sorted x: Bagirov Eq. 9 = PKPO s", "maxk.md I6",
+                    _params(n, k), _all_equal(pairs), _sorted(x))  # fmt: skip
+
+
+def pkpo_sloo_minus_one_is_scaled_ei(n: int, k: int) -> Record:
+    d = _defs(n, k)
+    goal = _all_equal([(d.pkpo_sloo_minus_one(i), _q(Fraction(k, n)) * d.ei(i)) for i in range(n)])
+    return z3_prove("pkpo_sloo_minus_one_is_scaled_ei", "sloo−1_i = (K/N) EI_i", "maxk.md I7",
+                    _params(n, k), goal)  # fmt: skip
+
+
+def pkpo_sloo_closed_form(n: int, k: int) -> Record:
+    d = _defs(n, k)
+    a, b = _q(Fraction(k, n)), _q(Fraction(k, n - 1))
+    goal = _all_equal([(d.pkpo_sloo(i), a * d.m_plus(i) - b * d.m_minus(i)) for i in range(n)])
+    return z3_prove("pkpo_sloo_closed_form", "sloo_i = (K/N) M⁺_i − (K/(N−1)) M⁻_i", "maxk.md I8",
+                    _params(n, k), goal)  # fmt: skip
+
+
+# --- the fast algorithm ---------------------------------------------------------------------
+
+# Which definition each of fast's linear forms (spec.maxk_weights.FORMS) computes.
+FORM_DEFINITIONS: dict[str, tuple[str, bool]] = {
+    # form: (definition, needs K <= N−1)
+    "ei": ("ei", False),
+    "m_plus": ("m_plus", False),
+    "b": ("l2o_baseline", True),
+    "delta": ("canonical", True),
+    "ei_minus_b": ("maxpo", True),
+    "sloo": ("pkpo_sloo", True),
+}
+
+
+def _sorted(x: Sequence[Any]) -> list[Any]:
+    return [x[i] <= x[i + 1] for i in range(len(x) - 1)]
+
+
+def evaluate_form(form: str, x: Sequence[Any], k: int) -> list[Any]:
+    """Fast's evaluation, exactly: (own − below)_p x_p + Σ_{q<=p} (below − above)_q x_q
+    + Σ_q above_q x_q, with the coefficients of ``spec.maxk_weights.FORMS``."""
+    n = len(x)
+    own, below, above = exact_coefficients(FORMS[form], n, k)
+    total = z3.Sum([z3.RealVal(0)] + [_q(a) * xq for a, xq in zip(above, x, strict=True)])
+    out, running = [], z3.RealVal(0)
+    for p in range(n):
+        running = running + _q(below[p] - above[p]) * x[p]
+        out.append(_q(own[p] - below[p]) * x[p] + running + total)
+    return out
+
+
+def fast_forms_equal_definitions(n: int, k: int) -> Record:
+    """On every real vector sorted ascending (ties allowed), each linear form fast evaluates
+    equals the subset definition it implements."""
+    x = _rewards(n, "x")
+    d = _defs(n, k, x)
+    pairs = []
+    for form, (definition, needs_minus) in FORM_DEFINITIONS.items():
+        if needs_minus and k > n - 1:
+            continue
+        fn: Callable[[int], Any] = getattr(d, definition)
+        pairs += list(zip(evaluate_form(form, x, k), [fn(i) for i in range(n)], strict=True))
+    forms = ", ".join(f for f, (_, m) in FORM_DEFINITIONS.items() if not (m and k > n - 1))
+    return z3_prove("fast_forms_equal_definitions", f"sorted x: fast forms ({forms}) = definitions",
+                    "maxk.md §Algorithm", _params(n, k), _all_equal(pairs), _sorted(x))  # fmt: skip
+
+
+_ESTIMATORS = ("ei", "l2o_baseline", "canonical", "maxpo", "pkpo_s", "pkpo_sloo",
+               "pkpo_sloo_minus_one", "ei_l1o", "m_plus", "m_minus")  # fmt: skip
+
+
+def _defined(name: str, n: int, k: int) -> bool:
+    needs_minus = name in ("l2o_baseline", "canonical", "maxpo", "pkpo_sloo", "m_minus")
+    return (k <= n - 1 or not needs_minus) and (n >= 2 or name != "ei_l1o")
+
+
+def definitions_are_permutation_equivariant(n: int, k: int) -> Record:
+    """Swapping samples j and j+1 swaps the outputs; adjacent transpositions generate every
+    permutation, so sorting (fast's first step) changes nothing but the order."""
+    r = _rewards(n)
+    base = _defs(n, k, r)
+    pairs = []
+    for j in range(n - 1):
+        swap = list(range(n))
+        swap[j], swap[j + 1] = j + 1, j
+        moved = _defs(n, k, [r[t] for t in swap])
+        for name in _ESTIMATORS:
+            if _defined(name, n, k):
+                f, g = getattr(base, name), getattr(moved, name)
+                pairs += [(g(i), f(swap[i])) for i in range(n)]
+    return z3_prove("definitions_are_permutation_equivariant", "f(r∘τ)_i = f(r)_τ(i) for τ = (j j+1)",
+                    "maxk.md P1", _params(n, k), _all_equal(pairs))  # fmt: skip
+
+
+def shift_rules_hold(n: int, k: int) -> Record:
+    """r → r + c moves each estimator by c·shift(N, K), the catalogue's column (I14)."""
+    r, c = _rewards(n), z3.Real("c")
+    base, moved = _defs(n, k, r), _defs(n, k, [x + c for x in r])
+    pairs = []
+    for row in CATALOGUE:
+        if row.family != "maxk" or row.shift is None or not hasattr(base, row.name):
+            continue
+        if row.options or not _defined(row.name, n, k) or k not in row.k_values(n):
+            continue
+        shift = _q(row.shift(n, k))
+        f, g = getattr(base, row.name), getattr(moved, row.name)
+        pairs += [(g(i), f(i) + c * shift) for i in range(n)]
+    return z3_prove("shift_rules_hold", "f(r + c)_i = f(r)_i + c·shift(N, K)", "maxk.md I14",
+                    _params(n, k), _all_equal(pairs))  # fmt: skip
+
+
+def ei_is_centred(n: int, k: int) -> Record:
+    """A deliberately false claim (EI >= 0 for K >= 2): must come back refuted."""
+    d = _defs(n, k)
+    goal = z3.Sum([d.ei(i) for i in range(n)]) == 0
+    return z3_prove("ei_is_centred (false on purpose)", "Σ_i EI_i = 0", "maxk.md §ei", _params(n, k),
+                    goal, expected="refuted")  # fmt: skip
+
+
+Claim = Callable[[int, int], Record]
+# (claim, smallest N, K range as a function of N)
+CLAIMS: list[tuple[Claim, Callable[[int], range]]] = [
+    (canonical_sums_to_zero, lambda n: range(1, n)),
+    (maxpo_equals_canonical, lambda n: range(1, n)),
+    (mean_ei_equals_mean_l2o, lambda n: range(1, n)),
+    (all_subsets_decomposition, lambda n: range(1, n)),
+    (m_plus_minus_m_hat_is_scaled_canonical, lambda n: range(1, n)),
+    (chen_raw_is_scaled_canonical, lambda n: range(1, n)),
+    (bagirov_centred_is_scaled_canonical, lambda n: range(1, n)),
+    (bagirov_eq9_equals_pkpo_s, lambda n: range(1, n + 1)),
+    (pkpo_sloo_minus_one_is_scaled_ei, lambda n: range(1, n + 1)),
+    (pkpo_sloo_closed_form, lambda n: range(1, n)),
+    (fast_forms_equal_definitions, lambda n: range(1, n + 1)),
+    (definitions_are_permutation_equivariant, lambda n: range(1, n + 1)),
+    (shift_rules_hold, lambda n: range(1, n + 1)),
+    (ei_is_centred, lambda n: range(2, n + 1)),
+]
