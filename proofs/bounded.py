@@ -118,16 +118,27 @@ def chen_raw_is_scaled_canonical(n: int, k: int) -> Record:
     ]
     binary = [z3.Or(x == 0, x == 1) for x in r]
     statement = "binary r: Chen raw_i = ((N−K)/N) Δ_i"
-    return z3_prove("chen_raw_is_scaled_canonical", statement, "maxk.md I9", _params(n, k),
-                    _all_equal(pairs), binary)  # fmt: skip
+    return z3_prove(
+        "chen_raw_is_scaled_canonical",
+        statement,
+        "maxk.md I9",
+        _params(n, k),
+        _all_equal(pairs),
+        binary,
+    )
 
 
 def m_plus_minus_m_hat_is_scaled_canonical(n: int, k: int) -> Record:
     d = _defs(n, k)
     m_hat, scale = d.m_hat(), _q(Fraction(n - k, n))
     goal = _all_equal([(d.m_plus(i) - m_hat, scale * d.canonical(i)) for i in range(n)])
-    return z3_prove("m_plus_minus_m_hat_is_scaled_canonical", "M⁺_i − M̂_K = ((N−K)/N) Δ_i",
-                    "maxk.md I5, I9", _params(n, k), goal)  # fmt: skip
+    return z3_prove(
+        "m_plus_minus_m_hat_is_scaled_canonical",
+        "M⁺_i − M̂_K = ((N−K)/N) Δ_i",
+        "maxk.md I5, I9",
+        _params(n, k),
+        goal,
+    )
 
 
 def bagirov_centred_is_scaled_canonical(n: int, k: int) -> Record:
@@ -136,8 +147,13 @@ def bagirov_centred_is_scaled_canonical(n: int, k: int) -> Record:
     mean = _q(Fraction(1, n)) * z3.Sum(s)
     scale = _q(Fraction(k * (n - k), n * n))
     goal = _all_equal([(s[i] - mean, scale * d.canonical(i)) for i in range(n)])
-    return z3_prove("bagirov_centred_is_scaled_canonical", "r̃_i − mean r̃ = K(N−K)/N² Δ_i",
-                    "maxk.md I10", _params(n, k), goal)  # fmt: skip
+    return z3_prove(
+        "bagirov_centred_is_scaled_canonical",
+        "r̃_i − mean r̃ = K(N−K)/N² Δ_i",
+        "maxk.md I10",
+        _params(n, k),
+        goal,
+    )
 
 
 def bagirov_eq9_equals_pkpo_s(n: int, k: int) -> Record:
@@ -152,23 +168,39 @@ def bagirov_eq9_equals_pkpo_s(n: int, k: int) -> Record:
             [z3.RealVal(0)] + [comb(j - 2, k - 2) * x[j - 1] for j in range(i + 1, n + 1)]
         )
         pairs.append((_q(Fraction(1, comb(n, k))) * total, d.pkpo_s(i - 1)))
-    return z3_prove("bagirov_eq9_equals_pkpo_s", "sorted x: Bagirov Eq. 9 = PKPO s", "maxk.md I6",
-                    _params(n, k), _all_equal(pairs), _sorted(x))  # fmt: skip
+    return z3_prove(
+        "bagirov_eq9_equals_pkpo_s",
+        "sorted x: Bagirov Eq. 9 = PKPO s",
+        "maxk.md I6",
+        _params(n, k),
+        _all_equal(pairs),
+        _sorted(x),
+    )
 
 
 def pkpo_sloo_minus_one_is_scaled_ei(n: int, k: int) -> Record:
     d = _defs(n, k)
     goal = _all_equal([(d.pkpo_sloo_minus_one(i), _q(Fraction(k, n)) * d.ei(i)) for i in range(n)])
-    return z3_prove("pkpo_sloo_minus_one_is_scaled_ei", "sloo−1_i = (K/N) EI_i", "maxk.md I7",
-                    _params(n, k), goal)  # fmt: skip
+    return z3_prove(
+        "pkpo_sloo_minus_one_is_scaled_ei",
+        "sloo−1_i = (K/N) EI_i",
+        "maxk.md I7",
+        _params(n, k),
+        goal,
+    )
 
 
 def pkpo_sloo_closed_form(n: int, k: int) -> Record:
     d = _defs(n, k)
     a, b = _q(Fraction(k, n)), _q(Fraction(k, n - 1))
     goal = _all_equal([(d.pkpo_sloo(i), a * d.m_plus(i) - b * d.m_minus(i)) for i in range(n)])
-    return z3_prove("pkpo_sloo_closed_form", "sloo_i = (K/N) M⁺_i − (K/(N−1)) M⁻_i", "maxk.md I8",
-                    _params(n, k), goal)  # fmt: skip
+    return z3_prove(
+        "pkpo_sloo_closed_form",
+        "sloo_i = (K/N) M⁺_i − (K/(N−1)) M⁻_i",
+        "maxk.md I8",
+        _params(n, k),
+        goal,
+    )
 
 
 # --- the fast algorithm ---------------------------------------------------------------------
@@ -214,12 +246,28 @@ def fast_forms_equal_definitions(n: int, k: int) -> Record:
         fn: Callable[[int], Any] = getattr(d, definition)
         pairs += list(zip(evaluate_form(form, x, k), [fn(i) for i in range(n)], strict=True))
     forms = ", ".join(f for f, (_, m) in FORM_DEFINITIONS.items() if not (m and k > n - 1))
-    return z3_prove("fast_forms_equal_definitions", f"sorted x: fast forms ({forms}) = definitions",
-                    "maxk.md §Algorithm", _params(n, k), _all_equal(pairs), _sorted(x))  # fmt: skip
+    return z3_prove(
+        "fast_forms_equal_definitions",
+        f"sorted x: fast forms ({forms}) = definitions",
+        "maxk.md §Algorithm",
+        _params(n, k),
+        _all_equal(pairs),
+        _sorted(x),
+    )
 
 
-_ESTIMATORS = ("ei", "l2o_baseline", "canonical", "maxpo", "pkpo_s", "pkpo_sloo",
-               "pkpo_sloo_minus_one", "ei_l1o", "m_plus", "m_minus")  # fmt: skip
+_ESTIMATORS = (
+    "ei",
+    "l2o_baseline",
+    "canonical",
+    "maxpo",
+    "pkpo_s",
+    "pkpo_sloo",
+    "pkpo_sloo_minus_one",
+    "ei_l1o",
+    "m_plus",
+    "m_minus",
+)
 
 
 def _defined(name: str, n: int, k: int) -> bool:
@@ -241,8 +289,13 @@ def definitions_are_permutation_equivariant(n: int, k: int) -> Record:
             if _defined(name, n, k):
                 f, g = getattr(base, name), getattr(moved, name)
                 pairs += [(g(i), f(swap[i])) for i in range(n)]
-    return z3_prove("definitions_are_permutation_equivariant", "f(r∘τ)_i = f(r)_τ(i) for τ = (j j+1)",
-                    "maxk.md P1", _params(n, k), _all_equal(pairs))  # fmt: skip
+    return z3_prove(
+        "definitions_are_permutation_equivariant",
+        "f(r∘τ)_i = f(r)_τ(i) for τ = (j j+1)",
+        "maxk.md P1",
+        _params(n, k),
+        _all_equal(pairs),
+    )
 
 
 def shift_rules_hold(n: int, k: int) -> Record:
@@ -258,16 +311,27 @@ def shift_rules_hold(n: int, k: int) -> Record:
         shift = _q(row.shift(n, k))
         f, g = getattr(base, row.name), getattr(moved, row.name)
         pairs += [(g(i), f(i) + c * shift) for i in range(n)]
-    return z3_prove("shift_rules_hold", "f(r + c)_i = f(r)_i + c·shift(N, K)", "maxk.md I14",
-                    _params(n, k), _all_equal(pairs))  # fmt: skip
+    return z3_prove(
+        "shift_rules_hold",
+        "f(r + c)_i = f(r)_i + c·shift(N, K)",
+        "maxk.md I14",
+        _params(n, k),
+        _all_equal(pairs),
+    )
 
 
 def ei_is_centred(n: int, k: int) -> Record:
     """A deliberately false claim (EI >= 0 for K >= 2): must come back refuted."""
     d = _defs(n, k)
     goal = z3.Sum([d.ei(i) for i in range(n)]) == 0
-    return z3_prove("ei_is_centred (false on purpose)", "Σ_i EI_i = 0", "maxk.md §ei", _params(n, k),
-                    goal, expected="refuted")  # fmt: skip
+    return z3_prove(
+        "ei_is_centred (false on purpose)",
+        "Σ_i EI_i = 0",
+        "maxk.md §ei",
+        _params(n, k),
+        goal,
+        expected="refuted",
+    )
 
 
 Claim = Callable[[int, int], Record]

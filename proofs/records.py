@@ -52,12 +52,38 @@ def z3_prove(
     result = solver.check()
     seconds = time.perf_counter() - start
     if result == z3.unsat:
-        return Record(claim, statement, spec, "z3 (negation unsat)", parameters, "proved", seconds,
-                      expected=expected)  # fmt: skip
+        return Record(
+            claim,
+            statement,
+            spec,
+            "z3 (negation unsat)",
+            parameters,
+            "proved",
+            seconds,
+            expected=expected,
+        )
     if result == z3.sat:
         model = solver.model()
         example = {str(d): str(model[d]) for d in sorted(model.decls(), key=str)}
-        return Record(claim, statement, spec, "z3 (negation sat)", parameters, "refuted", seconds,
-                      counterexample=example, expected=expected)  # fmt: skip
-    return Record(claim, statement, spec, "z3", parameters, "unknown", seconds,
-                  evidence=str(solver.reason_unknown()), expected=expected)  # fmt: skip
+        return Record(
+            claim,
+            statement,
+            spec,
+            "z3 (negation sat)",
+            parameters,
+            "refuted",
+            seconds,
+            counterexample=example,
+            expected=expected,
+        )
+    return Record(
+        claim,
+        statement,
+        spec,
+        "z3",
+        parameters,
+        "unknown",
+        seconds,
+        evidence=str(solver.reason_unknown()),
+        expected=expected,
+    )

@@ -18,7 +18,7 @@ from typing import Any
 import sympy as sp
 
 from proofs.definitions import Definitions
-from proofs.records import Record
+from proofs.records import Record, Status
 
 
 class OrderedAlgebra:
@@ -99,19 +99,37 @@ def unbiased(name: str, a: int, n: int, k: int) -> Record:
     diff, pi, r = bias(name, a, n, k)
     zero = all(d == 0 for d in diff)
     params = {"estimator": name, "A": a, "N": n, "K": k}
-    expected = "refuted" if name == "ei_l1o" and k >= 2 else "proved"
+    expected: Status = "refuted" if name == "ei_l1o" and k >= 2 else "proved"
     claim = f"{name}_is_unbiased" + (" (false on purpose)" if expected == "refuted" else "")
     statement = f"E[c Σ A_i ∇log π(a_i)] = ∇J for {name}, symbolic π and r"
     seconds = time.perf_counter() - start
     if zero:
-        return Record(claim, statement, "maxk.md §Unbiasedness", "sympy (polynomial identity)",
-                      params, "proved", seconds, evidence="bias expands to 0", expected=expected)  # fmt: skip
+        return Record(
+            claim,
+            statement,
+            "maxk.md §Unbiasedness",
+            "sympy (polynomial identity)",
+            params,
+            "proved",
+            seconds,
+            evidence="bias expands to 0",
+            expected=expected,
+        )
     point = _witness(a, pi, r)
     values = [d.subs(point) for d in diff]
     example = {str(s): str(v) for s, v in point.items()} | {"bias": str(values)}
-    return Record(claim, statement, "maxk.md §Unbiasedness", "sympy (polynomial identity)", params,
-                  "refuted", seconds, counterexample=example, expected=expected,
-                  evidence=f"bias_1 = {sp.factor(diff[0])}")  # fmt: skip
+    return Record(
+        claim,
+        statement,
+        "maxk.md §Unbiasedness",
+        "sympy (polynomial identity)",
+        params,
+        "refuted",
+        seconds,
+        counterexample=example,
+        expected=expected,
+        evidence=f"bias_1 = {sp.factor(diff[0])}",
+    )
 
 
 def _witness(a: int, pi: list[Any], r: list[Any]) -> dict[Any, Any]:

@@ -21,6 +21,49 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prove(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from proofs.run import print_table, run, write_json
+
+    records = run(args.max_n, args.unbiased_max_n, progress=not args.no_progress)
+    print_table(records)
+    if args.json:
+        write_json(records, Path(args.json))
+        print(f"wrote {len(records)} records to {args.json}")
+    failed = [r for r in records if r.status != r.expected]
+    print(f"{len(records) - len(failed)} of {len(records)} claims as expected")
+    return 1 if failed else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    import json
+
+    from spec import oracle
+
+    try:
+        fn = oracle.load(args.target)
+    except (ImportError, AttributeError) as error:
+        print(f"advest check: cannot import {args.target}: {error}", file=sys.stderr)
+        return 2
+    try:
+        findings = oracle.check(fn, args.family, args.k, args.signature)
+    except Exception as error:  # the user's callable could not be called at all
+        print(
+            f"advest check: cannot call {args.target}: {type(error).__name__}: {error}",
+            file=sys.stderr,
+        )
+        return 2
+    width = max(len(f.prop) for f in findings)
+    print(f"advest check {args.target} (family {args.family}, K={args.k})\n")
+    for f in findings:
+        print(f"{f.prop:<{width}}  {f.verdict}\n{'':<{width}}  ({f.evidence})")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(oracle.as_json(findings), out, indent=1)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="advest", description="Verified advantage estimators for LLM RL."
@@ -43,6 +86,26 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     bench.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all)")
     bench.set_defaults(func=_bench)
+    prove = sub.add_parser("prove", help="run the machine-checked proofs and print the claims")
+    prove.add_argument("--max-n", type=int, default=7, help="largest N for the z3 proofs (7)")
+    prove.add_argument(
+        "--unbiased-max-n", type=int, default=4, help="largest N for the bandit identities (4)"
+    )
+    prove.add_argument("--json", default=None, help="write every record to this file")
+    prove.add_argument("--no-progress", action="store_true", help="no progress bar")
+    prove.set_defaults(func=_prove)
+    check = sub.add_parser("check", help="report the properties of any advantage estimator")
+    check.add_argument("target", help="MODULE:FUNCTION, a callable on rewards [B, G] (and K)")
+    check.add_argument("--family", choices=["outcome", "maxk"], default="outcome")
+    check.add_argument("--k", type=int, default=2, help="K for the max@K family (2)")
+    check.add_argument(
+        "--signature",
+        default=None,
+        help="argument order, e.g. 'rewards, k' (maxk default), 'rewards' (outcome default), "
+        "'rewards, k=', 'rewards, lengths'",
+    )
+    check.add_argument("--json", default=None, help="also write the findings to this file")
+    check.set_defaults(func=_check)
     return parser
 
 

@@ -1,0 +1,99 @@
+"""Run every proof: z3 bounded claims for N <= max_n, sympy identities, exact unbiasedness."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from proofs import bounded, symbolic, unbiased
+from proofs.records import Record
+
+Job = tuple[str, Callable[[], Record]]
+
+
+def jobs(max_n: int = 7, unbiased_max_n: int = 4, max_a: int = 3) -> list[Job]:
+    """Every claim with its parameters, cheapest first within each group."""
+    out: list[Job] = [(c.__name__, c) for c in symbolic.CLAIMS]
+    for n in range(1, max_n + 1):
+        for claim, ks in bounded.CLAIMS:
+            out += [(f"{claim.__name__} N={n} K={k}", partial(claim, n, k)) for k in ks(n)]
+    for name, a, n, k in unbiased.claims(unbiased_max_n, max_a):
+        label = f"{name} unbiased A={a} N={n} K={k}"
+        out.append((label, partial(unbiased.unbiased, name, a, n, k)))
+    return out
+
+
+def run(
+    max_n: int = 7, unbiased_max_n: int = 4, progress: bool = True, budget_s: float | None = None
+) -> list[Record]:
+    """All records; with ``budget_s``, stops starting new claims once the budget is spent."""
+    todo = jobs(max_n, unbiased_max_n)
+    records: list[Record] = []
+    start = time.perf_counter()
+    for i, (label, job) in enumerate(todo, 1):
+        if budget_s is not None and time.perf_counter() - start > budget_s:
+            break
+        if progress:
+            bar = "#" * (30 * i // len(todo))
+            print(f"\r[{bar:<30}] {i}/{len(todo)} {label:<60.60}", end="", file=sys.stderr)
+        records.append(job())
+    if progress:
+        print(file=sys.stderr)
+    return records
+
+
+def summary_rows(records: list[Record]) -> list[tuple[str, str, str, str, str, str]]:
+    """One row per claim: claim, spec section, method, parameter range, status, seconds."""
+    groups: dict[str, list[Record]] = {}
+    for r in records:
+        groups.setdefault(r.claim, []).append(r)
+    rows = []
+    for claim, recs in groups.items():
+        ok = all(r.status == r.expected for r in recs)
+        status = (
+            recs[0].expected
+            if ok
+            else "FAILED: "
+            + ", ".join(f"{r.parameters}: {r.status}" for r in recs if r.status != r.expected)
+        )
+        rows.append(
+            (
+                claim,
+                recs[0].spec,
+                recs[0].method.split(" (")[0],
+                _range(recs),
+                status,
+                f"{sum(r.seconds for r in recs):.1f}",
+            )
+        )
+    return rows
+
+
+def _range(recs: list[Record]) -> str:
+    keys = [k for k in ("A", "N", "K") if all(isinstance(r.parameters.get(k), int) for r in recs)]
+    if not keys:
+        return "symbolic N, K"
+    return (
+        ", ".join(
+            f"{k} {min(r.parameters[k] for r in recs)}..{max(r.parameters[k] for r in recs)}"
+            for k in keys
+        )
+        + f" ({len(recs)} cases)"
+    )
+
+
+def print_table(records: list[Record]) -> None:
+    rows = [("claim", "spec", "method", "range", "status", "s"), *summary_rows(records)]
+    widths = [max(len(row[i]) for row in rows) for i in range(6)]
+    for j, row in enumerate(rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+        if j == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def write_json(records: list[Record], path: Path) -> None:
+    path.write_text(json.dumps([r.as_json() for r in records], indent=1))
