@@ -103,32 +103,25 @@ def unbiased(name: str, a: int, n: int, k: int) -> Record:
     claim = f"{name}_is_unbiased" + (" (false on purpose)" if expected == "refuted" else "")
     statement = f"E[c Σ A_i ∇log π(a_i)] = ∇J for {name}, symbolic π and r"
     seconds = time.perf_counter() - start
-    if zero:
-        return Record(
-            claim,
-            statement,
-            "maxk.md §Unbiasedness",
-            "sympy (polynomial identity)",
-            params,
-            "proved",
-            seconds,
-            evidence="bias expands to 0",
-            expected=expected,
-        )
-    point = _witness(a, pi, r)
-    values = [d.subs(point) for d in diff]
-    example = {str(s): str(v) for s, v in point.items()} | {"bias": str(values)}
+    outcome: dict[str, Any] = {"status": "proved", "evidence": "bias expands to 0"}
+    if not zero:
+        point = _witness(a, pi, r)
+        example = {str(s): str(v) for s, v in point.items()}
+        example["bias"] = str([d.subs(point) for d in diff])
+        outcome = {
+            "status": "refuted",
+            "counterexample": example,
+            "evidence": f"bias_1 = {sp.factor(diff[0])}",
+        }
     return Record(
         claim,
         statement,
         "maxk.md §Unbiasedness",
         "sympy (polynomial identity)",
         params,
-        "refuted",
-        seconds,
-        counterexample=example,
+        seconds=seconds,
         expected=expected,
-        evidence=f"bias_1 = {sp.factor(diff[0])}",
+        **outcome,
     )
 
 

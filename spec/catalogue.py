@@ -94,21 +94,20 @@ class Row:
             self._one(group, k, lengths[b] if lengths else None) for b, group in enumerate(batch)
         ]
 
-    def _one(self, group: Sequence[Fraction], k: int, lengths: Sequence[int] | None) -> Any:
-        args: list[Any] = [group]
-        if self.k_domain is not None and self.k_domain != "k=n":
-            args.append(k)
-        if self.needs_lengths:
-            args.append(lengths)
-        return self.reference(*args, **self.options)
-
-    def call_fast(self, rewards: Tensor, k: int, lengths: Tensor | None) -> Tensor:
+    def _args(self, rewards: Any, k: int, lengths: Any) -> list[Any]:
+        """The positional arguments of either implementation, in the family's order."""
         args: list[Any] = [rewards]
         if self.k_domain is not None and self.k_domain != "k=n":
             args.append(k)
         if self.needs_lengths:
             args.append(lengths)
-        return self.fast(*args, **self.options)
+        return args
+
+    def _one(self, group: Sequence[Fraction], k: int, lengths: Sequence[int] | None) -> Any:
+        return self.reference(*self._args(group, k, lengths), **self.options)
+
+    def call_fast(self, rewards: Tensor, k: int, lengths: Tensor | None) -> Tensor:
+        return self.fast(*self._args(rewards, k, lengths), **self.options)
 
 
 def _maxk(name: str, k_domain: KDomain, **claims: Any) -> Row:
