@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-Family = Literal["maxk", "group"]
+Family = Literal["maxk", "group", "token"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -19,7 +19,8 @@ class Entry:
     """A registered estimator and how to call it.
 
     family "maxk": ``fn(rewards [B, G], k)``; family "group": ``fn(rewards [B, G])``, plus
-    ``lengths [B, G]`` when ``needs_lengths``.
+    ``lengths [B, G]`` when ``needs_lengths``; family "token": token-level estimators, each with
+    its own documented inputs (``[B, G, T]`` tensors and a mask).
     """
 
     name: str
@@ -46,6 +47,7 @@ def register(
 
 def _load() -> None:
     # Importing the family modules runs their @register decorators.
+    import fast.covariance
     import fast.group
     import fast.maxk  # noqa: F401
 

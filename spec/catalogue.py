@@ -16,8 +16,10 @@ from typing import Any, Literal
 
 from torch import Tensor
 
+import fast.covariance
 import fast.group
 import fast.maxk
+import reference.covariance
 import reference.group
 import reference.maxk
 
@@ -163,3 +165,26 @@ CATALOGUE: list[Row] = [
 
 def rows(name: str) -> list[Row]:
     return [row for row in CATALOGUE if row.name == name]
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """A token-level estimator: its inputs are ``[B, G, T]`` tensors and a mask (fast) or ragged
+    per-response token lists for one scope (reference); tests for these are per family
+    (``tests/test_covariance.py``)."""
+
+    name: str
+    reference: Callable[..., Any]
+    fast: Callable[..., Any]
+    spec: str
+
+
+TOKEN_CATALOGUE: list[TokenRow] = [
+    TokenRow(
+        "covariance_weights",
+        reference.covariance.covariance_weights,
+        fast.covariance.covariance_weights,
+        "covariance.md",
+    ),
+]
+"""Every token-level estimator under test."""
