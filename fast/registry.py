@@ -6,6 +6,7 @@ and an unknown name raises ``KeyError`` listing the valid ones.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -47,9 +48,10 @@ def register(
 
 def _load() -> None:
     # Importing the family modules runs their @register decorators.
-    import fast.covariance
-    import fast.group
-    import fast.maxk  # noqa: F401
+    from spec.catalogue import FAMILIES
+
+    for family in FAMILIES:
+        importlib.import_module(f"fast.{family}")
 
 
 def entry(name: str) -> Entry:

@@ -18,10 +18,15 @@ from torch import Tensor
 
 import fast.covariance
 import fast.group
+import fast.ktae
 import fast.maxk
 import reference.covariance
 import reference.group
+import reference.ktae
 import reference.maxk
+
+FAMILIES = ("maxk", "group", "covariance", "ktae")
+"""One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""
 
 KDomain = Literal["k<=n", "k<=n-1", "k=n"]
 Scale = Callable[[int, int], Fraction]
@@ -186,5 +191,6 @@ TOKEN_CATALOGUE: list[TokenRow] = [
         fast.covariance.covariance_weights,
         "covariance.md",
     ),
+    TokenRow("ktae", reference.ktae.ktae, fast.ktae.ktae, "ktae.md"),
 ]
 """Every token-level estimator under test."""
