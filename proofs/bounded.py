@@ -275,38 +275,73 @@ def _defined(name: str, n: int, k: int) -> bool:
     return (k <= n - 1 or not needs_minus) and (n >= 2 or name != "ei_l1o")
 
 
+def _all_proved(
+    claim: str, statement: str, spec: str, n: int, k: int, parts: list[Record]
+) -> Record:
+    """One record for a claim proved as several smaller z3 queries (one per estimator)."""
+    seconds = sum(r.seconds for r in parts)
+    failed = [r for r in parts if r.status != "proved"]
+    if not failed:
+        return Record(
+            claim,
+            statement,
+            spec,
+            "z3 (negation unsat)",
+            _params(n, k),
+            "proved",
+            seconds,
+            evidence=f"{len(parts)} queries",
+        )
+    worst = next((r for r in failed if r.status == "refuted"), failed[0])
+    return Record(
+        claim,
+        statement,
+        spec,
+        worst.method,
+        _params(n, k),
+        worst.status,
+        seconds,
+        counterexample=worst.counterexample,
+        evidence=worst.evidence,
+    )
+
+
 def definitions_are_permutation_equivariant(n: int, k: int) -> Record:
-    """Swapping samples j and j+1 swaps the outputs; adjacent transpositions generate every
-    permutation, so sorting (fast's first step) changes nothing but the order."""
+    """f(r∘σ)_i = f(r)_σ(i) for σ = the transposition (0 1) and the n-cycle, which generate the
+    symmetric group, so it holds for every permutation: sorting (fast's first step) changes
+    nothing but the order. One z3 query per estimator and generator."""
     r = _rewards(n)
     base = _defs(n, k, r)
-    pairs = []
-    for j in range(n - 1):
-        swap = list(range(n))
-        swap[j], swap[j + 1] = j + 1, j
-        moved = _defs(n, k, [r[t] for t in swap])
+    generators = [[1, 0, *range(2, n)], [*range(1, n), 0]] if n >= 2 else []
+    parts = []
+    for sigma in generators:
+        moved = _defs(n, k, [r[t] for t in sigma])
         for name in _ESTIMATORS:
             if _defined(name, n, k):
                 f, g = getattr(base, name), getattr(moved, name)
-                pairs += [(g(i), f(swap[i])) for i in range(n)]
-    return z3_prove(
+                goal = _all_equal([(g(i), f(sigma[i])) for i in range(n)])
+                parts.append(z3_prove(name, "", "", _params(n, k), goal))
+    return _all_proved(
         "definitions_are_permutation_equivariant",
-        "f(r∘τ)_i = f(r)_τ(i) for τ = (j j+1)",
+        "f(r∘σ)_i = f(r)_σ(i) for generators σ of S_N",
         "maxk.md P1",
-        _params(n, k),
-        _all_equal(pairs),
+        n,
+        k,
+        parts,
     )
 
 
 def shift_rules_hold(n: int, k: int) -> Record:
-    """r → r + c moves each estimator by c·shift(N, K), the catalogue's column (I14)."""
+    """r → r + c moves each estimator by c·shift(N, K), the catalogue's column (I14).
+
+    One bundled query: measured faster at N = 7 than one query per estimator (72 s vs 376 s)."""
     r, c = _rewards(n), z3.Real("c")
     base, moved = _defs(n, k, r), _defs(n, k, [x + c for x in r])
     pairs = []
     for row in CATALOGUE:
         if row.family != "maxk" or row.shift is None or not hasattr(base, row.name):
             continue
-        if row.options or not _defined(row.name, n, k) or k not in row.k_values(n):
+        if not _defined(row.name, n, k):
             continue
         shift = _q(row.shift(n, k))
         f, g = getattr(base, row.name), getattr(moved, row.name)
