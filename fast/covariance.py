@@ -68,7 +68,7 @@ def _scope_sum(x: Tensor) -> Tensor:
     return x.sum(dim=(1, 2), keepdim=True)
 
 
-@register("covariance_weights", "token", needs_k=False)
+@register("covariance_weights", "token", needs_k=False, inputs=("logprobs", "advantages", "mask"))
 def covariance_weights(
     logprobs: Tensor,
     advantages: Tensor,

@@ -88,7 +88,7 @@ def _h2(q: Tensor) -> Tensor:
     return -nats / math.log(2)
 
 
-@register("ktae", "token", needs_k=False)
+@register("ktae", "token", needs_k=False, inputs=("token_ids", "mask", "rewards"))
 def ktae(
     token_ids: Tensor,
     mask: Tensor,

@@ -2,6 +2,29 @@
 
 A plain dict filled by the ``register`` decorator in each family module; duplicates are refused,
 and an unknown name raises ``KeyError`` listing the valid ones.
+
+Each entry names the rollout fields it consumes (``inputs``), so a trainer calls any estimator
+with ``entry.fn(**{name: rollout[name] for name in entry.inputs})`` and no per-estimator code.
+The vocabulary of input names (shapes for one call of B prompts × G samples × T tokens):
+
+==============  ==========================================================================
+``rewards``     ``[B, G]`` float: each sample's outcome reward (its return)
+``k``           int: the K of max@K / pass@K
+``lengths``     ``[B, G]`` int: response lengths in tokens
+``token_ids``   ``[B, G, T]`` int64: response token ids (right-padded)
+``mask``        ``[B, G, T]`` bool: valid response tokens
+``logprobs``    ``[B, G, T]`` float: rollout-time log-probs of the sampled tokens (detached)
+``advantages``  ``[B, G]`` float: a sequence-level estimator's output, for reweighters
+``hidden``      ``[B, G, T, D]`` float: last-layer hidden states at the response tokens
+``texts``       ``list[list[str]]`` ([B][G]): decoded responses
+``offsets``     ``[B, G, T, 2]`` int64: character span [start, end) of each token in its text
+``prompt_ids``  ``[B]`` int64: a stable id per prompt (for estimators with history)
+==============  ==========================================================================
+
+An estimator returns ``[B, G]`` (sequence level, broadcast to tokens) or ``[B, G, T]``, or an
+object with an ``advantages`` attribute holding one of these (reweighters). A ``stateful``
+entry's ``fn`` is a class: construct it once per run, call the instance, and checkpoint it
+through its ``state_dict`` / ``load_state_dict``.
 """
 
 from __future__ import annotations
@@ -12,6 +35,20 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 Family = Literal["maxk", "group", "token"]
+INPUTS = (
+    "rewards",
+    "k",
+    "lengths",
+    "token_ids",
+    "mask",
+    "logprobs",
+    "advantages",
+    "hidden",
+    "texts",
+    "offsets",
+    "prompt_ids",
+)
+"""The rollout fields an estimator may consume (the table in this module's docstring)."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -29,18 +66,36 @@ class Entry:
     fn: Callable[..., Any]
     needs_k: bool
     needs_lengths: bool = False
+    inputs: tuple[str, ...] = ()
+    stateful: bool = False
 
 
 _REGISTRY: dict[str, Entry] = {}
 
 
 def register(
-    name: str, family: Family, *, needs_k: bool, needs_lengths: bool = False
+    name: str,
+    family: Family,
+    *,
+    needs_k: bool,
+    needs_lengths: bool = False,
+    inputs: tuple[str, ...] | None = None,
+    stateful: bool = False,
 ) -> Callable[[F], F]:
+    """Register ``fn`` as ``name``. ``inputs`` defaults to what the family implies: rewards,
+    then k if ``needs_k``, then lengths if ``needs_lengths`` (token estimators must list theirs)."""
+    if inputs is None:
+        if family == "token":
+            raise ValueError(f"token estimator {name!r} must list its inputs")
+        inputs = ("rewards",) + ("k",) * needs_k + ("lengths",) * needs_lengths
+    unknown = [i for i in inputs if i not in INPUTS]
+    if unknown:
+        raise ValueError(f"estimator {name!r} names unknown inputs {unknown}; valid: {INPUTS}")
+
     def add(fn: F) -> F:
         if name in _REGISTRY:
             raise ValueError(f"estimator {name!r} is registered twice")
-        _REGISTRY[name] = Entry(name, family, fn, needs_k, needs_lengths)
+        _REGISTRY[name] = Entry(name, family, fn, needs_k, needs_lengths, inputs, stateful)
         return fn
 
     return add
