@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="advest", description="Verified advantage estimators for LLM RL."
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("train", help="RL training with any registered estimator (see: advest train -h)")
+    sub.add_parser("eval", help="held-out pass@k curves of a checkpoint (see: advest eval -h)")
     demo = sub.add_parser("demo", help="print the max@K estimators side by side on one group")
     demo.add_argument(
         "--rewards",
@@ -109,10 +111,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PASS_THROUGH = {"train": "training.train", "eval": "training.evaluate"}
+"""Subcommands with their own (jsonargparse) parser: the rest of the line goes to them."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PASS_THROUGH:
+        import importlib
+
+        module = importlib.import_module(PASS_THROUGH[argv[0]])
+        code: int = module.main(argv[1:])
+        return code
     args = build_parser().parse_args(argv)
     try:
-        code: int = args.func(args)
+        code = args.func(args)
     except ValueError as error:  # bad user input: say what, no traceback
         print(f"advest: error: {error}", file=sys.stderr)
         return 2

@@ -1,0 +1,160 @@
+"""The RL run's settings, one frozen dataclass whose field docstrings are the ``--help`` text, and
+the checks that run before any model is loaded."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.losses import Aggregation, KLEstimator
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class RLConfig:
+    """An RL run: data, sampling, estimator, loss, optimisation and bookkeeping."""
+
+    model: str | None = None
+    """Local checkpoint folder (``from_pretrained``); default: the embedded tiny model."""
+    data: str | None = None
+    """JSONL file of {"prompt": ..., "answer": ...}; default: the embedded addition task."""
+    reward: str = "exact"
+    """Verifier: ``exact`` (string equality) or ``math`` (math-verify)."""
+    reward_timeout: float = 5.0
+    """Seconds per reward call; a timeout scores 0 and is counted."""
+    estimator: str = "grpo"
+    """Registered advantage estimator (``advest bench estimators`` lists them)."""
+    base_estimator: str = "grpo"
+    """For reweighters that take ``advantages`` (e.g. covariance_weights): the estimator they
+    reweight."""
+    k: int = 1
+    """K of max@K / pass@K estimators."""
+    estimator_options: dict[str, Any] = field(default_factory=dict)
+    """Keyword options of the estimator (constructor arguments for stateful ones)."""
+    steps: int = 60
+    """Rollout steps (each: generate, reward, estimate, several optimiser steps)."""
+    prompts_per_step: int = 16
+    """Prompts per rollout step on each process."""
+    group_size: int = 8
+    """Completions per prompt, G (all on the prompt's process)."""
+    max_new_tokens: int = 5
+    """Response budget L in tokens (also Dr.GRPO's constant normaliser)."""
+    temperature: float = 1.0
+    top_p: float = 1.0
+    ppo_epochs: int = 2
+    """Optimisation passes over each rollout batch."""
+    minibatches: int = 1
+    """Optimiser steps per pass."""
+    micro_batches: int = 1
+    """Gradient-accumulation splits of each mini-batch (exact: same gradient)."""
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    """Clip range [1 − clip_low, 1 + clip_high] (clip-higher when they differ)."""
+    kl_coef: float = 0.0
+    """KL coefficient; 0 loads no reference model at all."""
+    kl_estimator: KLEstimator = "k3"
+    loss_aggregation: Aggregation = "token-mean"
+    """``token-mean``, ``seq-mean-token-sum``, ``seq-mean-token-mean`` or ``dr-grpo`` (÷ S·L)."""
+    lr: float = 2e-4
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    warmup_steps: int = 0
+    """Linear learning-rate warm-up, in optimiser steps."""
+    seed: int = 0
+    eval_prompts: int = 64
+    """Held-out prompts for the before/after pass@k (0 skips it)."""
+    eval_samples: int = 16
+    """Samples per held-out prompt (pass@k for k = 1..this)."""
+    checkpoint_every: int = 20
+    """Rollout steps between checkpoints (0: only at the end)."""
+    max_bad_steps: int = 3
+    """Consecutive non-finite losses that stop the run (with a checkpoint)."""
+    out: str = "runs"
+    """Run folders go under here."""
+
+    @property
+    def optimizer_steps_per_rollout(self) -> int:
+        return self.ppo_epochs * self.minibatches
+
+
+def _positive(cfg: RLConfig, names: list[str]) -> None:
+    for name in names:
+        if getattr(cfg, name) < 1:
+            raise ConfigError(f"--{name} must be at least 1; got {getattr(cfg, name)}")
+
+
+def validate(cfg: RLConfig) -> None:
+    """Every check that needs no model: fails fast with what to change."""
+    from training import rewards
+
+    _positive(cfg, ["steps", "prompts_per_step", "group_size", "max_new_tokens", "ppo_epochs"])
+    _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps"])
+    sequences = cfg.prompts_per_step * cfg.group_size
+    if sequences % (cfg.minibatches * cfg.micro_batches):
+        raise ConfigError(
+            f"prompts_per_step × group_size = {sequences} sequences do not split into "
+            f"minibatches × micro_batches = {cfg.minibatches * cfg.micro_batches} equal parts"
+        )
+    if not 0 <= cfg.clip_low < 1 or cfg.clip_high < 0:
+        raise ConfigError(
+            f"need 0 ≤ clip_low < 1 and clip_high ≥ 0; got {cfg.clip_low}, {cfg.clip_high}"
+        )
+    if not 0 < cfg.top_p <= 1 or cfg.temperature <= 0:
+        raise ConfigError(
+            f"need 0 < top_p ≤ 1 and temperature > 0; got {cfg.top_p}, {cfg.temperature}"
+        )
+    try:
+        rewards.get(cfg.reward)
+    except KeyError as error:
+        raise ConfigError(f"--reward: {error.args[0]}") from None
+    _check_paths(cfg)
+    _check_estimator(cfg)
+
+
+def _check_paths(cfg: RLConfig) -> None:
+    if cfg.data is not None:
+        path = Path(cfg.data)
+        if not path.is_file():
+            raise ConfigError(f"--data {cfg.data}: no such file (a JSONL of prompt/answer pairs)")
+        with path.open() as f:
+            first = f.readline()
+        try:
+            row = json.loads(first)
+        except json.JSONDecodeError:
+            raise ConfigError(f"--data {cfg.data}: line 1 is not JSON") from None
+        if not isinstance(row, dict) or not {"prompt", "answer"} <= row.keys():
+            raise ConfigError(f"--data {cfg.data}: rows need 'prompt' and 'answer' keys")
+    if cfg.model is not None:
+        folder = Path(cfg.model)
+        if not (folder / "config.json").is_file():
+            raise ConfigError(f"--model {cfg.model}: no config.json (a save_pretrained folder)")
+        weights = [*folder.glob("*.safetensors"), *folder.glob("pytorch_model*.bin")]
+        if not weights:
+            raise ConfigError(
+                f"--model {cfg.model}: no weights (*.safetensors or pytorch_model*.bin) in it"
+            )
+
+
+def _check_estimator(cfg: RLConfig) -> None:
+    """Dry-run the estimator on a rollout of the configured shape: whatever it would refuse at
+    step 1 (K too large for G, G = 1 with leave-one-out, bad options) is refused now."""
+    from fast import registry
+    from training.rollout import dry_run
+
+    for name in {cfg.estimator, cfg.base_estimator}:
+        try:
+            registry.entry(name)
+        except KeyError as error:
+            raise ConfigError(f"--estimator: {error.args[0]}") from None
+    try:
+        dry_run(cfg)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(
+            f"estimator {cfg.estimator!r} refuses group_size={cfg.group_size}, k={cfg.k}, "
+            f"options={cfg.estimator_options}: {error}. Change --group_size, --k or --estimator."
+        ) from None

@@ -1,0 +1,150 @@
+"""Held-out pass@k curves: n samples per prompt, the unbiased estimator for k = 1..n.
+
+``advest eval --model PATH`` writes ``passk.json``, ``passk.md`` and ``passk.png``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from training import rewards
+from training.data import Item
+from training.metrics import pass_at_k
+from training.task import held_out
+
+
+def embedded_held_out(n: int, seed: int = 0, digits: int = 2) -> list[Item]:
+    return [Item(i, p.prompt, p.answer) for i, p in enumerate(held_out(seed, n, digits))]
+
+
+def jsonl_items(path: str) -> list[Item]:
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    return [Item(i, str(r["prompt"]), str(r["answer"])) for i, r in enumerate(rows)]
+
+
+@torch.no_grad()
+def pass_curve(
+    model: Any,
+    tokenizer: Any,
+    items: list[Item],
+    *,
+    samples: int,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    reward: str = "exact",
+    seed: int = 1234,
+    batch_prompts: int = 32,
+) -> dict[int, float]:
+    """Mean over prompts of pass@k, k = 1..samples (a sample passes when its reward > 0)."""
+    verifier = rewards.Guarded(rewards.get(reward))
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    state = torch.get_rng_state()  # evaluation must not move the run's random stream
+    torch.manual_seed(seed)
+    counts: list[int] = []
+    bos = tokenizer.bos_token or ""
+    for start in range(0, len(items), batch_prompts):
+        chunk = items[start : start + batch_prompts]
+        enc = tokenizer([bos + i.prompt for i in chunk], return_tensors="pt", padding=True).to(
+            device
+        )
+        out = model.generate(
+            **enc,
+            do_sample=True,
+            temperature=temperature,
+            top_k=0,
+            max_new_tokens=max_new_tokens,
+            num_return_sequences=samples,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+        texts = tokenizer.batch_decode(
+            out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True
+        )
+        for j, item in enumerate(chunk):
+            group = texts[j * samples : (j + 1) * samples]
+            counts.append(sum(verifier(t, item.answer) > 0 for t in group))
+    torch.set_rng_state(state)
+    model.train(was_training)
+    return {
+        k: sum(pass_at_k(samples, c, k) for c in counts) / len(counts)
+        for k in range(1, samples + 1)
+    }
+
+
+def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk") -> None:
+    """``{label: {k: pass@k}}`` → JSON, a Markdown table and a log-x plot."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{stem}.json").write_text(json.dumps(curves, indent=1))
+    labels = list(curves)
+    ks = sorted(next(iter(curves.values())))
+    lines = ["| k | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    lines += [f"| {k} | " + " | ".join(f"{curves[l][k]:.3f}" for l in labels) + " |" for k in ks]
+    (folder / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for label in labels:
+        ax.plot(ks, [curves[label][k] for k in ks], marker="o", ms=3, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("k")
+    ax.set_ylabel("pass@k")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(folder / f"{stem}.png", dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str]) -> int:
+    """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
+    from jsonargparse import ArgumentParser
+
+    from training.embedded import build
+    from training.module import load_policy
+
+    p = ArgumentParser(prog="advest eval", description="held-out pass@k curves of a checkpoint")
+    p.add_argument(
+        "--model", type=str | None, default=None, help="checkpoint folder (default: embedded)"
+    )
+    p.add_argument(
+        "--data",
+        type=str | None,
+        default=None,
+        help="JSONL prompts/answers (default: embedded held-out)",
+    )
+    p.add_argument("--reward", type=str, default="exact", help="exact or math")
+    p.add_argument("--prompts", type=int, default=64, help="held-out prompts (embedded task)")
+    p.add_argument(
+        "--samples", type=int, default=64, help="n samples per prompt: pass@k for k = 1..n"
+    )
+    p.add_argument("--max_new_tokens", type=int, default=5)
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--out", type=str, default="runs/eval", help="output folder")
+    ns = p.parse_args(argv)
+    model_path = ns.model or str(build())
+    model, tokenizer = load_policy(model_path)
+    items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)
+    curve = pass_curve(
+        model,
+        tokenizer,
+        items,
+        samples=ns.samples,
+        max_new_tokens=ns.max_new_tokens,
+        temperature=ns.temperature,
+        reward=ns.reward,
+    )
+    write({Path(model_path).name: curve}, Path(ns.out))
+    for k in (1, 2, 4, 8, 16, 32, 64):
+        if k in curve:
+            print(f"pass@{k} = {curve[k]:.4f}")
+    print(f"wrote {ns.out}/passk.json, passk.md, passk.png")
+    return 0

@@ -1,0 +1,47 @@
+"""Run metrics that are not advantages: pass@k, entropy, the Adam-moment variance proxy."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import comb
+
+import torch
+from torch import Tensor
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c correct (Chen et al. 2021, arXiv 2107.03374 eq. 1):
+    1 − C(n−c, k) / C(n, k), in exact integer arithmetic, so no cancellation at large n."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 ≤ c ≤ n and 1 ≤ k ≤ n; got n={n}, c={c}, k={k}")
+    return float(1 - Fraction(comb(n - c, k), comb(n, k)))
+
+
+def mean_pass_at_k(correct: Tensor, k: int) -> float:
+    """``correct: [B, G]`` bool → pass@k averaged over the B prompts."""
+    B, G = correct.shape
+    counts = correct.sum(-1).tolist()
+    return sum(pass_at_k(G, int(c), k) for c in counts) / B
+
+
+def entropy(logits: Tensor) -> Tensor:
+    """Full-distribution entropy per position, ``[..., V] → [...]``, in nats."""
+    logp = torch.log_softmax(logits.float(), -1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def adam_variance_proxy(optimizer: torch.optim.Optimizer) -> float:
+    """Σ over parameters of v̂ − m̂², Adam's bias-corrected moments (MaxPO §5, Fig. 3): a smoothed
+    proxy for the element-wise gradient variance. 0 before the first step."""
+    total = 0.0
+    for group in optimizer.param_groups:
+        beta1, beta2 = group["betas"]
+        for p in group["params"]:
+            state = optimizer.state.get(p, {})
+            if "exp_avg" not in state:
+                continue
+            t = float(state["step"])
+            m_hat = state["exp_avg"] / (1 - beta1**t)
+            v_hat = state["exp_avg_sq"] / (1 - beta2**t)
+            total += float((v_hat - m_hat.square()).sum())
+    return total

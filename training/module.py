@@ -1,0 +1,364 @@
+"""The RL LightningModule: rollout → rewards → advantages (any registered estimator, by name) →
+several epochs of the clipped policy-gradient loss against the rollout log-probs.
+
+Manual optimisation, because one training step holds several optimiser steps. Everything random
+in a step is seeded from (seed, step, rank), so a resumed run draws what the uninterrupted one
+drew.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from typing import Any
+
+import lightning as L
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader
+
+from training import losses, metrics, rewards
+from training.config import RLConfig
+from training.data import FromStep, Item, PromptSource, Steps
+from training.rollout import Rollout, advantages, make_estimator, needs
+
+
+class NonFiniteLoss(RuntimeError):
+    pass
+
+
+def load_policy(path: str) -> tuple[Any, Any]:
+    """Model and tokenizer from a local folder (never the hub)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    return model, tokenizer
+
+
+def positions(attention_mask: Tensor) -> Tensor:
+    """Position ids that skip left padding, as ``generate`` uses them."""
+    return (attention_mask.cumsum(-1) - 1).clamp(min=0)
+
+
+class RLModule(L.LightningModule):
+    def __init__(self, cfg: RLConfig, model_path: str) -> None:
+        super().__init__()
+        self.cfg, self.model_path = cfg, model_path
+        self.automatic_optimization = False
+        self.source = PromptSource(cfg.data, cfg.seed)
+        self.reward_fn = rewards.Guarded(rewards.get(cfg.reward), cfg.reward_timeout)
+        self.estimator = make_estimator(cfg)
+        self.rollout_step = 0  # the data position: rollout steps completed
+        self.bad_steps = 0  # consecutive steps skipped for a non-finite loss
+        self.skipped_total = 0
+        self.policy, self.tokenizer = load_policy(model_path)
+        self.policy.config.use_cache = True
+        self.ref: Any = None
+        if cfg.kl_coef != 0.0:
+            self.ref, _ = load_policy(model_path)
+            self.ref.requires_grad_(False).eval()
+
+    # ----------------------------------------------------------------- data and optimiser
+    def train_dataloader(self) -> DataLoader[int]:
+        sampler = FromStep(self.cfg.steps, lambda: self.rollout_step)
+        return DataLoader(Steps(self.cfg.steps), sampler=sampler, batch_size=None)
+
+    def configure_optimizers(self) -> Any:
+        opt = torch.optim.AdamW(
+            self.policy.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay
+        )
+        warm = max(self.cfg.warmup_steps, 0)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (warm + 1)))
+        return [opt], [sched]
+
+    # ----------------------------------------------------------------- one rollout step
+    def training_step(self, step: Any, batch_idx: int) -> None:
+        step = int(step)
+        cfg, times = self.cfg, {}
+        seed = hash((cfg.seed, step, self.global_rank)) % 2**62
+        items = self.source.batch(
+            step, self.global_rank, self.trainer.world_size, cfg.prompts_per_step
+        )
+        t0 = time.perf_counter()
+        torch.manual_seed(seed)
+        sequences, prompt_len = self.generate([i.prompt for i in items], cfg.group_size)
+        times["time/generate"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        rollout, extra = self.score(items, sequences, prompt_len)
+        times["time/reward"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        adv = advantages(cfg, self.estimator, rollout)  # [B, G, T]
+        times["time/advantage"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        update = self.update(sequences, prompt_len, rollout, adv, extra["ref_logprobs"], seed)
+        times["time/update"] = time.perf_counter() - t0
+        self.rollout_step = step + 1
+        self.scheduler_step()
+        self.log_step(rollout, adv, extra, update, times)
+
+    def scheduler_step(self) -> None:
+        sched = self.lr_schedulers()
+        if sched is not None:
+            sched.step()  # type: ignore[union-attr]
+
+    @torch.no_grad()
+    def generate(self, prompts: list[str], group_size: int) -> tuple[Tensor, int]:
+        """``[B·G, P + T]`` token ids, prompt left-padded, response right-padded; and P."""
+        tok, cfg = self.tokenizer, self.cfg
+        bos = tok.bos_token or ""
+        enc = tok([bos + p for p in prompts], return_tensors="pt", padding=True).to(self.device)
+        self.policy.eval()
+        out = self.policy.generate(
+            **enc,
+            do_sample=True,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            top_k=0,
+            max_new_tokens=cfg.max_new_tokens,
+            num_return_sequences=group_size,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+        )
+        P = enc["input_ids"].shape[1]
+        width = P + cfg.max_new_tokens  # pad every batch to the budget: fixed shapes
+        out = torch.nn.functional.pad(out, (0, width - out.shape[1]), value=tok.pad_token_id)
+        return out, P
+
+    def response_mask(self, sequences: Tensor, P: int) -> Tensor:
+        """``[B·G, T]``: response tokens up to and including the first EOS."""
+        resp = sequences[:, P:]
+        eos = resp == self.tokenizer.eos_token_id
+        after_eos = (eos.cumsum(-1) - eos.long()) > 0
+        return ~after_eos
+
+    def attention(self, sequences: Tensor, P: int, mask: Tensor) -> Tensor:
+        prompt = sequences[:, :P] != self.tokenizer.pad_token_id
+        return torch.cat([prompt, mask], -1).long()
+
+    def forward_logprobs(
+        self, model: Any, sequences: Tensor, P: int, mask: Tensor, *, hidden: bool = False
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Log-probs of the response tokens under ``model`` at the sampling temperature, the
+        logits they come from, and (on request) last-layer hidden states. ``[S, T]``,
+        ``[S, T, V]``, ``[S, T, D]``; the state at position P−1+t is the one that emitted token t."""
+        attn = self.attention(sequences, P, mask)
+        out = model(
+            input_ids=sequences,
+            attention_mask=attn,
+            position_ids=positions(attn),
+            output_hidden_states=hidden,
+            use_cache=False,
+        )
+        logits = out.logits[:, P - 1 : -1].float() / self.cfg.temperature
+        targets = sequences[:, P:]
+        logp = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        states = out.hidden_states[-1][:, P - 1 : -1] if hidden else None
+        return logp, logits, states
+
+    @torch.no_grad()
+    def score(self, items: list[Item], sequences: Tensor, P: int) -> tuple[Rollout, dict[str, Any]]:
+        """Rewards and the one rollout forward pass (log-probs, entropy, hidden states)."""
+        cfg, tok = self.cfg, self.tokenizer
+        B, G, T = len(items), cfg.group_size, cfg.max_new_tokens
+        mask = self.response_mask(sequences, P)
+        resp = sequences[:, P:]
+        texts = [tok.decode(r[m].tolist(), skip_special_tokens=True) for r, m in zip(resp, mask)]
+        reward = torch.tensor(
+            [self.reward_fn(t, items[i // G].answer) for i, t in enumerate(texts)],
+            dtype=torch.float32,
+            device=self.device,
+        ).view(B, G)
+        self.policy.eval()
+        logp, logits, hidden = self.forward_logprobs(
+            self.policy, sequences, P, mask, hidden=needs(cfg, "hidden")
+        )
+        ent = metrics.entropy(logits)
+        ref_logp = None
+        if self.ref is not None:
+            ref_logp, _, _ = self.forward_logprobs(self.ref, sequences, P, mask)
+        rollout = Rollout(
+            prompt_ids=torch.tensor([i.prompt_id for i in items], device=self.device),
+            token_ids=resp.reshape(B, G, T),
+            mask=mask.reshape(B, G, T),
+            rewards=reward,
+            logprobs=logp.reshape(B, G, T),
+            texts=[texts[b * G : (b + 1) * G] for b in range(B)],
+            offsets=self.offsets(resp, mask).reshape(B, G, T, 2)
+            if needs(cfg, "offsets")
+            else torch.zeros(0),
+            hidden=hidden.reshape(B, G, T, -1) if hidden is not None else None,
+            k=cfg.k,
+        )
+        entropy = float((ent * mask).sum() / mask.sum().clamp(min=1))
+        return rollout, {"entropy": entropy, "ref_logprobs": ref_logp, "old_logprobs": logp}
+
+    def offsets(self, resp: Tensor, mask: Tensor) -> Tensor:
+        """``[S, T, 2]`` character span of each response token in its decoded text: the growth
+        of the decoded prefix, which stays right for tokenizers that merge on decode."""
+        out = torch.zeros(*resp.shape, 2, dtype=torch.long)
+        for s, (r, m) in enumerate(zip(resp.tolist(), mask.tolist())):
+            ids = [t for t, keep in zip(r, m) if keep]
+            prev = 0
+            for t in range(len(ids)):
+                now = len(self.tokenizer.decode(ids[: t + 1], skip_special_tokens=True))
+                out[s, t] = torch.tensor([prev, now])
+                prev = now
+        return out.to(self.device)
+
+    # ----------------------------------------------------------------- optimisation
+    def update(
+        self,
+        sequences: Tensor,
+        P: int,
+        rollout: Rollout,
+        adv: Tensor,
+        ref_logprobs: Tensor | None,
+        seed: int,
+    ) -> dict[str, float]:
+        cfg = self.cfg
+        opt = self.optimizers()
+        S = sequences.shape[0]
+        old = rollout.logprobs.reshape(S, -1)
+        mask = rollout.mask.reshape(S, -1)
+        adv = adv.reshape(S, -1)
+        gen = torch.Generator().manual_seed(seed)
+        stats: dict[str, list[float]] = {"clip_frac": [], "kl": [], "grad_norm": [], "loss": []}
+        self.policy.train()
+        for _ in range(cfg.ppo_epochs):
+            order = torch.randperm(S, generator=gen).to(self.device)
+            for mb in order.chunk(cfg.minibatches):
+                norm = losses.Normaliser.of(mask[mb], cfg.max_new_tokens)
+                opt.zero_grad()
+                finite = True
+                for micro in mb.chunk(cfg.micro_batches):
+                    logp, _, _ = self.forward_logprobs(
+                        self.policy, sequences[micro], P, mask[micro]
+                    )
+                    parts = losses.policy_loss(
+                        logp,
+                        old[micro],
+                        adv[micro],
+                        mask[micro],
+                        clip_low=cfg.clip_low,
+                        clip_high=cfg.clip_high,
+                        aggregation=cfg.loss_aggregation,
+                        norm=norm,
+                        ref_logprobs=None if ref_logprobs is None else ref_logprobs[micro],
+                        kl_coef=cfg.kl_coef,
+                        kl_estimator=cfg.kl_estimator,
+                    )
+                    bad = not bool(torch.isfinite(parts.loss))
+                    if self.trainer.strategy.reduce_boolean_decision(bad, all=False):
+                        finite = False
+                        break
+                    self.manual_backward(parts.loss)
+                    m = mask[micro]
+                    stats["clip_frac"].append(float(parts.clipped.sum() / m.sum().clamp(min=1)))
+                    stats["kl"].append(float((parts.kl * m).sum() / m.sum().clamp(min=1)))
+                    stats["loss"].append(float(parts.loss))
+                if not finite:
+                    self.skip_nonfinite()
+                    opt.zero_grad()
+                    continue
+                self.bad_steps = 0
+                norm_total = torch.nn.utils.clip_grad_norm_(
+                    self.policy.parameters(), cfg.max_grad_norm
+                )
+                stats["grad_norm"].append(float(norm_total))
+                opt.step()
+        self.policy.eval()
+        out = {k: sum(v) / len(v) for k, v in stats.items() if v}
+        out["grad_variance_proxy"] = metrics.adam_variance_proxy(opt.optimizer)  # type: ignore[union-attr]
+        return out
+
+    def skip_nonfinite(self) -> None:
+        self.bad_steps += 1
+        self.skipped_total += 1
+        warnings.warn(
+            f"non-finite loss at rollout step {self.rollout_step}: optimiser step skipped "
+            f"({self.bad_steps} in a row)",
+            stacklevel=2,
+        )
+        if self.bad_steps >= self.cfg.max_bad_steps:
+            raise NonFiniteLoss(
+                f"{self.bad_steps} consecutive non-finite losses at rollout step "
+                f"{self.rollout_step}: stopping. Lower --lr, raise --max_grad_norm's strictness, "
+                f"or check the estimator's inputs; a checkpoint was written."
+            )
+
+    # ----------------------------------------------------------------- metrics and state
+    def log_step(
+        self,
+        rollout: Rollout,
+        adv: Tensor,
+        extra: dict[str, Any],
+        update: dict[str, float],
+        times: dict[str, float],
+    ) -> None:
+        cfg = self.cfg
+        correct = rollout.rewards > 0
+        valid = rollout.mask
+        a = adv[valid]
+        flat = (rollout.rewards == rollout.rewards[:, :1]).all(-1)
+        k_big = cfg.k if cfg.k > 1 else cfg.group_size
+        values = {
+            "reward": float(rollout.rewards.mean()),
+            "pass@1": metrics.mean_pass_at_k(correct, 1),
+            f"pass@{k_big}": metrics.mean_pass_at_k(correct, k_big),
+            "adv_mean": float(a.mean()) if a.numel() else 0.0,
+            "adv_std": float(a.std()) if a.numel() > 1 else 0.0,
+            "zero_adv_groups": float((adv.abs().sum(dim=(1, 2)) == 0).float().mean()),
+            "flat_reward_groups": float(flat.float().mean()),
+            "entropy": extra["entropy"],
+            "response_length": float(rollout.lengths.float().mean()),
+            "reward_failures": float(sum(self.reward_fn.failures.values())),
+            "skipped_steps": float(self.skipped_total),
+            "rollout_step": float(self.rollout_step),
+            **update,
+            **times,
+        }
+        values = {k: v for k, v in values.items() if math.isfinite(v)}
+        bar = {"reward", "pass@1", "entropy"}
+        self.log_dict({k: v for k, v in values.items() if k in bar}, prog_bar=True, on_step=True)
+        self.log_dict({k: v for k, v in values.items() if k not in bar}, on_step=True)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        import random
+
+        import numpy as np
+
+        checkpoint["advest"] = {
+            "rollout_step": self.rollout_step,
+            "bad_steps": self.bad_steps,
+            "skipped_total": self.skipped_total,
+            "reward_failures": dict(self.reward_fn.failures),
+            "estimator": self.estimator.state_dict()
+            if hasattr(self.estimator, "state_dict")
+            else None,
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "python": random.getstate(),
+                "numpy": np.random.get_state(),
+            },
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        import random
+
+        import numpy as np
+
+        state = checkpoint["advest"]
+        self.rollout_step = int(state["rollout_step"])
+        self.bad_steps = int(state["bad_steps"])
+        self.skipped_total = int(state["skipped_total"])
+        self.reward_fn.failures.update(state["reward_failures"])
+        if state["estimator"] is not None:
+            self.estimator.load_state_dict(state["estimator"])
+        torch.set_rng_state(state["rng"]["torch"])
+        random.setstate(state["rng"]["python"])
+        np.random.set_state(state["rng"]["numpy"])

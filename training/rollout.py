@@ -1,0 +1,121 @@
+"""A rollout batch and the one generic call of any registered estimator.
+
+The trainer holds no per-estimator code: each registry entry names the rollout fields it
+consumes (``fast.registry.INPUTS``); ``advantages`` builds those fields, calls the estimator and
+brings its output to ``[B, G, T]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from fast import registry
+
+if TYPE_CHECKING:
+    from training.config import RLConfig
+
+
+@dataclass
+class Rollout:
+    """B prompts × G samples × T response tokens of one rollout step on one process."""
+
+    prompt_ids: Tensor  # [B] int64
+    token_ids: Tensor  # [B, G, T] int64, pad after EOS
+    mask: Tensor  # [B, G, T] bool, response tokens up to and including EOS
+    rewards: Tensor  # [B, G] float32
+    logprobs: Tensor  # [B, G, T] float32, rollout policy (at the sampling temperature)
+    texts: list[list[str]]  # [B][G]
+    offsets: Tensor  # [B, G, T, 2] int64
+    hidden: Tensor | None = None  # [B, G, T, D], only when an estimator asks for it
+    k: int = 1
+
+    @property
+    def lengths(self) -> Tensor:
+        return self.mask.sum(-1)
+
+
+def needs(cfg: RLConfig, field: str) -> bool:
+    """Whether the configured estimator (or its base) consumes ``field``."""
+    names = {cfg.estimator} | (
+        {cfg.base_estimator} if "advantages" in registry.entry(cfg.estimator).inputs else set()
+    )
+    return any(field in registry.entry(n).inputs for n in names)
+
+
+def make_estimator(cfg: RLConfig) -> Any:
+    """The callable for the configured estimator: stateful ones are constructed once per run."""
+    entry = registry.entry(cfg.estimator)
+    if entry.stateful:
+        return entry.fn(**cfg.estimator_options)
+    return entry.fn
+
+
+def _call(
+    name: str, fn: Any, rollout: Rollout, options: dict[str, Any], base: Tensor | None
+) -> Any:
+    entry = registry.entry(name)
+    fields = {"lengths": rollout.lengths, "advantages": base}
+    args = {i: fields[i] if i in fields else getattr(rollout, i) for i in entry.inputs}
+    return fn(**args) if entry.stateful else fn(**args, **options)
+
+
+def advantages(cfg: RLConfig, estimator: Any, rollout: Rollout) -> Tensor:
+    """``[B, G, T]`` float32 advantages of the rollout, zero at padding."""
+    base = None
+    if "advantages" in registry.entry(cfg.estimator).inputs:
+        base = _value(
+            _call(cfg.base_estimator, registry.get(cfg.base_estimator), rollout, {}, None)
+        )
+    out = _call(cfg.estimator, estimator, rollout, cfg.estimator_options, base)
+    return _to_tokens(out, rollout)
+
+
+def _value(out: Any) -> Tensor:
+    """An estimator's advantages: the output itself, or its ``advantages`` (reweighters)."""
+    value: Tensor = out.advantages if hasattr(out, "advantages") else out
+    return value
+
+
+def _to_tokens(out: Any, rollout: Rollout) -> Tensor:
+    value = _value(out)
+    B, G, T = rollout.mask.shape
+    if value.shape == (B, G):
+        value = value.unsqueeze(-1).expand(B, G, T)
+    if value.shape != (B, G, T):
+        raise ValueError(
+            f"estimator output has shape {tuple(value.shape)}; want [B, G] or [B, G, T]"
+        )
+    return (value * rollout.mask).to(torch.float32)
+
+
+def synthetic(cfg: RLConfig, tokens: int = 4, dim: int = 8) -> Rollout:
+    """A small rollout of the configured B, G shape with every field filled (for dry runs and
+    benchmarks). Rewards are binary and vary inside every group."""
+    B, G, T = cfg.prompts_per_step, cfg.group_size, tokens
+    gen = torch.Generator().manual_seed(0)
+    rewards = (torch.arange(G).repeat(B, 1) % 2).float()
+    token_ids = torch.randint(3, 15, (B, G, T), generator=gen)
+    texts = [["12+3"[:T] for _ in range(G)] for _ in range(B)]
+    starts = torch.arange(T).clamp(max=3)
+    offsets = torch.stack([starts, (starts + 1).clamp(max=4)], -1).expand(B, G, T, 2).clone()
+    return Rollout(
+        prompt_ids=torch.arange(B),
+        token_ids=token_ids,
+        mask=torch.ones(B, G, T, dtype=torch.bool),
+        rewards=rewards,
+        logprobs=-torch.rand(B, G, T, generator=gen),
+        texts=texts,
+        offsets=offsets,
+        hidden=torch.randn(B, G, T, dim, generator=gen),
+        k=cfg.k,
+    )
+
+
+def dry_run(cfg: RLConfig) -> None:
+    """Call the configured estimator once on a synthetic rollout (a fresh instance when it is
+    stateful, so no state leaks into the run)."""
+    advantages(cfg, make_estimator(cfg), synthetic(cfg))

@@ -1,0 +1,236 @@
+"""``advest train``: validate → load → held-out pass@k before → Lightning fit → pass@k after,
+plots and a summary in the run folder.
+
+Configuration is parsed by jsonargparse (the engine of Lightning's CLI): every ``RLConfig`` field
+is a flag (``--estimator maxpo``), ``--config run.yaml`` reads a YAML file, later flags override
+it, and Lightning's ``Trainer`` arguments sit under ``--trainer.*`` (``--trainer.strategy ddp
+--trainer.devices 2``); ``--print_config`` prints the resolved YAML.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+
+from training.config import ConfigError, RLConfig, validate
+
+TRAINER_DEFAULTS: dict[str, Any] = {
+    "accelerator": "auto",
+    "devices": 1,
+    "strategy": "auto",
+    "precision": "32-true",
+    "log_every_n_steps": 1,
+    "enable_model_summary": False,
+    "deterministic": False,
+}
+
+
+class Checkpointer(L.Callback):
+    """``last.ckpt`` every N rollout steps and at the end, written to a temporary file and
+    renamed, so a kill mid-write leaves the previous checkpoint intact."""
+
+    def __init__(self, folder: Path, every: int) -> None:
+        self.folder, self.every = folder, every
+
+    def save(self, trainer: L.Trainer) -> Path:
+        target = self.folder / "last.ckpt"
+        tmp = self.folder / ".last.ckpt.tmp"
+        trainer.save_checkpoint(tmp)  # collective under DDP; only rank 0 writes
+        if trainer.is_global_zero:
+            os.replace(tmp, target)
+        trainer.strategy.barrier()
+        return target
+
+    def on_train_batch_end(self, trainer: L.Trainer, module: L.LightningModule, *args: Any) -> None:
+        step = module.rollout_step  # type: ignore[attr-defined]
+        if self.every and step % self.every == 0:
+            self.save(trainer)
+
+    def on_train_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        self.save(trainer)
+
+
+def run_folder(cfg: RLConfig, name: str | None) -> Path:
+    return Path(cfg.out) / (name or time.strftime("%Y%m%d-%H%M%S"))
+
+
+def is_rank_zero() -> bool:
+    return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"
+
+
+def train(
+    cfg: RLConfig,
+    trainer_args: dict[str, Any] | None = None,
+    *,
+    name: str | None = None,
+    resume: bool = False,
+    evaluate: bool = True,
+) -> Path:
+    """Run one RL job; returns its folder. Raises ``ConfigError`` before loading anything when
+    the settings cannot work."""
+    from training import embedded
+    from training.evaluate import embedded_held_out, pass_curve, write
+    from training.module import NonFiniteLoss, RLModule
+
+    validate(cfg)
+    folder = run_folder(cfg, name)
+    ckpt = folder / "checkpoints" / "last.ckpt"
+    if resume and not ckpt.exists():
+        raise ConfigError(f"--resume: no checkpoint at {ckpt}")
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    model_path = cfg.model or str(embedded.build())
+    L.seed_everything(cfg.seed, verbose=False)
+    module = RLModule(cfg, model_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    if is_rank_zero():
+        (folder / "config.json").write_text(
+            json.dumps(
+                {"rl": asdict(cfg), "trainer": trainer_args or {}, "model_path": model_path},
+                indent=1,
+            )
+        )
+    items = embedded_held_out(cfg.eval_prompts, cfg.seed) if cfg.data is None else []
+    do_eval = evaluate and bool(items) and cfg.eval_prompts > 0 and is_rank_zero() and not resume
+    curves: dict[str, dict[int, float]] = {}
+    if do_eval:
+        curves["before"] = _curve(module, items, cfg)
+        print(f"held-out before: {_brief(curves['before'])}", flush=True)
+    checkpointer = Checkpointer(folder / "checkpoints", cfg.checkpoint_every)
+    (folder / "checkpoints").mkdir(exist_ok=True)
+    trainer = L.Trainer(
+        **{**TRAINER_DEFAULTS, **(trainer_args or {})},
+        max_epochs=1,
+        default_root_dir=str(folder),
+        logger=L.pytorch.loggers.CSVLogger(str(folder), name="", version=""),
+        callbacks=[checkpointer],
+        enable_checkpointing=False,
+        use_distributed_sampler=False,
+        num_sanity_val_steps=0,
+    )
+    try:
+        trainer.fit(module, ckpt_path=str(ckpt) if resume else None)
+    except NonFiniteLoss:
+        checkpointer.save(trainer)
+        raise
+    if trainer.is_global_zero:
+        if do_eval:
+            curves["after"] = _curve(module, items, cfg)
+            print(
+                f"held-out after:  {_brief(curves['after'])}  (estimator {cfg.estimator})",
+                flush=True,
+            )
+            write(curves, folder, "passk")
+        plot_metrics(folder)
+    return folder
+
+
+def _curve(module: Any, items: list[Any], cfg: RLConfig) -> dict[int, float]:
+    from training.evaluate import pass_curve
+
+    return pass_curve(
+        module.policy,
+        module.tokenizer,
+        items,
+        samples=cfg.eval_samples,
+        max_new_tokens=cfg.max_new_tokens,
+        temperature=cfg.temperature,
+        reward=cfg.reward,
+        seed=cfg.seed + 1234,
+    )
+
+
+def _brief(curve: dict[int, float]) -> str:
+    ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k in curve]
+    return "  ".join(f"pass@{k}={curve[k]:.3f}" for k in ks)
+
+
+def plot_metrics(folder: Path) -> None:
+    """Reward, pass@k and entropy curves from the CSV log, as PNGs beside it."""
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = folder / "metrics.csv"
+    if not path.exists():
+        return
+    rows = list(csv.DictReader(path.open()))
+    keys = [k for k in rows[0] if k.startswith("pass@")] if rows else []
+    panels = {"reward": ["reward"], "passk": keys, "entropy": ["entropy"]}
+    for stem, cols in panels.items():
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        for col in cols:
+            pts = [
+                (float(r["rollout_step"]), float(r[col]))
+                for r in rows
+                if r.get(col) and r.get("rollout_step")
+            ]
+            if pts:
+                ax.plot(*zip(*pts), label=col)
+        ax.set_xlabel("rollout step")
+        ax.legend()
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(folder / f"{stem}.png", dpi=110)
+        plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- command line
+def parser() -> Any:
+    from jsonargparse import ActionConfigFile, ArgumentParser
+
+    p = ArgumentParser(
+        prog="advest train",
+        description="RL post-training with any registered advantage estimator (Lightning).",
+        default_env=False,
+    )
+    p.add_argument("--config", action=ActionConfigFile, help="YAML file of settings")
+    p.add_class_arguments(RLConfig, nested_key=None, fail_untyped=False)
+    p.add_argument("--name", type=str | None, default=None, help="run folder name under --out")
+    p.add_argument("--resume", type=bool, default=False, help="resume --name from its last.ckpt")
+    p.add_argument("--no_eval", type=bool, default=False, help="skip the held-out pass@k")
+    p.add_class_arguments(
+        L.Trainer,
+        "trainer",
+        skip={
+            "callbacks",
+            "logger",
+            "max_epochs",
+            "max_steps",
+            "default_root_dir",
+            "enable_checkpointing",
+            "use_distributed_sampler",
+            "num_sanity_val_steps",
+        },
+        fail_untyped=False,
+    )
+    p.set_defaults({f"trainer.{k}": v for k, v in TRAINER_DEFAULTS.items()})
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    p = parser()
+    ns = p.parse_args(list(argv))
+    fields = set(RLConfig.__dataclass_fields__)
+    cfg = RLConfig(**{k: v for k, v in vars(ns).items() if k in fields})
+    trainer_args = {
+        k: v
+        for k, v in vars(ns.trainer).items()
+        if v != p.get_defaults().trainer.get(k) or k in TRAINER_DEFAULTS
+    }
+    try:
+        train(cfg, trainer_args, name=ns.name, resume=ns.resume, evaluate=not ns.no_eval)
+    except ConfigError as error:
+        print(f"advest train: {error}", flush=True)
+        return 2
+    return 0
