@@ -260,7 +260,7 @@ class RLModule(L.LightningModule):
                     m = mask[micro]
                     stats["clip_frac"].append(float(parts.clipped.sum() / m.sum().clamp(min=1)))
                     stats["kl"].append(float((parts.kl * m).sum() / m.sum().clamp(min=1)))
-                    stats["loss"].append(float(parts.loss))
+                    stats["loss"].append(float(parts.loss.detach()))
                 if not finite:
                     self.skip_nonfinite()
                     opt.zero_grad()

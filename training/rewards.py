@@ -1,6 +1,7 @@
 """Verifiers: ``reward(completion, answer) -> float``, and the guard that keeps a run alive.
 
 ``exact``: 1 when the stripped completion equals the answer (the embedded task).
+``digits``: partial credit per matching character (dense; for tiny or untrained models).
 ``math``: 1 when ``math-verify`` finds the completion's final answer equal to the gold one.
 
 ``Guarded`` calls a verifier with a per-call timeout; an exception or a timeout gives reward 0,
@@ -24,6 +25,16 @@ def exact(completion: str, answer: str) -> float:
     return float(completion.strip() == answer.strip())
 
 
+def digits(completion: str, answer: str) -> float:
+    """Partial credit: the fraction of the answer's characters matched position by position,
+    scaled by 1/2 unless the whole answer is exact (a dense reward for the embedded task)."""
+    got, want = completion.strip(), answer.strip()
+    if got == want:
+        return 1.0
+    hits = sum(a == b for a, b in zip(got, want, strict=False))
+    return 0.5 * hits / max(len(want), len(got), 1)
+
+
 def math(completion: str, answer: str) -> float:
     """math-verify (HF), gold first: ``verify(parse(gold), parse(prediction))``. Its own timeouts
     are disabled here because ``Guarded`` enforces one for every verifier."""
@@ -36,7 +47,7 @@ def math(completion: str, answer: str) -> float:
     return float(verify(gold, pred, timeout_seconds=None))
 
 
-VERIFIERS: dict[str, Reward] = {"exact": exact, "math": math}
+VERIFIERS: dict[str, Reward] = {"exact": exact, "digits": digits, "math": math}
 
 
 def get(name: str) -> Reward:

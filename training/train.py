@@ -73,6 +73,7 @@ def train(
     name: str | None = None,
     resume: bool = False,
     evaluate: bool = True,
+    callbacks: Sequence[L.Callback] = (),
 ) -> Path:
     """Run one RL job; returns its folder. Raises ``ConfigError`` before loading anything when
     the settings cannot work."""
@@ -110,7 +111,7 @@ def train(
         max_epochs=1,
         default_root_dir=str(folder),
         logger=L.pytorch.loggers.CSVLogger(str(folder), name="", version=""),
-        callbacks=[checkpointer],
+        callbacks=[checkpointer, *callbacks],
         enable_checkpointing=False,
         use_distributed_sampler=False,
         num_sanity_val_steps=0,

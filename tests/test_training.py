@@ -1,0 +1,408 @@
+"""The trainer: invariances on a tiny model, resume after SIGKILL, DDP on two CPU processes,
+bad configuration, failing rewards and non-finite losses, losses and pass@k."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from fast import registry
+from training import losses, rewards
+from training.config import ConfigError, RLConfig
+from training.embedded import EmbeddedSpec, build
+from training.metrics import pass_at_k
+from training.rollout import advantages, synthetic
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::DeprecationWarning",
+    "ignore::UserWarning",
+    "ignore::FutureWarning",
+    "ignore::lightning.fabric.utilities.warnings.PossibleUserWarning",
+)
+
+TINY = EmbeddedSpec(hidden_size=32, layers=1, heads=2, warm_start_steps=30)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    home = tmp_path_factory.mktemp("advest_home")
+    old = os.environ.get("ADVEST_HOME")
+    os.environ["ADVEST_HOME"] = str(home)
+    try:
+        return str(build(TINY, verbose=False))
+    finally:
+        if old is None:
+            del os.environ["ADVEST_HOME"]
+        else:
+            os.environ["ADVEST_HOME"] = old
+
+
+def _cfg(model_path: str, out: Path, **over: Any) -> RLConfig:
+    base: dict[str, Any] = {
+        "model": model_path,
+        "steps": 2,
+        "prompts_per_step": 4,
+        "group_size": 4,
+        "max_new_tokens": 4,
+        "eval_prompts": 0,
+        "checkpoint_every": 0,
+        "out": str(out),
+        "lr": 1e-3,
+        "reward": "digits",  # dense: a barely trained tiny model still gets signal
+    }
+    return RLConfig(**{**base, **over})
+
+
+def _train(cfg: RLConfig, name: str, **kw: Any) -> dict[str, torch.Tensor]:
+    from training.train import train
+
+    folder = train(cfg, {"enable_progress_bar": False}, name=name, evaluate=False, **kw)
+    return _params(folder)
+
+
+def _params(folder: Path) -> dict[str, torch.Tensor]:
+    ckpt = torch.load(folder / "checkpoints" / "last.ckpt", weights_only=False)
+    return {k: v for k, v in ckpt["state_dict"].items() if k.startswith("policy.")}
+
+
+def _initial(model_path: str) -> dict[str, torch.Tensor]:
+    from training.module import load_policy
+
+    model, _ = load_policy(model_path)
+    return {f"policy.{k}": v for k, v in model.state_dict().items()}
+
+
+def _max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    assert a.keys() == b.keys()
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+# ----------------------------------------------------------------------------- invariances
+def test_the_same_seed_and_settings_give_the_same_parameters(model_path: str, tmp_path: Path) -> None:
+    cfg = _cfg(model_path, tmp_path)
+    first, second = _train(cfg, "a"), _train(cfg, "b")
+    assert _max_diff(first, second) == 0.0
+    assert _max_diff(first, _initial(model_path)) > 0  # and it did train
+
+
+def test_gradient_accumulation_two_by_one_equals_one_by_two(model_path: str, tmp_path: Path) -> None:
+    whole = _train(_cfg(model_path, tmp_path, steps=1, micro_batches=1), "whole")
+    split = _train(_cfg(model_path, tmp_path, steps=1, micro_batches=2), "split")
+    moved = _max_diff(whole, _initial(model_path))
+    # float32 summation order differs; Adam's m/√v amplifies that where a gradient is ~0, so
+    # the bound is relative to how far training moved (exactness in float64 is checked on the
+    # loss itself below)
+    assert moved > 1e-4
+    assert _max_diff(whole, split) < 1e-3 * moved
+
+
+@pytest.mark.parametrize("how", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "dr-grpo"])
+def test_micro_batches_share_one_mini_batch_loss_exactly(how: losses.Aggregation) -> None:
+    gen = torch.Generator().manual_seed(1)
+    S, T = 6, 5
+    logp = torch.randn(S, T, generator=gen, dtype=torch.float64, requires_grad=True)
+    old = logp.detach() + 0.1 * torch.randn(S, T, generator=gen, dtype=torch.float64)
+    adv = torch.randn(S, T, generator=gen, dtype=torch.float64)
+    mask = torch.rand(S, T, generator=gen) > 0.3
+    norm = losses.Normaliser.of(mask, T)
+    kw: dict[str, Any] = {"clip_low": 0.2, "clip_high": 0.3, "aggregation": how, "norm": norm}
+    whole = losses.policy_loss(logp, old, adv, mask, **kw).loss
+    parts = sum(
+        losses.policy_loss(logp[i], old[i], adv[i], mask[i], **kw).loss
+        for i in (slice(0, 2), slice(2, 6))
+    )
+    assert torch.allclose(whole, parts, rtol=1e-12, atol=0)
+
+
+def test_selecting_an_estimator_by_name_equals_calling_it_directly() -> None:
+    import fast.group
+    import fast.maxk
+
+    cfg = RLConfig(estimator="maxpo", k=3, prompts_per_step=3, group_size=6)
+    rollout = synthetic(cfg, tokens=5)
+    rollout.rewards = torch.rand(3, 6, generator=torch.Generator().manual_seed(0))
+    by_name = advantages(cfg, registry.get("maxpo"), rollout)
+    direct = fast.maxk.maxpo(rollout.rewards, 3).unsqueeze(-1).expand(3, 6, 5)
+    assert torch.equal(by_name, direct.float())
+    cfg = RLConfig(estimator="covariance_weights", base_estimator="rloo", prompts_per_step=3, group_size=6)
+    by_name = advantages(cfg, registry.get("covariance_weights"), rollout)
+    import fast.covariance
+
+    direct = fast.covariance.covariance_weights(
+        rollout.logprobs, fast.group.rloo(rollout.rewards), rollout.mask
+    ).advantages
+    assert torch.equal(by_name, direct.float())
+
+
+def test_a_zero_advantage_batch_leaves_the_parameters_unchanged(model_path: str, tmp_path: Path) -> None:
+    data = tmp_path / "never.jsonl"
+    data.write_text("\n".join(json.dumps({"prompt": f"{i}+{i}=", "answer": "never"}) for i in range(8)))
+    cfg = _cfg(model_path, tmp_path, data=str(data), estimator="grpo", kl_coef=0.0, steps=2)
+    after = _train(cfg, "zero")
+    assert _max_diff(after, _initial(model_path)) == 0.0
+
+
+def test_kl_to_the_reference_model_is_zero_on_the_first_step(model_path: str, tmp_path: Path) -> None:
+    """With the reference = the initial policy, the first optimiser step sees KL = 0 exactly."""
+    cfg = _cfg(model_path, tmp_path, kl_coef=0.1, steps=1, ppo_epochs=1)
+    _train(cfg, "kl")
+    import csv
+
+    rows = list(csv.DictReader((tmp_path / "kl" / "metrics.csv").open()))
+    assert float(rows[-1]["kl"]) == 0.0
+
+
+# ----------------------------------------------------------------------------- bad configuration
+@pytest.fixture
+def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a model was loaded before the configuration was checked")
+
+    monkeypatch.setattr("training.module.load_policy", refuse)
+    monkeypatch.setattr("training.embedded.build", refuse)
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"estimator": "nope"}, "unknown estimator 'nope'"),
+        ({"estimator": "maxpo", "k": 4, "group_size": 4}, "k=4"),
+        ({"data": "/nonexistent/file.jsonl"}, "no such file"),
+        ({"estimator": "rloo", "group_size": 1}, "group_size=1"),
+        ({"reward": "regex"}, "unknown reward"),
+        ({"prompts_per_step": 3, "group_size": 3, "minibatches": 2}, "equal parts"),
+    ],
+)
+def test_bad_configuration_fails_before_any_model_is_loaded(
+    tmp_path: Path, no_model_loading: None, over: dict[str, Any], message: str
+) -> None:
+    from training.train import train
+
+    with pytest.raises(ConfigError, match=message):
+        train(RLConfig(out=str(tmp_path), **over))
+
+
+def test_a_model_folder_without_weights_is_refused(tmp_path: Path, no_model_loading: None) -> None:
+    from training.train import train
+
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="no weights"):
+        train(RLConfig(model=str(tmp_path), out=str(tmp_path)))
+
+
+def test_the_command_line_reports_bad_configuration_with_exit_code_2(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "training.cli", "train", "--estimator", "nope", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "unknown estimator 'nope'; valid names:" in proc.stdout
+
+
+# ----------------------------------------------------------------------------- rewards and losses
+def test_a_reward_that_raises_or_hangs_scores_zero_and_is_counted() -> None:
+    def boom(completion: str, answer: str) -> float:
+        raise RuntimeError("verifier bug")
+
+    def hang(completion: str, answer: str) -> float:
+        while True:
+            pass
+
+    guarded = rewards.Guarded(boom)
+    with pytest.warns(UserWarning, match="RuntimeError"):
+        assert guarded("a", "b") == 0.0
+    assert guarded("a", "b") == 0.0
+    assert guarded.failures == {"RuntimeError": 2}
+    slow = rewards.Guarded(hang, timeout_s=0.2)
+    start = time.perf_counter()
+    with pytest.warns(UserWarning, match="timeout"):
+        assert slow("a", "b") == 0.0
+    assert time.perf_counter() - start < 2
+    assert slow.failures == {"timeout": 1}
+
+
+def test_digit_rewards_give_partial_credit() -> None:
+    assert rewards.digits("123", "123") == 1.0
+    assert rewards.digits("124", "123") == pytest.approx(0.5 * 2 / 3)
+    assert rewards.digits("", "12") == 0.0
+
+
+def test_math_rewards_use_math_verify() -> None:
+    guarded = rewards.Guarded(rewards.math)
+    assert guarded("so the answer is $\\frac{3}{4}$", "0.75") == 1.0
+    assert guarded("the answer is 4", "5") == 0.0
+
+
+def test_non_finite_losses_skip_steps_then_stop_the_run_with_a_checkpoint(
+    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from training.module import NonFiniteLoss
+
+    def nan_advantages(rewards: torch.Tensor) -> torch.Tensor:
+        return torch.full_like(rewards, math.nan)
+
+    monkeypatch.setitem(
+        registry._REGISTRY, "nan_test", registry.Entry("nan_test", "group", nan_advantages, False, inputs=("rewards",))
+    )
+    monkeypatch.setattr(registry, "_load", lambda: None)
+    cfg = _cfg(model_path, tmp_path, estimator="nan_test", steps=5, ppo_epochs=1)
+    with pytest.raises(NonFiniteLoss, match="3 consecutive non-finite losses"):
+        _train(cfg, "nan")
+    saved = torch.load(tmp_path / "nan" / "checkpoints" / "last.ckpt", weights_only=False)
+    assert saved["advest"]["skipped_total"] == 3
+    assert _max_diff(_params(tmp_path / "nan"), _initial(model_path)) == 0.0
+
+
+@pytest.mark.parametrize("est", ["k1", "k2", "k3"])
+def test_kl_estimators_match_their_definitions(est: losses.KLEstimator) -> None:
+    logp = torch.tensor([-1.0, -2.0, -0.5], dtype=torch.float64)
+    ref = torch.tensor([-1.5, -1.0, -0.5], dtype=torch.float64)
+    log_r = logp - ref
+    want = {"k1": log_r, "k2": log_r**2 / 2, "k3": torch.exp(-log_r) - 1 + log_r}[est]
+    got = losses.kl_penalty(logp, ref, est)
+    assert torch.allclose(got, want, rtol=1e-12)
+    if est != "k1":
+        assert bool((got >= 0).all())
+
+
+def test_clipping_uses_separate_low_and_high_ranges() -> None:
+    logp = torch.log(torch.tensor([[1.5, 0.5, 1.1]], dtype=torch.float64))
+    old = torch.zeros(1, 3, dtype=torch.float64)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    norm = losses.Normaliser.of(mask, 3)
+    pos = losses.policy_loss(logp, old, torch.ones(1, 3, dtype=torch.float64), mask, clip_low=0.2, clip_high=0.28, aggregation="token-mean", norm=norm)
+    # A > 0: ratio capped at 1 + 0.28 from above; 0.5 and 1.1 pass through
+    assert float(pos.loss) == pytest.approx(-(1.28 + 0.5 + 1.1) / 3)
+    neg = losses.policy_loss(logp, old, -torch.ones(1, 3, dtype=torch.float64), mask, clip_low=0.2, clip_high=0.28, aggregation="token-mean", norm=norm)
+    # A < 0: ratio floored at 1 − 0.2 from below; 1.5 and 1.1 pass through
+    assert float(neg.loss) == pytest.approx((1.5 + 0.8 + 1.1) / 3)
+    assert pos.clipped.tolist() == [[True, False, False]]
+    assert neg.clipped.tolist() == [[False, True, False]]
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8])
+def test_pass_at_k_equals_the_subset_average(n: int) -> None:
+    for c in range(n + 1):
+        outcomes = [1] * c + [0] * (n - c)
+        for k in range(1, n + 1):
+            subsets = list(combinations(outcomes, k))
+            exact = Fraction(sum(max(s) for s in subsets), len(subsets))
+            assert pass_at_k(n, c, k) == float(exact)
+
+
+def test_pass_at_k_is_stable_for_large_n() -> None:
+    assert pass_at_k(1024, 1, 1) == pytest.approx(1 / 1024, rel=1e-12)
+    assert pass_at_k(1024, 1000, 512) == 1.0
+    with pytest.raises(ValueError, match="c ≤ n"):
+        pass_at_k(4, 5, 1)
+
+
+# ----------------------------------------------------------------------------- processes
+def _cli(args: list[str], **kw: Any) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "training.cli", "train", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kw,
+    )
+
+
+def _run_args(model_path: str, out: Path, name: str) -> list[str]:
+    return [
+        "--model", model_path, "--steps", "24", "--prompts_per_step", "4", "--group_size", "4",
+        "--max_new_tokens", "4", "--eval_prompts", "0", "--checkpoint_every", "4",
+        "--out", str(out), "--name", name, "--trainer.enable_progress_bar", "false",
+        "--reward", "digits",
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_way_resumes_to_the_same_parameters(model_path: str, tmp_path: Path) -> None:
+    straight = _cli(_run_args(model_path, tmp_path, "straight"))
+    out, _ = straight.communicate(timeout=600)
+    assert straight.returncode == 0, out
+    killed = _cli(_run_args(model_path, tmp_path, "killed"))
+    ckpt = tmp_path / "killed" / "checkpoints" / "last.ckpt"
+    deadline = time.time() + 300
+    while time.time() < deadline and killed.poll() is None:
+        if ckpt.exists() and torch.load(ckpt, weights_only=False)["advest"]["rollout_step"] >= 8:
+            break
+        time.sleep(0.05)
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate()
+    done_at_kill = torch.load(ckpt, weights_only=False)["advest"]["rollout_step"]
+    assert 0 < done_at_kill < 24 and done_at_kill % 4 == 0, "the kill did not land mid-run"
+    resumed = _cli([*_run_args(model_path, tmp_path, "killed"), "--resume", "true"])
+    out, _ = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out
+    assert _max_diff(_params(tmp_path / "killed"), _params(tmp_path / "straight")) == 0.0
+
+
+DDP_SCRIPT = """
+import sys, torch, lightning as L
+from training.config import RLConfig
+from training.train import train
+
+class Dump(L.Callback):
+    def on_train_end(self, trainer, module):
+        torch.save({k: v.detach().clone() for k, v in module.policy.state_dict().items()},
+                   f"{sys.argv[2]}/rank{trainer.global_rank}.pt")
+
+cfg = RLConfig(model=sys.argv[1], steps=3, prompts_per_step=2, group_size=4, max_new_tokens=4,
+               eval_prompts=0, checkpoint_every=0, out=sys.argv[2], lr=1e-3, reward="digits")
+train(cfg, {"strategy": "ddp", "devices": 2, "accelerator": "cpu", "enable_progress_bar": False},
+      name="ddp", evaluate=False, callbacks=[Dump()])
+"""
+
+
+@pytest.mark.slow
+def test_ddp_on_two_cpu_processes_keeps_parameters_identical(model_path: str, tmp_path: Path) -> None:
+    script = tmp_path / "ddp_run.py"
+    script.write_text(DDP_SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, str(script), model_path, str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
+    assert _max_diff({f"policy.{k}": v for k, v in rank0.items()}, {f"policy.{k}": v for k, v in rank1.items()}) == 0.0
+    assert _max_diff({f"policy.{k}": v for k, v in rank0.items()}, _initial(model_path)) > 0
+
+
+@pytest.mark.slow
+def test_a_local_checkpoint_trains_on_a_jsonl_with_math_rewards(model_path: str, tmp_path: Path) -> None:
+    data = tmp_path / "math.jsonl"
+    data.write_text("\n".join(json.dumps({"prompt": f"{i}+{i}=", "answer": str(2 * i)}) for i in range(10)))
+    proc = _cli([
+        "--model", model_path, "--data", str(data), "--reward", "math", "--steps", "2",
+        "--prompts_per_step", "2", "--group_size", "4", "--max_new_tokens", "4",
+        "--out", str(tmp_path), "--name", "math", "--trainer.enable_progress_bar", "false",
+    ])  # fmt: skip
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    assert (tmp_path / "math" / "metrics.csv").exists()
+    assert (tmp_path / "math" / "checkpoints" / "last.ckpt").exists()
