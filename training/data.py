@@ -87,4 +87,6 @@ class FromStep(Sampler[int]):
         return iter(range(self.position(), self.steps))
 
     def __len__(self) -> int:
-        return self.steps - self.position()
+        # the whole run: Lightning's restored batch counter already holds the steps done, and
+        # ends the epoch when the counter reaches this length
+        return self.steps

@@ -343,7 +343,8 @@ class RLModule(L.LightningModule):
             "rng": {
                 "torch": torch.get_rng_state(),
                 "python": random.getstate(),
-                "numpy": np.random.get_state(),
+                # plain types, so that torch.load(weights_only=True) can read it back
+                "numpy": [v.tolist() if isinstance(v, np.ndarray) else v for v in np.random.get_state()],
             },
         }
 
@@ -361,4 +362,5 @@ class RLModule(L.LightningModule):
             self.estimator.load_state_dict(state["estimator"])
         torch.set_rng_state(state["rng"]["torch"])
         random.setstate(state["rng"]["python"])
-        np.random.set_state(state["rng"]["numpy"])
+        kind, keys, pos, has_gauss, gauss = state["rng"]["numpy"]
+        np.random.set_state((kind, np.array(keys, dtype=np.uint32), pos, has_gauss, gauss))
