@@ -114,7 +114,8 @@ class KAE:
         S = Z.sum(dim=1, keepdim=True)  # [B, 1]
         den = hd[:, None] + (G - 1)  # [B, 1]; K(0) = 1 per other current sample
         cold = (den == 0).expand(B, G)
-        V = torch.where(cold, 0.0, (hn[:, None] + S - Z) / torch.where(cold, 1.0, den))
+        others = S - Z  # Σ_{k≠g} Z_k, formed before adding hn: hn may be far smaller than S
+        V = torch.where(cold, 0.0, (hn[:, None] + others) / torch.where(cold, 1.0, den))
         A = Z - V
         self.cold_start_count += int(cold.sum())
         self._append(ids, i, G, S[:, 0])
