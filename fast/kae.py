@@ -93,7 +93,8 @@ class KAE:
         normalize: Normalize = "none",
         prune: bool = True,
     ) -> None:
-        self.config = KAEConfig(float(h) if isinstance(h, int) else h, kernel, normalize, prune)
+        h = float(h) if isinstance(h, int) and not isinstance(h, bool) else h
+        self.config = KAEConfig(h, kernel, normalize, prune)
         self.iteration = 1  # the global, 1-based index of the next call
         self.cold_start_count = 0
         self._seen = _empty(torch.int64)  # [P] sorted: every prompt id ever seen
@@ -223,10 +224,10 @@ class KAE:
         # canonical order: by prompt id, then iteration (two stable sorts)
         order = torch.sort(state["visit_iterations"], stable=True).indices
         order = order[torch.sort(pid[order], stable=True).indices]
+        # fancy indexing copies, so the caller's tensors are never aliased
         self._seen = state["seen_prompt_ids"].clone()
-        self._pid, self._iter = pid[order].clone(), state["visit_iterations"][order].clone()
-        self._count, self._sum = state["visit_counts"][order].clone(), state["visit_sums"][order]
-        self._sum = self._sum.clone()
+        self._pid, self._iter = pid[order], state["visit_iterations"][order]
+        self._count, self._sum = state["visit_counts"][order], state["visit_sums"][order]
         self._to(device)
         self._prune(self.iteration)
 

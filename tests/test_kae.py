@@ -492,6 +492,10 @@ def test_bad_input_raises_clear_errors() -> None:
             KAE(h=h)
         with pytest.raises(ValueError, match=r"h .*must be finite and > 0"):
             RefKAE(h=h)
+    with pytest.raises(TypeError, match="h must be"):
+        KAE(h=True)
+    with pytest.raises(TypeError, match="h must be"):
+        RefKAE(h=True)
     with pytest.raises(ValueError, match="kernel must be"):
         KAE(kernel="gaussian")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="kernel must be"):
