@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-Family = Literal["maxk", "group", "token"]
+Family = Literal["maxk", "group", "token", "history"]
 INPUTS = (
     "rewards",
     "k",
@@ -58,7 +58,9 @@ class Entry:
 
     family "maxk": ``fn(rewards [B, G], k)``; family "group": ``fn(rewards [B, G])``, plus
     ``lengths [B, G]`` when ``needs_lengths``; family "token": token-level estimators, each with
-    its own documented inputs (``[B, G, T]`` tensors and a mask).
+    its own documented inputs (``[B, G, T]`` tensors and a mask); family "history": stateful
+    sequence-level estimators (a class; the instance takes its documented inputs, returns
+    ``[B, G]`` and keeps history across calls, e.g. ``prompt_ids`` and ``rewards``).
     """
 
     name: str
@@ -85,8 +87,8 @@ def register(
     """Register ``fn`` as ``name``. ``inputs`` defaults to what the family implies: rewards,
     then k if ``needs_k``, then lengths if ``needs_lengths`` (token estimators must list theirs)."""
     if inputs is None:
-        if family == "token":
-            raise ValueError(f"token estimator {name!r} must list its inputs")
+        if family in ("token", "history"):
+            raise ValueError(f"{family} estimator {name!r} must list its inputs")
         inputs = ("rewards",) + ("k",) * needs_k + ("lengths",) * needs_lengths
     unknown = [i for i in inputs if i not in INPUTS]
     if unknown:

@@ -18,14 +18,16 @@ from torch import Tensor
 
 import fast.covariance
 import fast.group
+import fast.kae
 import fast.ktae
 import fast.maxk
 import reference.covariance
 import reference.group
+import reference.kae
 import reference.ktae
 import reference.maxk
 
-FAMILIES = ("maxk", "group", "covariance", "ktae")
+FAMILIES = ("maxk", "group", "covariance", "ktae", "kae")
 """One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""
 
 KDomain = Literal["k<=n", "k<=n-1", "k=n"]
@@ -194,3 +196,10 @@ TOKEN_CATALOGUE: list[TokenRow] = [
     TokenRow("ktae", reference.ktae.ktae, fast.ktae.ktae, "ktae.md"),
 ]
 """Every token-level estimator under test."""
+
+HISTORY_CATALOGUE: list[TokenRow] = [
+    TokenRow("kae", reference.kae.kae, fast.kae.kae, "kae.md"),
+]
+"""Every stateful sequence-level estimator (registry family "history": a class whose instance
+keeps history across calls), with the same fields as a token row; tests are per family
+(``tests/test_kae.py``)."""

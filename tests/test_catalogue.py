@@ -11,7 +11,7 @@ import torch
 
 import fast
 from fast import registry
-from spec.catalogue import CATALOGUE, FAMILIES, TOKEN_CATALOGUE
+from spec.catalogue import CATALOGUE, FAMILIES, HISTORY_CATALOGUE, TOKEN_CATALOGUE
 
 SPEC = Path(__file__).parents[1] / "spec"
 
@@ -24,9 +24,12 @@ def _spec_names() -> set[str]:
 
 def test_every_registered_estimator_has_a_catalogue_row_a_reference_and_a_spec_section() -> None:
     registered = set(registry.names())
-    outcome = {n for n in registered if registry.entry(n).family != "token"}
-    assert {row.name for row in CATALOGUE} == outcome
-    assert {row.name for row in TOKEN_CATALOGUE} == registered - outcome
+    kind = {n: registry.entry(n).family for n in registered}
+    assert {row.name for row in CATALOGUE} == {n for n, f in kind.items() if f in ("maxk", "group")}
+    assert {row.name for row in TOKEN_CATALOGUE} == {n for n, f in kind.items() if f == "token"}
+    history = {n for n, f in kind.items() if f == "history"}
+    assert {row.name for row in HISTORY_CATALOGUE} == history
+    assert all(registry.entry(n).stateful for n in history)
     reference_names: set[str] = set()
     fast_names: set[str] = set()
     for family in FAMILIES:
@@ -53,8 +56,8 @@ def test_registry_entries_say_how_to_call_each_estimator() -> None:
     rewards = torch.rand(3, 6, dtype=torch.float64)
     for name in registry.names():
         e = registry.entry(name)
-        if e.family == "token":
-            continue  # token-level inputs: tests/test_covariance.py
+        if e.family in ("token", "history"):
+            continue  # own inputs: tests/test_covariance.py, tests/test_ktae.py, tests/test_kae.py
         args: list[object] = [rewards]
         if e.needs_k:
             args.append(2)
