@@ -5,11 +5,12 @@ character span [start, end) of each token in its text), ``mask: [B, G, T]`` (val
 tokens), ``rewards: [B, G]`` (returns). Output ``[B, G, T]``: R_i − V̂_{i,t} at valid tokens, 0 at
 padding. Definitions: spec/numca.md (notes §3).
 
-Only the regex pass is Python, one ``finditer`` per string (values are interned to integer ids
-there). Everything after it is tensor work with no loop over tokens or spans: value presence per
-group by ``torch.unique`` and segment sums, the char → token map by one ``searchsorted`` over all
-rollouts' token starts, and the piecewise-constant baseline by a scatter-amax of "span becomes
-available at token t" events followed by a ``cummax`` over tokens.
+Only the regex pass is Python: one ``finditer`` per string, interning values to integer ids
+(each distinct matched text is canonicalised once). Everything after it is tensor work with no
+loop over tokens or spans: value presence per group by ``torch.unique`` and segment sums, the
+char → token map by one ``searchsorted`` over all rollouts' token starts, and the
+piecewise-constant baseline by a scatter-amax of "span becomes available at token t" events
+followed by a ``cummax`` over tokens.
 """
 
 from __future__ import annotations
@@ -91,15 +92,19 @@ def _extract(texts: list[str]) -> tuple[list[int], list[int], list[int]]:
     """One regex pass per string: per span (in order) its rollout, interned value id, and the
     position of the whitespace ending its word (−1: the word never ends)."""
     ids: dict[Fraction, int] = {}
+    seen: dict[str, int] = {}  # matched text -> value id (−1: discarded); the text fixes the value
     rollout, value, space = [], [], []
     for r, text in enumerate(texts):
         for m in NUMBER.finditer(text):
-            v = canonical(m)
-            if v is None:
+            key = m.group()
+            if key not in seen:
+                v = canonical(m)
+                seen[key] = -1 if v is None else ids.setdefault(v, len(ids))
+            if seen[key] < 0:
                 continue
             ws = _SPACE.search(text, m.end())
             rollout.append(r)
-            value.append(ids.setdefault(v, len(ids)))
+            value.append(seen[key])
             space.append(ws.start() if ws else -1)
     return rollout, value, space
 

@@ -335,6 +335,10 @@ def test_bad_input_raises_clear_errors() -> None:
         fast_numca(texts, offsets[:, :3], mask[:, :3], r)
     with pytest.raises(ValueError, match="mask must have shape"):
         fast_numca(texts, offsets, mask[..., :4], r)
+    with pytest.raises(ValueError, match="offsets is on meta but rewards is on cpu"):
+        fast_numca(texts, offsets.to("meta"), mask, r)
+    with pytest.raises(ValueError, match="mask must be boolean or hold only 0 and 1"):
+        fast_numca(texts, offsets, mask.long() * 2, r)
     with pytest.raises(TypeError, match="offsets must be an integer tensor"):
         fast_numca(texts, offsets.float(), mask, r)
     with pytest.raises(ValueError, match=r"texts\[1\] \(group 1\) must be a list of G = 4"):
