@@ -21,13 +21,15 @@ import fast.group
 import fast.kae
 import fast.ktae
 import fast.maxk
+import fast.numca
 import reference.covariance
 import reference.group
 import reference.kae
 import reference.ktae
 import reference.maxk
+import reference.numca
 
-FAMILIES = ("maxk", "group", "covariance", "ktae", "kae")
+FAMILIES = ("maxk", "group", "covariance", "ktae", "kae", "numca")
 """One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""
 
 KDomain = Literal["k<=n", "k<=n-1", "k=n"]
@@ -194,6 +196,7 @@ TOKEN_CATALOGUE: list[TokenRow] = [
         "covariance.md",
     ),
     TokenRow("ktae", reference.ktae.ktae, fast.ktae.ktae, "ktae.md"),
+    TokenRow("numca", reference.numca.numca, fast.numca.numca, "numca.md"),
 ]
 """Every token-level estimator under test."""
 
