@@ -91,14 +91,18 @@ def _max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
 
 
 # ----------------------------------------------------------------------------- invariances
-def test_the_same_seed_and_settings_give_the_same_parameters(model_path: str, tmp_path: Path) -> None:
+def test_the_same_seed_and_settings_give_the_same_parameters(
+    model_path: str, tmp_path: Path
+) -> None:
     cfg = _cfg(model_path, tmp_path)
     first, second = _train(cfg, "a"), _train(cfg, "b")
     assert _max_diff(first, second) == 0.0
     assert _max_diff(first, _initial(model_path)) > 0  # and it did train
 
 
-def test_gradient_accumulation_two_by_one_equals_one_by_two(model_path: str, tmp_path: Path) -> None:
+def test_gradient_accumulation_two_by_one_equals_one_by_two(
+    model_path: str, tmp_path: Path
+) -> None:
     whole = _train(_cfg(model_path, tmp_path, steps=1, micro_batches=1), "whole")
     split = _train(_cfg(model_path, tmp_path, steps=1, micro_batches=2), "split")
     moved = _max_diff(whole, _initial(model_path))
@@ -109,7 +113,9 @@ def test_gradient_accumulation_two_by_one_equals_one_by_two(model_path: str, tmp
     assert _max_diff(whole, split) < 1e-3 * moved
 
 
-@pytest.mark.parametrize("how", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "dr-grpo"])
+@pytest.mark.parametrize(
+    "how", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "dr-grpo"]
+)
 def test_micro_batches_share_one_mini_batch_loss_exactly(how: losses.Aggregation) -> None:
     gen = torch.Generator().manual_seed(1)
     S, T = 6, 5
@@ -137,7 +143,9 @@ def test_selecting_an_estimator_by_name_equals_calling_it_directly() -> None:
     by_name = advantages(cfg, registry.get("maxpo"), rollout)
     direct = fast.maxk.maxpo(rollout.rewards, 3).unsqueeze(-1).expand(3, 6, 5)
     assert torch.equal(by_name, direct.float())
-    cfg = RLConfig(estimator="covariance_weights", base_estimator="rloo", prompts_per_step=3, group_size=6)
+    cfg = RLConfig(
+        estimator="covariance_weights", base_estimator="rloo", prompts_per_step=3, group_size=6
+    )
     by_name = advantages(cfg, registry.get("covariance_weights"), rollout)
     import fast.covariance
 
@@ -147,15 +155,21 @@ def test_selecting_an_estimator_by_name_equals_calling_it_directly() -> None:
     assert torch.equal(by_name, direct.float())
 
 
-def test_a_zero_advantage_batch_leaves_the_parameters_unchanged(model_path: str, tmp_path: Path) -> None:
+def test_a_zero_advantage_batch_leaves_the_parameters_unchanged(
+    model_path: str, tmp_path: Path
+) -> None:
     data = tmp_path / "never.jsonl"
-    data.write_text("\n".join(json.dumps({"prompt": f"{i}+{i}=", "answer": "never"}) for i in range(8)))
+    data.write_text(
+        "\n".join(json.dumps({"prompt": f"{i}+{i}=", "answer": "never"}) for i in range(8))
+    )
     cfg = _cfg(model_path, tmp_path, data=str(data), estimator="grpo", kl_coef=0.0, steps=2)
     after = _train(cfg, "zero")
     assert _max_diff(after, _initial(model_path)) == 0.0
 
 
-def test_kl_to_the_reference_model_is_zero_on_the_first_step(model_path: str, tmp_path: Path) -> None:
+def test_kl_to_the_reference_model_is_zero_on_the_first_step(
+    model_path: str, tmp_path: Path
+) -> None:
     """With the reference = the initial policy, the first optimiser step sees KL = 0 exactly."""
     cfg = _cfg(model_path, tmp_path, kl_coef=0.1, steps=1, ppo_epochs=1)
     _train(cfg, "kl")
@@ -205,7 +219,16 @@ def test_a_model_folder_without_weights_is_refused(tmp_path: Path, no_model_load
 
 def test_the_command_line_reports_bad_configuration_with_exit_code_2(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "training.cli", "train", "--estimator", "nope", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "training.cli",
+            "train",
+            "--estimator",
+            "nope",
+            "--out",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -258,7 +281,9 @@ def test_non_finite_losses_skip_steps_then_stop_the_run_with_a_checkpoint(
         return torch.full_like(rewards, math.nan)
 
     monkeypatch.setitem(
-        registry._REGISTRY, "nan_test", registry.Entry("nan_test", "group", nan_advantages, False, inputs=("rewards",))
+        registry._REGISTRY,
+        "nan_test",
+        registry.Entry("nan_test", "group", nan_advantages, False, inputs=("rewards",)),
     )
     monkeypatch.setattr(registry, "_load", lambda: None)
     cfg = _cfg(model_path, tmp_path, estimator="nan_test", steps=5, ppo_epochs=1)
@@ -286,10 +311,28 @@ def test_clipping_uses_separate_low_and_high_ranges() -> None:
     old = torch.zeros(1, 3, dtype=torch.float64)
     mask = torch.ones(1, 3, dtype=torch.bool)
     norm = losses.Normaliser.of(mask, 3)
-    pos = losses.policy_loss(logp, old, torch.ones(1, 3, dtype=torch.float64), mask, clip_low=0.2, clip_high=0.28, aggregation="token-mean", norm=norm)
+    pos = losses.policy_loss(
+        logp,
+        old,
+        torch.ones(1, 3, dtype=torch.float64),
+        mask,
+        clip_low=0.2,
+        clip_high=0.28,
+        aggregation="token-mean",
+        norm=norm,
+    )
     # A > 0: ratio capped at 1 + 0.28 from above; 0.5 and 1.1 pass through
     assert float(pos.loss) == pytest.approx(-(1.28 + 0.5 + 1.1) / 3)
-    neg = losses.policy_loss(logp, old, -torch.ones(1, 3, dtype=torch.float64), mask, clip_low=0.2, clip_high=0.28, aggregation="token-mean", norm=norm)
+    neg = losses.policy_loss(
+        logp,
+        old,
+        -torch.ones(1, 3, dtype=torch.float64),
+        mask,
+        clip_low=0.2,
+        clip_high=0.28,
+        aggregation="token-mean",
+        norm=norm,
+    )
     # A < 0: ratio floored at 1 − 0.2 from below; 1.5 and 1.1 pass through
     assert float(neg.loss) == pytest.approx((1.5 + 0.8 + 1.1) / 3)
     assert pos.clipped.tolist() == [[True, False, False]]
@@ -337,7 +380,9 @@ def _run_args(model_path: str, out: Path, name: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_run_killed_mid_way_resumes_to_the_same_parameters(model_path: str, tmp_path: Path) -> None:
+def test_a_run_killed_mid_way_resumes_to_the_same_parameters(
+    model_path: str, tmp_path: Path
+) -> None:
     straight = _cli(_run_args(model_path, tmp_path, "straight"))
     out, _ = straight.communicate(timeout=600)
     assert straight.returncode == 0, out
@@ -376,7 +421,9 @@ train(cfg, {"strategy": "ddp", "devices": 2, "accelerator": "cpu", "enable_progr
 
 
 @pytest.mark.slow
-def test_ddp_on_two_cpu_processes_keeps_parameters_identical(model_path: str, tmp_path: Path) -> None:
+def test_ddp_on_two_cpu_processes_keeps_parameters_identical(
+    model_path: str, tmp_path: Path
+) -> None:
     script = tmp_path / "ddp_run.py"
     script.write_text(DDP_SCRIPT)
     proc = subprocess.run(
@@ -389,14 +436,24 @@ def test_ddp_on_two_cpu_processes_keeps_parameters_identical(model_path: str, tm
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
-    assert _max_diff({f"policy.{k}": v for k, v in rank0.items()}, {f"policy.{k}": v for k, v in rank1.items()}) == 0.0
+    assert (
+        _max_diff(
+            {f"policy.{k}": v for k, v in rank0.items()},
+            {f"policy.{k}": v for k, v in rank1.items()},
+        )
+        == 0.0
+    )
     assert _max_diff({f"policy.{k}": v for k, v in rank0.items()}, _initial(model_path)) > 0
 
 
 @pytest.mark.slow
-def test_a_local_checkpoint_trains_on_a_jsonl_with_math_rewards(model_path: str, tmp_path: Path) -> None:
+def test_a_local_checkpoint_trains_on_a_jsonl_with_math_rewards(
+    model_path: str, tmp_path: Path
+) -> None:
     data = tmp_path / "math.jsonl"
-    data.write_text("\n".join(json.dumps({"prompt": f"{i}+{i}=", "answer": str(2 * i)}) for i in range(10)))
+    data.write_text(
+        "\n".join(json.dumps({"prompt": f"{i}+{i}=", "answer": str(2 * i)}) for i in range(10))
+    )
     proc = _cli([
         "--model", model_path, "--data", str(data), "--reward", "math", "--steps", "2",
         "--prompts_per_step", "2", "--group_size", "4", "--max_new_tokens", "4",

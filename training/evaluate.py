@@ -84,7 +84,8 @@ def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk"
     labels = list(curves)
     ks = sorted(next(iter(curves.values())))
     lines = ["| k | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
-    lines += [f"| {k} | " + " | ".join(f"{curves[l][k]:.3f}" for l in labels) + " |" for k in ks]
+    for k in ks:
+        lines.append(f"| {k} | " + " | ".join(f"{curves[lab][k]:.3f}" for lab in labels) + " |")
     (folder / f"{stem}.md").write_text("\n".join(lines) + "\n")
     import matplotlib
 

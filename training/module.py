@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
+from fast.detokenize import texts_and_offsets
 from training import losses, metrics, rewards
 from training.config import RLConfig
 from training.data import FromStep, Item, PromptSource, Steps
@@ -145,7 +146,8 @@ class RLModule(L.LightningModule):
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """Log-probs of the response tokens under ``model`` at the sampling temperature, the
         logits they come from, and (on request) last-layer hidden states. ``[S, T]``,
-        ``[S, T, V]``, ``[S, T, D]``; the state at position P−1+t is the one that emitted token t."""
+        ``[S, T, V]``, ``[S, T, D]``; the state at position P−1+t is the one that emitted
+        token t."""
         attn = self.attention(sequences, P, mask)
         out = model(
             input_ids=sequences,
@@ -167,7 +169,10 @@ class RLModule(L.LightningModule):
         B, G, T = len(items), cfg.group_size, cfg.max_new_tokens
         mask = self.response_mask(sequences, P)
         resp = sequences[:, P:]
-        texts = [tok.decode(r[m].tolist(), skip_special_tokens=True) for r, m in zip(resp, mask)]
+        texts = [
+            tok.decode(r[m].tolist(), skip_special_tokens=True)
+            for r, m in zip(resp, mask, strict=True)
+        ]
         reward = torch.tensor(
             [self.reward_fn(t, items[i // G].answer) for i, t in enumerate(texts)],
             dtype=torch.float32,
@@ -181,34 +186,24 @@ class RLModule(L.LightningModule):
         ref_logp = None
         if self.ref is not None:
             ref_logp, _, _ = self.forward_logprobs(self.ref, sequences, P, mask)
+        token_ids, tmask = resp.reshape(B, G, T), mask.reshape(B, G, T)
+        grouped = [texts[b * G : (b + 1) * G] for b in range(B)]
+        offsets = torch.zeros(0)
+        if needs(cfg, "offsets"):  # texts aligned with per-token character spans
+            grouped, offsets = texts_and_offsets(token_ids, tmask, tok)
         rollout = Rollout(
             prompt_ids=torch.tensor([i.prompt_id for i in items], device=self.device),
-            token_ids=resp.reshape(B, G, T),
-            mask=mask.reshape(B, G, T),
+            token_ids=token_ids,
+            mask=tmask,
             rewards=reward,
             logprobs=logp.reshape(B, G, T),
-            texts=[texts[b * G : (b + 1) * G] for b in range(B)],
-            offsets=self.offsets(resp, mask).reshape(B, G, T, 2)
-            if needs(cfg, "offsets")
-            else torch.zeros(0),
+            texts=grouped,
+            offsets=offsets,
             hidden=hidden.reshape(B, G, T, -1) if hidden is not None else None,
             k=cfg.k,
         )
         entropy = float((ent * mask).sum() / mask.sum().clamp(min=1))
         return rollout, {"entropy": entropy, "ref_logprobs": ref_logp, "old_logprobs": logp}
-
-    def offsets(self, resp: Tensor, mask: Tensor) -> Tensor:
-        """``[S, T, 2]`` character span of each response token in its decoded text: the growth
-        of the decoded prefix, which stays right for tokenizers that merge on decode."""
-        out = torch.zeros(*resp.shape, 2, dtype=torch.long)
-        for s, (r, m) in enumerate(zip(resp.tolist(), mask.tolist())):
-            ids = [t for t, keep in zip(r, m) if keep]
-            prev = 0
-            for t in range(len(ids)):
-                now = len(self.tokenizer.decode(ids[: t + 1], skip_special_tokens=True))
-                out[s, t] = torch.tensor([prev, now])
-                prev = now
-        return out.to(self.device)
 
     # ----------------------------------------------------------------- optimisation
     def update(
@@ -344,7 +339,9 @@ class RLModule(L.LightningModule):
                 "torch": torch.get_rng_state(),
                 "python": random.getstate(),
                 # plain types, so that torch.load(weights_only=True) can read it back
-                "numpy": [v.tolist() if isinstance(v, np.ndarray) else v for v in np.random.get_state()],
+                "numpy": [
+                    v.tolist() if isinstance(v, np.ndarray) else v for v in np.random.get_state()
+                ],
             },
         }
 

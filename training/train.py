@@ -78,7 +78,7 @@ def train(
     """Run one RL job; returns its folder. Raises ``ConfigError`` before loading anything when
     the settings cannot work."""
     from training import embedded
-    from training.evaluate import embedded_held_out, pass_curve, write
+    from training.evaluate import embedded_held_out, write
     from training.module import NonFiniteLoss, RLModule
 
     validate(cfg)
@@ -177,7 +177,7 @@ def plot_metrics(folder: Path) -> None:
                 if r.get(col) and r.get("rollout_step")
             ]
             if pts:
-                ax.plot(*zip(*pts), label=col)
+                ax.plot(*zip(*pts, strict=True), label=col)
         ax.set_xlabel("rollout step")
         ax.legend()
         ax.grid(alpha=0.3)
