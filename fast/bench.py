@@ -55,6 +55,11 @@ def _time(fn: Callable[[], Any], repeats: int, device: torch.device) -> float:
     return _time_round_robin({"fn": fn}, repeats, device)["fn"]
 
 
+def outcome_names() -> list[str]:
+    """The estimators that take only rewards (and K, lengths): the maxk and group families."""
+    return [n for n in registry.names() if registry.entry(n).family in ("maxk", "group")]
+
+
 def _call(name: str, rewards: Tensor, binary: Tensor, k: int) -> Tensor:
     entry = registry.entry(name)
     if name == "chen_passk":
@@ -105,7 +110,7 @@ def _measure(rewards: Tensor, k: int, repeats: int, dev: torch.device) -> dict[s
     """Median seconds per call of every registered estimator and the two comparisons."""
     binary = (rewards > 0.5).float()
     calls: dict[str, Callable[[], Any]] = {
-        name: partial(_call, name, rewards, binary, k) for name in registry.names()
+        name: partial(_call, name, rewards, binary, k) for name in outcome_names()
     }
     out = _time_round_robin(calls, repeats, dev)
     out["dense O(G²) maxpo"] = _time(lambda: dense_maxpo(rewards, k), 3, dev)
@@ -124,7 +129,7 @@ def run(
     threads = torch.get_num_threads()
     print(f"advest bench estimators: device={dev}, torch {torch.__version__}, threads={threads}")
     print(f"median of {repeats} calls; float32 input; '× grpo' = time / grpo's on the same tensor")
-    names = registry.names()
+    names = outcome_names()
     shapes = QUICK_SHAPES if quick else SHAPES
     gen = torch.Generator().manual_seed(0)
     times = {

@@ -18,6 +18,9 @@ def _bench(args: argparse.Namespace) -> int:
     from fast.bench import run
 
     run(repeats=args.repeats, quick=args.quick, device=args.device, threads=args.threads)
+    from training.bench import run as run_tokens
+
+    run_tokens(T=64 if args.quick else 256, repeats=3 if args.quick else 5)
     return 0
 
 
