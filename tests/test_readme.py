@@ -18,7 +18,7 @@ def _quick_start() -> list[str]:
 
 def test_quick_start_has_an_install_and_run_command_and_a_test_command() -> None:
     run, test = _quick_start()
-    assert run.startswith("pip install torch==2.13.0 && ") and run.endswith("advest demo")
+    assert run.startswith("pip install torch==2.13.0 && ") and run.endswith("advest train")
     assert test.startswith("pip install torch==2.13.0 && ") and test.endswith("pytest")
     for gate in ("ruff check .", "ruff format --check .", "mypy", "pytest"):
         assert gate in test

@@ -36,9 +36,9 @@ class RLConfig:
     """K of max@K / pass@K estimators."""
     estimator_options: dict[str, Any] = field(default_factory=dict)
     """Keyword options of the estimator (constructor arguments for stateful ones)."""
-    steps: int = 60
+    steps: int = 300
     """Rollout steps (each: generate, reward, estimate, several optimiser steps)."""
-    prompts_per_step: int = 16
+    prompts_per_step: int = 32
     """Prompts per rollout step on each process."""
     group_size: int = 8
     """Completions per prompt, G (all on the prompt's process)."""
@@ -60,7 +60,7 @@ class RLConfig:
     kl_estimator: KLEstimator = "k3"
     loss_aggregation: Aggregation = "token-mean"
     """``token-mean``, ``seq-mean-token-sum``, ``seq-mean-token-mean`` or ``dr-grpo`` (÷ S·L)."""
-    lr: float = 2e-4
+    lr: float = 3e-4
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
     warmup_steps: int = 0
