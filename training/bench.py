@@ -70,8 +70,9 @@ def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) ->
 
     spec = EmbeddedSpec()
     base = build_model(spec, 15)
-    config = LlamaConfig(**{**base.config.to_dict(), "max_position_embeddings": P + T})
-    model = LlamaForCausalLM(config).eval()
+    config = LlamaConfig(**{**base.config.to_dict(), "max_position_embeddings": P + T})  # type: ignore[union-attr, operator]
+    model = LlamaForCausalLM(config)
+    model.eval()
     D = config.hidden_size
     ids = torch.randint(3, 15, (B * G, P + T))
 

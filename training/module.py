@@ -134,7 +134,7 @@ class RLModule(L.LightningModule):
         """``[B·G, T]``: response tokens up to and including the first EOS."""
         resp = sequences[:, P:]
         eos = resp == self.tokenizer.eos_token_id
-        after_eos = (eos.cumsum(-1) - eos.long()) > 0
+        after_eos: Tensor = (eos.cumsum(-1) - eos.long()) > 0
         return ~after_eos
 
     def attention(self, sequences: Tensor, P: int, mask: Tensor) -> Tensor:
@@ -217,6 +217,7 @@ class RLModule(L.LightningModule):
     ) -> dict[str, float]:
         cfg = self.cfg
         opt = self.optimizers()
+        assert not isinstance(opt, list)  # one optimiser
         S = sequences.shape[0]
         old = rollout.logprobs.reshape(S, -1)
         mask = rollout.mask.reshape(S, -1)
@@ -268,7 +269,7 @@ class RLModule(L.LightningModule):
                 opt.step()
         self.policy.eval()
         out = {k: sum(v) / len(v) for k, v in stats.items() if v}
-        out["grad_variance_proxy"] = metrics.adam_variance_proxy(opt.optimizer)  # type: ignore[union-attr]
+        out["grad_variance_proxy"] = metrics.adam_variance_proxy(opt.optimizer)
         return out
 
     def skip_nonfinite(self) -> None:

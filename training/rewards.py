@@ -42,8 +42,8 @@ def math(completion: str, answer: str) -> float:
 
     # it warns on every call that its timeouts are off; ours is on (Guarded)
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-    gold = parse(answer if "$" in answer else f"${answer}$", parsing_timeout=None)  # type: ignore[arg-type]
-    pred = parse(completion, parsing_timeout=None)  # type: ignore[arg-type]
+    gold = parse(answer if "$" in answer else f"${answer}$", parsing_timeout=None)
+    pred = parse(completion, parsing_timeout=None)
     return float(verify(gold, pred, timeout_seconds=None))
 
 

@@ -50,7 +50,7 @@ class Checkpointer(L.Callback):
         return target
 
     def on_train_batch_end(self, trainer: L.Trainer, module: L.LightningModule, *args: Any) -> None:
-        step = module.rollout_step  # type: ignore[attr-defined]
+        step = int(getattr(module, "rollout_step", 0))
         if self.every and step % self.every == 0:
             self.save(trainer)
 
@@ -188,7 +188,7 @@ def plot_metrics(folder: Path) -> None:
 
 # ----------------------------------------------------------------------------- command line
 def parser() -> Any:
-    from jsonargparse import ActionConfigFile, ArgumentParser
+    from jsonargparse import ActionConfigFile, ArgumentParser  # type: ignore[attr-defined]
 
     p = ArgumentParser(
         prog="advest train",
