@@ -61,8 +61,13 @@ class RLModule(L.LightningModule):
         self.policy.config.use_cache = True
         self.ref: Any = None
         if cfg.kl_coef != 0.0:
-            self.ref, _ = load_policy(model_path)
-            self.ref.requires_grad_(False).eval()
+            ref, _ = load_policy(model_path)
+            # not a registered submodule: kept out of checkpoints, DDP and the optimiser
+            object.__setattr__(self, "ref", ref.requires_grad_(False).eval())
+
+    def on_fit_start(self) -> None:
+        if self.ref is not None:
+            self.ref.to(self.device)
 
     # ----------------------------------------------------------------- data and optimiser
     def train_dataloader(self) -> DataLoader[int]:

@@ -43,7 +43,7 @@ class Checkpointer(L.Callback):
     def save(self, trainer: L.Trainer) -> Path:
         target = self.folder / "last.ckpt"
         tmp = self.folder / ".last.ckpt.tmp"
-        trainer.save_checkpoint(tmp)  # collective under DDP; only rank 0 writes
+        trainer.save_checkpoint(tmp, weights_only=False)  # collective under DDP; rank 0 writes
         if trainer.is_global_zero:
             os.replace(tmp, target)
         trainer.strategy.barrier()
