@@ -62,6 +62,8 @@ def _cfg(model_path: str, out: Path, **over: Any) -> RLConfig:
         "out": str(out),
         "lr": 1e-3,
         "reward": "digits",  # dense: a barely trained tiny model still gets signal
+        "estimator": "grpo",
+        "k": 2,
     }
     return RLConfig(**{**base, **over})
 
@@ -375,7 +377,7 @@ def _run_args(model_path: str, out: Path, name: str) -> list[str]:
         "--model", model_path, "--steps", "24", "--prompts_per_step", "4", "--group_size", "4",
         "--max_new_tokens", "4", "--eval_prompts", "0", "--checkpoint_every", "4",
         "--out", str(out), "--name", name, "--trainer.enable_progress_bar", "false",
-        "--reward", "digits",
+        "--reward", "digits", "--estimator", "grpo",
     ]  # fmt: skip
 
 
@@ -414,7 +416,7 @@ class Dump(L.Callback):
                    f"{sys.argv[2]}/rank{trainer.global_rank}.pt")
 
 cfg = RLConfig(model=sys.argv[1], steps=3, prompts_per_step=2, group_size=4, max_new_tokens=4,
-               eval_prompts=0, checkpoint_every=0, out=sys.argv[2], lr=1e-3, reward="digits")
+               eval_prompts=0, checkpoint_every=0, out=sys.argv[2], lr=1e-3, reward="digits", estimator="grpo")
 train(cfg, {"strategy": "ddp", "devices": 2, "accelerator": "cpu", "enable_progress_bar": False},
       name="ddp", evaluate=False, callbacks=[Dump()])
 """
@@ -455,7 +457,7 @@ def test_a_local_checkpoint_trains_on_a_jsonl_with_math_rewards(
         "\n".join(json.dumps({"prompt": f"{i}+{i}=", "answer": str(2 * i)}) for i in range(10))
     )
     proc = _cli([
-        "--model", model_path, "--data", str(data), "--reward", "math", "--steps", "2",
+        "--model", model_path, "--data", str(data), "--reward", "math", "--steps", "2", "--estimator", "rloo",
         "--prompts_per_step", "2", "--group_size", "4", "--max_new_tokens", "4",
         "--out", str(tmp_path), "--name", "math", "--trainer.enable_progress_bar", "false",
     ])  # fmt: skip

@@ -27,16 +27,16 @@ class RLConfig:
     """Verifier: ``exact`` (string equality) or ``math`` (math-verify)."""
     reward_timeout: float = 5.0
     """Seconds per reward call; a timeout scores 0 and is counted."""
-    estimator: str = "grpo"
+    estimator: str = "maxpo"
     """Registered advantage estimator (``advest bench estimators`` lists them)."""
     base_estimator: str = "grpo"
     """For reweighters that take ``advantages`` (e.g. covariance_weights): the estimator they
     reweight."""
-    k: int = 1
-    """K of max@K / pass@K estimators."""
+    k: int = 4
+    """K of max@K / pass@K estimators (ignored by the others)."""
     estimator_options: dict[str, Any] = field(default_factory=dict)
     """Keyword options of the estimator (constructor arguments for stateful ones)."""
-    steps: int = 300
+    steps: int = 600
     """Rollout steps (each: generate, reward, estimate, several optimiser steps)."""
     prompts_per_step: int = 32
     """Prompts per rollout step on each process."""
@@ -66,7 +66,7 @@ class RLConfig:
     warmup_steps: int = 0
     """Linear learning-rate warm-up, in optimiser steps."""
     seed: int = 0
-    eval_prompts: int = 64
+    eval_prompts: int = 128
     """Held-out prompts for the before/after pass@k (0 skips it)."""
     eval_samples: int = 16
     """Samples per held-out prompt (pass@k for k = 1..this)."""
