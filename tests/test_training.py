@@ -479,3 +479,25 @@ def test_every_registered_estimator_trains_through_the_same_path(
     cfg = _cfg(model_path, tmp_path, estimator=name, k=k, steps=1, ppo_epochs=1, **binary)
     after = _train(cfg, name)
     assert all(torch.isfinite(v).all() for v in after.values())
+
+
+def test_yaml_configuration_is_read_and_command_line_flags_override_it(tmp_path: Path) -> None:
+    from training.train import parser
+
+    yaml = tmp_path / "run.yaml"
+    yaml.write_text("estimator: rloo\nsteps: 7\ngroup_size: 4\ntrainer:\n  devices: 1\n")
+    ns = parser().parse_args(["--config", str(yaml), "--steps", "3"])
+    assert (ns.estimator, ns.steps, ns.group_size) == ("rloo", 3, 4)
+    assert ns.lr == RLConfig().lr  # untouched settings keep the documented default
+
+
+def test_eval_writes_a_pass_at_k_table_and_plot(model_path: str, tmp_path: Path) -> None:
+    from training.evaluate import main
+
+    assert main(["--model", model_path, "--prompts", "4", "--samples", "4", "--max_new_tokens", "4", "--reward", "digits", "--out", str(tmp_path)]) == 0  # fmt: skip
+    curve = json.loads((tmp_path / "passk.json").read_text())
+    (values,) = curve.values()
+    assert sorted(int(k) for k in values) == [1, 2, 3, 4]
+    assert all(0 <= v <= 1 for v in values.values())
+    assert list(values.values()) == sorted(values.values())  # pass@k never falls with k
+    assert (tmp_path / "passk.png").stat().st_size > 0
