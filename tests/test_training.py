@@ -415,8 +415,9 @@ class Dump(L.Callback):
         torch.save({k: v.detach().clone() for k, v in module.policy.state_dict().items()},
                    f"{sys.argv[2]}/rank{trainer.global_rank}.pt")
 
-cfg = RLConfig(model=sys.argv[1], steps=3, prompts_per_step=2, group_size=4, max_new_tokens=4,
-               eval_prompts=0, checkpoint_every=0, out=sys.argv[2], lr=1e-3, reward="digits", estimator="grpo")
+cfg = RLConfig(model=sys.argv[1], steps=3, prompts_per_step=2, group_size=4,
+               max_new_tokens=4, eval_prompts=0, checkpoint_every=0, out=sys.argv[2], lr=1e-3,
+               reward="digits", estimator="grpo")
 train(cfg, {"strategy": "ddp", "devices": 2, "accelerator": "cpu", "enable_progress_bar": False},
       name="ddp", evaluate=False, callbacks=[Dump()])
 """
@@ -457,7 +458,8 @@ def test_a_local_checkpoint_trains_on_a_jsonl_with_math_rewards(
         "\n".join(json.dumps({"prompt": f"{i}+{i}=", "answer": str(2 * i)}) for i in range(10))
     )
     proc = _cli([
-        "--model", model_path, "--data", str(data), "--reward", "math", "--steps", "2", "--estimator", "rloo",
+        "--model", model_path, "--data", str(data), "--reward", "math", "--steps", "2",
+        "--estimator", "rloo",
         "--prompts_per_step", "2", "--group_size", "4", "--max_new_tokens", "4",
         "--out", str(tmp_path), "--name", "math", "--trainer.enable_progress_bar", "false",
     ])  # fmt: skip
@@ -494,7 +496,8 @@ def test_yaml_configuration_is_read_and_command_line_flags_override_it(tmp_path:
 def test_eval_writes_a_pass_at_k_table_and_plot(model_path: str, tmp_path: Path) -> None:
     from training.evaluate import main
 
-    assert main(["--model", model_path, "--prompts", "4", "--samples", "4", "--max_new_tokens", "4", "--reward", "digits", "--out", str(tmp_path)]) == 0  # fmt: skip
+    args = ["--model", model_path, "--prompts", "4", "--samples", "4", "--max_new_tokens", "4"]
+    assert main([*args, "--reward", "digits", "--out", str(tmp_path)]) == 0
     curve = json.loads((tmp_path / "passk.json").read_text())
     (values,) = curve.values()
     assert sorted(int(k) for k in values) == [1, 2, 3, 4]
