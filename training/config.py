@@ -23,6 +23,9 @@ class RLConfig:
     """Local checkpoint folder (``from_pretrained``); default: the embedded tiny model."""
     data: str | None = None
     """JSONL file of {"prompt": ..., "answer": ...}; default: the embedded addition task."""
+    train_pool: int = 0
+    """Embedded task: draw training prompts from this many problems (0: an endless stream). A
+    finite pool makes prompts recur, which history estimators (kae) need."""
     reward: str = "exact"
     """Verifier: ``exact`` (string equality) or ``math`` (math-verify)."""
     reward_timeout: float = 5.0

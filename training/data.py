@@ -29,8 +29,8 @@ class PromptSource:
     """The embedded task (``path=None``) or a JSONL file, read as an endless stream: a file is
     reshuffled each pass with a seed of (seed, pass)."""
 
-    def __init__(self, path: str | None, seed: int, digits: int = 2) -> None:
-        self.seed, self.digits = seed, digits
+    def __init__(self, path: str | None, seed: int, digits: int = 2, pool: int = 0) -> None:
+        self.seed, self.digits, self.pool = seed, digits, pool
         self.rows: list[Problem] | None = None
         if path is not None:
             lines = Path(path).read_text().splitlines()
@@ -40,6 +40,7 @@ class PromptSource:
 
     def item(self, index: int) -> Item:
         if self.rows is None:
+            index = index % self.pool if self.pool else index
             p = problem(self.seed, index, self.digits)
             return Item(index, p.prompt, p.answer)
         n = len(self.rows)
