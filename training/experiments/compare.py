@@ -98,6 +98,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--steps", type=int, default=RLConfig().steps)
     p.add_argument("--samples", type=int, default=64, help="held-out samples per prompt (pass@k)")
+    p.add_argument("--model", default=None, help="checkpoint folder (default: embedded)")
     p.add_argument("--pool", type=int, default=1024, help="training prompts (recurring)")
     p.add_argument("--quick", action="store_true", help="2 arms, 1 seed, 3 steps: a smoke run")
     p.add_argument("--out", default=None, help="default runs/compare/<timestamp>")
@@ -105,7 +106,9 @@ def main(argv: list[str]) -> int:
     out = Path(args.out or f"runs/compare/{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     # a finite pool so that prompts recur (kae's history needs it), the same for every arm
-    base = RLConfig(steps=args.steps, eval_samples=args.samples, train_pool=args.pool)
+    base = RLConfig(
+        model=args.model, steps=args.steps, eval_samples=args.samples, train_pool=args.pool
+    )
     arms, seeds = args.arms, args.seeds
     if args.quick:
         arms, seeds = ["grpo", "maxpo"], 1
