@@ -1,4 +1,4 @@
-"""``advest experiment compare --quick`` produces its outputs, well-formed (values not judged)."""
+"""`advest experiment compare|values --quick` write well-formed outputs (values not judged)."""
 
 from __future__ import annotations
 
@@ -35,3 +35,26 @@ def test_compare_quick_writes_config_metrics_summary_and_plot(
     assert json.loads((out / "config.json").read_text())["seeds"] == 1
     assert "| maxpo |" in (out / "summary.md").read_text()
     assert (out / "passk.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_values_quick_writes_config_metrics_summary_and_plot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from training.experiments import main
+
+    monkeypatch.setenv("ADVEST_HOME", str(tmp_path / "home"))
+    model = build(
+        EmbeddedSpec(hidden_size=32, layers=1, heads=2, warm_start_steps=30), verbose=False
+    )
+    out = tmp_path / "values"
+    assert main(["values", "--quick", "--model", str(model), "--out", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    states = metrics["states"]
+    assert {"group_mean", "loo_mean", "numca"} <= set(states["estimators"])
+    for scores in states["estimators"].values():
+        assert scores["mse"] >= 0 and len(scores["mse_95ci"]) == 2
+    assert all(0 <= r["v_mc"] <= 1 for r in states["rows"])
+    assert set(metrics["kae"]) == {"n=1", "n=2", "n=4"}
+    assert "| loo_mean |" in (out / "summary.md").read_text()
+    assert (out / "collapse.png").stat().st_size > 0

@@ -1,0 +1,291 @@
+"""``advest experiment values``: an SVEB-style value-estimation benchmark (notes token_level.md §4)
+on the embedded task and model, or a local checkpoint.
+
+States are (problem, rollout i, prefix of t response tokens); the ground truth V_MC is the mean
+reward of M Monte Carlo continuations of the state by the same policy (binomial SE reported).
+Each estimator gives the baseline it would use for token t of rollout i from the group, never
+seeing the continuations: the group mean (own return included: the paper's V̂_avg, leaky), the
+leave-one-out mean, Numca, Hista (b = R_i − A_{i,t}). Scores: MSE, noise-corrected MSE, Spearman,
+and the spread of (V̂ − group mean) as the collapse diagnostic, with bootstrap 95% intervals over
+problems. Also KAE's claim: with n = 1, 2, 4 samples per prompt per iteration, the kernel
+baseline from earlier iterations against the current group mean, both scored against V_MC of
+the prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from fast import registry
+from fast.detokenize import texts_and_offsets
+from training.evaluate import embedded_held_out
+from training.module import load_policy, positions
+
+TOKEN_BASELINES = ("numca", "hista")
+
+
+def _call(name: str, inputs: dict[str, Any]) -> Tensor:
+    entry = registry.entry(name)
+    out: Tensor = entry.fn(**{i: inputs[i] for i in entry.inputs})
+    return out.double()
+
+
+def _generate(model: Any, tok: Any, prompts: list[Tensor], n: int, budget: int) -> list[Tensor]:
+    """n sampled continuations (token ids, EOS-trimmed) of each prompt, a list of id tensors."""
+    width = max(p.numel() for p in prompts)
+    ids = torch.full((len(prompts), width), tok.pad_token_id)
+    attn = torch.zeros(len(prompts), width, dtype=torch.long)
+    for j, p in enumerate(prompts):  # left padding
+        ids[j, width - p.numel() :], attn[j, width - p.numel() :] = p, 1
+    out = model.generate(
+        input_ids=ids,
+        attention_mask=attn,
+        do_sample=True,
+        top_k=0,
+        max_new_tokens=max(budget, 1),
+        num_return_sequences=n,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    return [row[width:] for row in out]
+
+
+def _reward(tok: Any, ids: Tensor, answer: str) -> float:
+    return float(tok.decode(ids.tolist(), skip_special_tokens=True).strip() == answer)
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    def ranks(x: np.ndarray) -> np.ndarray:
+        order = np.argsort(x, kind="stable")
+        r = np.empty(len(x))
+        r[order] = np.arange(len(x), dtype=float)
+        for v in np.unique(x):  # average ranks for ties
+            r[x == v] = r[x == v].mean()
+        return r
+
+    ra, rb = ranks(a), ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _scores(est: np.ndarray, truth: np.ndarray, group: np.ndarray, m: int) -> dict[str, float]:
+    err = (est - truth) ** 2
+    return {
+        "mse": float(err.mean()),
+        "mse_noise_corrected": float((err - truth * (1 - truth) / (m - 1)).mean()),
+        "spearman": _spearman(est, truth),
+        "spread_vs_group_mean": float((est - group).std()),
+    }
+
+
+def _bootstrap(rows: list[dict[str, Any]], key: str, m: int, reps: int, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
+    problems = sorted({r["problem"] for r in rows})
+    by = {p: [r for r in rows if r["problem"] == p] for p in problems}
+    values = []
+    for _ in range(reps):
+        pick = rng.choice(problems, size=len(problems))
+        sample = [r for p in pick for r in by[p]]
+        e = np.array([r[key] for r in sample])
+        t = np.array([r["v_mc"] for r in sample])
+        values.append(float(((e - t) ** 2).mean()))
+    return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))]
+
+
+@torch.no_grad()
+def states_benchmark(model: Any, tok: Any, a: argparse.Namespace) -> dict[str, Any]:
+    items = embedded_held_out(a.problems, seed=7)
+    rng = random.Random(a.seed)
+    torch.manual_seed(a.seed)
+    bos = tok.bos_token or ""
+    rows: list[dict[str, Any]] = []
+    for item in items:
+        prompt = tok(bos + item.prompt, return_tensors="pt")["input_ids"][0]
+        resp = _generate(model, tok, [prompt], a.group, a.max_new_tokens)
+        T = a.max_new_tokens
+        token_ids = torch.full((1, a.group, T), tok.pad_token_id)
+        for g, r in enumerate(resp):
+            token_ids[0, g, : r.numel()] = r
+        eos = token_ids == tok.eos_token_id
+        mask = ~((eos.cumsum(-1) - eos.long()) > 0)
+        rewards = torch.tensor([[_reward(tok, r, item.answer) for r in resp]], dtype=torch.float64)
+        texts, offsets = texts_and_offsets(token_ids, mask, tok)
+        seqs = torch.cat([prompt.expand(a.group, -1), token_ids[0]], 1)
+        attn = torch.cat([torch.ones(a.group, prompt.numel(), dtype=torch.long), mask[0].long()], 1)
+        out = model(
+            input_ids=seqs,
+            attention_mask=attn,
+            position_ids=positions(attn),
+            output_hidden_states=True,
+        )
+        hidden = out.hidden_states[-1][:, prompt.numel() - 1 : -1].unsqueeze(0).double()
+        R = rewards[0]
+        inputs = {
+            "texts": texts,
+            "offsets": offsets,
+            "mask": mask,
+            "rewards": rewards,
+            "hidden": hidden,
+        }
+        base = {  # the baseline each token-level estimator used: b = R_i − A_{i,t}
+            name: R.unsqueeze(-1) - _call(name, inputs)[0]
+            for name in TOKEN_BASELINES
+            if name in registry.names()
+        }
+        lengths = mask[0].sum(-1)
+        for _ in range(a.states):
+            i = rng.randrange(a.group)
+            if int(lengths[i]) < 2:
+                continue
+            t = rng.randrange(1, int(lengths[i]))  # prefix of t tokens; the next token is t
+            state = torch.cat([prompt, token_ids[0, i, :t]])
+            conts = _generate(model, tok, [state], a.mc, a.max_new_tokens - t)
+            full = [torch.cat([token_ids[0, i, :t], c]) for c in conts]
+            v = float(np.mean([_reward(tok, f, item.answer) for f in full]))
+            others = torch.cat([R[:i], R[i + 1 :]])
+            rows.append({
+                "problem": item.prompt, "t": t, "v_mc": v,
+                "group_mean": float(R.mean()), "loo_mean": float(others.mean()),
+                **{name: float(b[i, t]) for name, b in base.items()},
+            })  # fmt: skip
+    if not rows:
+        raise ValueError("no state had a response of 2+ tokens; raise --max_new_tokens")
+    truth = np.array([r["v_mc"] for r in rows])
+    group = np.array([r["group_mean"] for r in rows])
+    result: dict[str, Any] = {
+        "states": len(rows),
+        "mean_binomial_se": float(np.mean(np.sqrt(truth * (1 - truth) / a.mc))),
+        "reference_spread_v_mc_minus_group_mean": float((truth - group).std()),
+        "estimators": {},
+    }
+    for key in ("group_mean", "loo_mean", *(n for n in TOKEN_BASELINES if n in rows[0])):
+        est = np.array([r[key] for r in rows])
+        s: dict[str, Any] = {**_scores(est, truth, group, a.mc)}
+        s["mse_95ci"] = _bootstrap(rows, key, a.mc, a.bootstrap, a.seed)
+        result["estimators"][key] = s
+    result["rows"] = rows
+    return result
+
+
+@torch.no_grad()
+def kae_benchmark(model: Any, tok: Any, a: argparse.Namespace) -> dict[str, Any]:
+    """Fixed policy, I iterations of n samples per prompt: KAE's value from the history before
+    the last iteration vs the last iteration's group mean, both against V_MC (M samples)."""
+    items = embedded_held_out(a.problems, seed=11)
+    bos = tok.bos_token or ""
+    prompts = [tok(bos + i.prompt, return_tensors="pt")["input_ids"][0] for i in items]
+    torch.manual_seed(a.seed + 1)
+    budget = a.max_new_tokens
+    truth = torch.tensor([
+        np.mean([_reward(tok, c, i.answer) for c in _generate(model, tok, [p], a.mc, budget)])
+        for p, i in zip(prompts, items, strict=True)
+    ])  # fmt: skip
+    out: dict[str, Any] = {}
+    for n in (1, 2, 4):
+        kae = registry.get("kae")(h=1.0)  # a fixed policy: all history is relevant
+        ids = torch.arange(len(items))
+        for _ in range(a.iterations):
+            r = torch.tensor([
+                [_reward(tok, c, i.answer) for c in _generate(model, tok, [p], n, a.max_new_tokens)]
+                for p, i in zip(prompts, items, strict=True)
+            ], dtype=torch.float64)  # fmt: skip
+            history = kae.value(ids) if kae.iteration > 1 else None
+            kae(ids, r)
+        group = r.mean(-1)
+        out[f"n={n}"] = {
+            "group_mean_mse": float(((group - truth) ** 2).mean()),
+            "kae_history_mse": float(((history - truth) ** 2).mean())
+            if history is not None
+            else None,
+        }
+    return out
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="advest experiment values", description=__doc__)
+    p.add_argument("--model", default=None, help="checkpoint folder (default: embedded)")
+    p.add_argument("--problems", type=int, default=100)
+    p.add_argument("--group", type=int, default=16)
+    p.add_argument("--states", type=int, default=5)
+    p.add_argument("--mc", type=int, default=16, help="M continuations per state")
+    p.add_argument("--iterations", type=int, default=8, help="KAE: iterations of history")
+    p.add_argument("--max_new_tokens", type=int, default=5)
+    p.add_argument("--bootstrap", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--out", default=None, help="default runs/values/<timestamp>")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.problems, a.group, a.states, a.mc, a.iterations, a.bootstrap = 4, 4, 2, 4, 2, 20
+    out = Path(a.out or f"runs/values/{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    from training.embedded import build
+
+    model_path = a.model or str(build())
+    model, tok = load_policy(model_path)
+    model.eval()
+    (out / "config.json").write_text(json.dumps({**vars(a), "model_path": model_path}, indent=1))
+    metrics = {"states": states_benchmark(model, tok, a), "kae": kae_benchmark(model, tok, a)}
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
+    (out / "summary.md").write_text(summary(metrics))
+    _plot(metrics, out)
+    print(summary(metrics))
+    return 0
+
+
+def summary(m: dict[str, Any]) -> str:
+    s = m["states"]
+    lines = [
+        "# advest experiment values",
+        "",
+        f"{s['states']} states; mean binomial SE of V_MC {s['mean_binomial_se']:.3f}; "
+        f"spread of (V_MC − group mean) {s['reference_spread_v_mc_minus_group_mean']:.3f}",
+        "",
+        "| estimator | MSE [95% CI] | noise-corrected MSE | Spearman | spread (V̂ − group mean) |",
+        "|---|---|---|---|---|",
+    ]
+    for k, v in s["estimators"].items():
+        lo, hi = v["mse_95ci"]
+        lines.append(
+            f"| {k} | {v['mse']:.4f} [{lo:.4f}, {hi:.4f}] | {v['mse_noise_corrected']:.4f} | "
+            f"{v['spearman']:.3f} | {v['spread_vs_group_mean']:.3f} |"
+        )
+    lines += ["", "| samples per prompt | group mean MSE | KAE history MSE |", "|---|---|---|"]
+    for k, v in m["kae"].items():
+        kae = "n/a" if v["kae_history_mse"] is None else f"{v['kae_history_mse']:.4f}"
+        lines.append(f"| {k} | {v['group_mean_mse']:.4f} | {kae} |")
+    return "\n".join(lines) + "\n"
+
+
+def _plot(m: dict[str, Any], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = m["states"]["rows"]
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    for key in ("loo_mean", *(n for n in TOKEN_BASELINES if n in rows[0])):
+        ax.hist([r[key] - r["group_mean"] for r in rows], bins=30, alpha=0.5, label=key)
+    ax.hist(
+        [r["v_mc"] - r["group_mean"] for r in rows],
+        bins=30,
+        histtype="step",
+        color="k",
+        label="V_MC",
+    )
+    ax.set_xlabel("V̂ − group mean (collapse diagnostic)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "collapse.png", dpi=120)
+    plt.close(fig)
