@@ -39,8 +39,9 @@ def _series(folder: Path, column: str) -> list[float]:
 
 
 def _mean_se(values: list[float]) -> tuple[float, float]:
+    """Mean and standard error over seeds (SE is NaN, shown as "±n/a", for one seed)."""
     if len(values) < 2:
-        return (values[0] if values else float("nan")), 0.0
+        return (values[0] if values else float("nan")), float("nan")
     return statistics.fmean(values), statistics.stdev(values) / len(values) ** 0.5
 
 
@@ -79,7 +80,7 @@ def summarise(results: dict[str, list[dict[str, Any]]], samples: int) -> str:
         cells = []
         for k in ks:
             m, se = _mean_se([r["passk_after"][str(k)] for r in runs])
-            cells.append(f"{m:.3f}±{se:.3f}")
+            cells.append(f"{m:.3f}±{se:.3f}" if se == se else f"{m:.3f}±n/a")
         e0, _ = _mean_se([r["entropy_first_third"] for r in runs])
         e1, _ = _mean_se([r["entropy_last_third"] for r in runs])
         v, _ = _mean_se([r["grad_variance_proxy_last_third"] for r in runs])
