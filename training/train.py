@@ -58,6 +58,16 @@ class Checkpointer(L.Callback):
         self.save(trainer)
 
 
+def loggers(folder: Path) -> list[Any]:
+    """CSV always (plots and experiments read it); TensorBoard too when it is installed."""
+    import importlib.util
+
+    out: list[Any] = [L.pytorch.loggers.CSVLogger(str(folder), name="", version="")]
+    if importlib.util.find_spec("tensorboard") or importlib.util.find_spec("tensorboardX"):
+        out.append(L.pytorch.loggers.TensorBoardLogger(str(folder), name="tb", version=""))
+    return out
+
+
 def run_folder(cfg: RLConfig, name: str | None) -> Path:
     return Path(cfg.out) / (name or time.strftime("%Y%m%d-%H%M%S"))
 
@@ -110,7 +120,7 @@ def train(
         **{**TRAINER_DEFAULTS, **(trainer_args or {})},
         max_epochs=1,
         default_root_dir=str(folder),
-        logger=L.pytorch.loggers.CSVLogger(str(folder), name="", version=""),
+        logger=loggers(folder),
         callbacks=[checkpointer, *callbacks],
         enable_checkpointing=False,
         use_distributed_sampler=False,
