@@ -20,7 +20,16 @@ from fractions import Fraction
 
 from reference._exact import Number, mean, std, to_fractions
 
-__all__ = ["dr_grpo", "ebpo", "grpo", "james_stein", "opo", "reinforce_pp", "rloo"]
+__all__ = [
+    "dr_grpo",
+    "ebpo",
+    "ebpo_shrinkage",
+    "grpo",
+    "james_stein",
+    "opo",
+    "reinforce_pp",
+    "rloo",
+]
 
 EPS = Fraction(1, 10**6)
 
@@ -166,6 +175,23 @@ class _Welford:
         return self.m2 / (self.n - 1)
 
 
+def ebpo_shrinkage(rewards: Sequence[Sequence[Number]]) -> tuple[Fraction | None, Fraction]:
+    """EBPO's (S, μ_glob) for one batch with fresh Welford accumulators (Algorithm 1): S =
+    (σ²/G)/(σ²/G + τ²) ∈ [0, 1], σ² = var(W_r), τ² = var(W_μ), ddof 1. S is None (0/0) for an
+    all-equal batch."""
+    r = _batch(rewards, "ebpo")
+    G = len(r[0])
+    w_r, w_mu = _Welford(), _Welford()
+    for group in r:
+        for x in group:
+            w_r.add(x)
+        w_mu.add(mean(group))
+    sigma2, tau2 = w_r.var(), w_mu.var()
+    if sigma2 == 0:
+        return None, w_r.mean
+    return (sigma2 / G) / (sigma2 / G + tau2), w_r.mean
+
+
 def ebpo(rewards: Sequence[Sequence[Number]], *, eps: float = 1e-6) -> list[list[Fraction]]:
     """EBPO's empirical-Bayes shrinkage baseline (arXiv:2602.05165, Algorithm 1; notes §4), for
     accumulators that start empty (one call = the first step; advest keeps no state here).
@@ -179,15 +205,9 @@ def ebpo(rewards: Sequence[Sequence[Number]], *, eps: float = 1e-6) -> list[list
     eps_q = _check_eps(eps, "ebpo")
     r = _batch(rewards, "ebpo")
     G = len(r[0])
-    w_r, w_mu = _Welford(), _Welford()
-    for group in r:
-        for x in group:
-            w_r.add(x)
-        w_mu.add(mean(group))
-    mu_glob, sigma2, tau2 = w_r.mean, w_r.var(), w_mu.var()
-    if sigma2 == 0:
+    S, mu_glob = ebpo_shrinkage(r)
+    if S is None:
         return [[Fraction(0)] * G for _ in r]
-    S = (sigma2 / G) / (sigma2 / G + tau2)
     raw = [[x - ((1 - S) * mean(group) + S * mu_glob) for x in group] for group in r]
     flat = [a for group in raw for a in group]
     centre = mean(flat)
