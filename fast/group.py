@@ -1,4 +1,5 @@
-"""Outcome-level group baselines, batched: GRPO, Dr. GRPO, RLOO, REINFORCE++, OPO.
+"""Outcome-level group baselines, batched: GRPO, Dr. GRPO, RLOO, REINFORCE++, OPO, and the
+shrinkage peers James–Stein (JSPO) and EBPO.
 
 ``rewards: [B, G]`` in, ``[B, G]`` out, same dtype and device. Stability rules (spec/group.md):
 subtract the group minimum first (exact by Sterbenz for offset rewards; every estimator here is
@@ -14,7 +15,7 @@ from torch import Tensor
 from fast._checks import check_companion, check_ddof, check_rewards
 from fast.registry import register
 
-__all__ = ["dr_grpo", "grpo", "opo", "reinforce_pp", "rloo"]
+__all__ = ["dr_grpo", "ebpo", "grpo", "james_stein", "opo", "reinforce_pp", "rloo"]
 
 
 def _centred(rewards: Tensor) -> Tensor:
@@ -104,3 +105,91 @@ def opo(rewards: Tensor, lengths: Tensor) -> Tensor:
     w = lengths.to(torch.float64)
     baseline = (w * x).sum(dim=-1, keepdim=True) / w.sum(dim=-1, keepdim=True)
     return (x - baseline).to(rewards.dtype)
+
+
+def _check_eps(eps: object, name: str) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 <= eps < float("inf"):
+        raise ValueError(f"{name} needs a finite eps >= 0; got eps={eps!r}")
+    return float(eps)
+
+
+def _batch_units(rewards: Tensor, name: str) -> tuple[Tensor, Tensor]:
+    """``(u [B, G], m [])``: float64 rewards minus the batch minimum, divided by their maximum m.
+
+    Both peers are invariant to a shift of the whole batch, so the subtraction is free and exact
+    for offset rewards (Sterbenz); working in units of m keeps every square in range for huge or
+    subnormal spreads. m = 0 (an all-equal batch) is left to the caller.
+    """
+    check_rewards(rewards)
+    B = rewards.shape[0]
+    if B < 2:
+        raise ValueError(f"{name} needs at least 2 groups (prompts) in rewards; got B={B}")
+    x = rewards.to(torch.float64)
+    x = x - x.amin()
+    m = x.amax()
+    return x / torch.where(m > 0, m, 1.0), m
+
+
+def _mean_of_others(values: Tensor) -> Tensor:
+    """``[B]`` → ``[B]``: the mean over the other B − 1 entries, summed directly (no total minus
+    self: that cancels catastrophically when one entry dominates)."""
+    B = values.shape[0]
+    others = 1.0 - torch.eye(B, dtype=values.dtype, device=values.device)  # [B, B]
+    return (others @ values) / (B - 1)
+
+
+@register("james_stein", "group", needs_k=False)
+def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
+    """James–Stein shrinkage baseline (JSPO): b = (1 − λ_p)·b_RLOO + λ_p·r̄_{−p}, A = r − b.
+
+    λ_p = v²/(v² + s² + ε) from the other prompts only (spec/group.md). Needs B >= 2 and G >= 2.
+    Computed as A = (1 − λ)·G/(G−1)·(r − μ_p) + λ·(r − r̄_{−p}), in units of the batch spread m;
+    O(B²) for the leave-one-prompt-out means.
+    """
+    e = _check_eps(eps, "james_stein")
+    u, m = _batch_units(rewards, "james_stein")
+    B, G = u.shape
+    if G < 2:
+        raise ValueError(f"james_stein needs groups of G >= 2 samples; got G={G}")
+    if not bool(m > 0):
+        return torch.zeros_like(rewards)
+    # A constant group has mean exactly its value and variance exactly 0 (decided on the rewards):
+    # then v² = 0 exactly when every other group is constant, and λ = 0 gives RLOO exactly.
+    constant = _constant(rewards).squeeze(-1)  # [B]
+    mu = torch.where(constant, u[:, 0], u.mean(dim=-1))  # [B]
+    s2_within = ((u - mu.unsqueeze(-1)) ** 2).sum(dim=-1) / (G - 1)  # [B]
+    s2_within = torch.where(constant, 0.0, s2_within)
+    v2 = _mean_of_others(s2_within) / G  # [B]
+    mu_bar = _mean_of_others(mu)  # [B]: also r̄_{−p}, the groups being equal in size
+    others = 1.0 - torch.eye(B, dtype=u.dtype, device=u.device)  # [B, B]
+    s2 = (others * (mu.unsqueeze(0) - mu_bar.unsqueeze(1)) ** 2).sum(dim=1) / (B - 1)  # [B]
+    # ε is in reward units²: in units of m it is ε/m² (inf for a subnormal m, giving λ = 0).
+    denominator = v2 + s2 + (e / (m * m) if e > 0 else 0.0)
+    lam = torch.where(denominator > 0, v2 / torch.where(denominator > 0, denominator, 1.0), 0.0)
+    lam = lam.unsqueeze(-1)  # [B, 1]
+    a = (1 - lam) * (G / (G - 1)) * (u - mu.unsqueeze(-1)) + lam * (u - mu_bar.unsqueeze(-1))
+    return (a * m).to(rewards.dtype)
+
+
+@register("ebpo", "group", needs_k=False)
+def ebpo(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
+    """EBPO with fresh accumulators: V_q = (1 − S)μ_q + S μ_glob, S = (σ²/G)/(σ²/G + τ²), then
+    the raw r − V batch-standardised, (raw − mean)/(std_ddof=1 + ε). Needs B >= 2.
+
+    An all-equal batch gives exact zeros (decided on the rewards, not on a float σ²).
+    """
+    e = _check_eps(eps, "ebpo")
+    u, m = _batch_units(rewards, "ebpo")
+    B, G = u.shape
+    if not bool(m > 0):
+        return torch.zeros_like(rewards)
+    mu = u.mean(dim=-1, keepdim=True)  # [B, 1]
+    mu_glob = mu.mean()  # the groups are equal in size
+    sigma2 = ((u - mu_glob) ** 2).sum() / (B * G - 1)
+    tau2 = ((mu - mu_glob) ** 2).sum() / (B - 1)
+    S = (sigma2 / G) / (sigma2 / G + tau2)
+    raw = (u - mu) + S * (mu - mu_glob)  # = r − ((1 − S)μ_q + S μ_glob), in units of m
+    centred = raw - raw.mean()
+    std = torch.sqrt((centred**2).sum() / (B * G - 1))
+    # (m·c)/(m·std + ε) = c/(std + ε/m); ε/m stays finite for every normal or subnormal m.
+    return (centred / (std + e / m)).to(rewards.dtype)

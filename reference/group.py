@@ -1,12 +1,16 @@
-"""Outcome-level group baselines, exactly: GRPO, Dr. GRPO, RLOO, REINFORCE++, OPO.
+"""Outcome-level group baselines, exactly: GRPO, Dr. GRPO, RLOO, REINFORCE++, OPO, and the
+shrinkage peers James–Stein (JSPO) and EBPO.
 
-One group (or, for ``reinforce_pp``, one batch of groups) of rewards in, one advantage per sample
-out, in the input order. Conventions in ``spec/group.md``: std is the two-pass
-sqrt(Σ(x − x̄)²/(n − ddof)); ε is added to the std; constant groups give exact zeros.
+One group (or, for ``reinforce_pp``, ``james_stein`` and ``ebpo``, one batch of groups) of
+rewards in, one advantage per sample out, in the input order. Conventions in ``spec/group.md``:
+std is the two-pass sqrt(Σ(x − x̄)²/(n − ddof)); ε is added to the std; constant groups give
+exact zeros.
 
 Sources: GRPO, arXiv:2402.03300 (§4.1.2); Dr. GRPO, arXiv:2503.20783 (§3.2); RLOO,
 arXiv:2402.14740 (Eq. 3); REINFORCE++, arXiv:2501.03262 (§3, group-baseline variant);
-OPO, arXiv:2505.23585 (Eq. 5).
+OPO, arXiv:2505.23585 (Eq. 5); James–Stein shrinkage (JSPO), arXiv:2511.03710 (official code
+guanning03/JSPO-Official); EBPO, arXiv:2602.05165 (Algorithm 1). The two peers follow
+shared/notes/kae_cov.md §4 literally.
 """
 
 from __future__ import annotations
@@ -16,7 +20,16 @@ from fractions import Fraction
 
 from reference._exact import Number, mean, std, to_fractions
 
-__all__ = ["dr_grpo", "grpo", "opo", "reinforce_pp", "rloo"]
+__all__ = [
+    "dr_grpo",
+    "ebpo",
+    "ebpo_shrinkage",
+    "grpo",
+    "james_stein",
+    "opo",
+    "reinforce_pp",
+    "rloo",
+]
 
 EPS = Fraction(1, 10**6)
 
@@ -92,3 +105,111 @@ def opo(rewards: Sequence[Number], lengths: Sequence[int]) -> list[Fraction]:
             raise ValueError(f"lengths must be >= 1; group 0 has {length} at sample {i}")
     baseline = sum((n * x for n, x in zip(lengths_q, r, strict=True)), Fraction(0)) / sum(lengths_q)
     return [x - baseline for x in r]
+
+
+def _check_eps(eps: float, name: str) -> Fraction:
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 <= eps < float("inf"):
+        raise ValueError(f"{name} needs a finite eps >= 0; got eps={eps!r}")
+    return Fraction(eps)
+
+
+def _batch(rewards: Sequence[Sequence[Number]], name: str) -> list[list[Fraction]]:
+    """``rewards`` ([B][G]) as exact rationals; every group is checked before B is, so a NaN is
+    reported as such even in a batch that is also too small."""
+    r = [to_fractions(group) for group in rewards]
+    if len(r) < 2:
+        raise ValueError(f"{name} needs at least 2 groups (prompts) in rewards; got B={len(r)}")
+    for b, group in enumerate(r):
+        if len(group) != len(r[0]):
+            raise ValueError(
+                f"rewards group {b} has {len(group)} samples but group 0 has {len(r[0])}"
+            )
+    return r
+
+
+def james_stein(rewards: Sequence[Sequence[Number]], *, eps: float = 1e-6) -> list[list[Fraction]]:
+    """James–Stein shrinkage baseline (JSPO, arXiv:2511.03710; notes kae_cov.md §4), literally:
+
+    b_RLOO,pj = (Σ_k r_pk − r_pj)/(m − 1); r̄_{−p} = mean of all rewards of the other prompts;
+    from the other prompts only: v² = mean_{p′≠p} s²_{p′}/m (s² the ddof-1 within-prompt
+    variance), s² = mean_{p′≠p}(μ_{p′} − mean_{p″≠p} μ_{p″})², λ_p = v²/(v² + s² + ε);
+    b_pj = (1 − λ_p)·b_RLOO,pj + λ_p·r̄_{−p}; A = r − b. Needs B >= 2 and G >= 2. With ε = 0 a
+    zero denominator (v² = s² = 0) gives λ = 0, the value every ε > 0 gives there.
+    """
+    eps_q = _check_eps(eps, "james_stein")
+    r = _batch(rewards, "james_stein")
+    B, m = len(r), len(r[0])
+    if m < 2:
+        raise ValueError(f"james_stein needs groups of G >= 2 samples; got G={m}")
+    mu = [mean(group) for group in r]
+    s2_within = [sum(((x - mu[q]) ** 2 for x in r[q]), Fraction(0)) / (m - 1) for q in range(B)]
+    out = []
+    for p in range(B):
+        others = [q for q in range(B) if q != p]
+        v2 = mean([s2_within[q] / m for q in others])
+        mu_bar = mean([mu[q] for q in others])
+        s2 = mean([(mu[q] - mu_bar) ** 2 for q in others])
+        denominator = v2 + s2 + eps_q
+        lam = v2 / denominator if denominator else Fraction(0)
+        r_bar = mean([x for q in others for x in r[q]])
+        total = sum(r[p], Fraction(0))
+        b_rloo = [(total - x) / (m - 1) for x in r[p]]
+        out.append([x - ((1 - lam) * b + lam * r_bar) for x, b in zip(r[p], b_rloo, strict=True)])
+    return out
+
+
+class _Welford:
+    """Welford's running count, mean and sum of squared deviations (EBPO's accumulators)."""
+
+    def __init__(self) -> None:
+        self.n, self.mean, self.m2 = 0, Fraction(0), Fraction(0)
+
+    def add(self, x: Fraction) -> None:
+        self.n += 1
+        delta = x - self.mean
+        self.mean += delta / self.n
+        self.m2 += delta * (x - self.mean)
+
+    def var(self) -> Fraction:
+        """The sample variance M2/(n − 1) (ddof = 1)."""
+        return self.m2 / (self.n - 1)
+
+
+def ebpo_shrinkage(rewards: Sequence[Sequence[Number]]) -> tuple[Fraction | None, Fraction]:
+    """EBPO's (S, μ_glob) for one batch with fresh Welford accumulators (Algorithm 1): S =
+    (σ²/G)/(σ²/G + τ²) ∈ [0, 1], σ² = var(W_r), τ² = var(W_μ), ddof 1. S is None (0/0) for an
+    all-equal batch."""
+    r = _batch(rewards, "ebpo")
+    G = len(r[0])
+    w_r, w_mu = _Welford(), _Welford()
+    for group in r:
+        for x in group:
+            w_r.add(x)
+        w_mu.add(mean(group))
+    sigma2, tau2 = w_r.var(), w_mu.var()
+    if sigma2 == 0:
+        return None, w_r.mean
+    return (sigma2 / G) / (sigma2 / G + tau2), w_r.mean
+
+
+def ebpo(rewards: Sequence[Sequence[Number]], *, eps: float = 1e-6) -> list[list[Fraction]]:
+    """EBPO's empirical-Bayes shrinkage baseline (arXiv:2602.05165, Algorithm 1; notes §4), for
+    accumulators that start empty (one call = the first step; advest keeps no state here).
+
+    The batch is first added to W_r (every reward) and W_μ (every group mean); μ_glob = mean(W_r),
+    σ² = var(W_r), τ² = var(W_μ) (both ddof 1); S = (σ²/G)/(σ²/G + τ²);
+    V_q = (1 − S)μ_q + S μ_glob; raw A = r − V_q; A = (raw − mean_B)/(std_B,ddof=1 + ε).
+    Needs B >= 2 (τ² is a variance over groups). An all-equal batch gives exact zeros (there
+    S = 0/0, but raw A = 0 for any S).
+    """
+    eps_q = _check_eps(eps, "ebpo")
+    r = _batch(rewards, "ebpo")
+    G = len(r[0])
+    S, mu_glob = ebpo_shrinkage(r)
+    if S is None:
+        return [[Fraction(0)] * G for _ in r]
+    raw = [[x - ((1 - S) * mean(group) + S * mu_glob) for x in group] for group in r]
+    flat = [a for group in raw for a in group]
+    centre = mean(flat)
+    scale = std(flat, 1) + eps_q
+    return [[(a - centre) / scale for a in group] for group in raw]

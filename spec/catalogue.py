@@ -66,6 +66,7 @@ class Row:
     k_domain: KDomain | None  # None: the estimator takes no K
     options: dict[str, Any] = field(default_factory=dict)
     min_n: int = 1
+    min_b: int = 1  # the fewest groups a batch needs (shrinkage across prompts needs 2)
     binary_only: bool = False
     batch_coupled: bool = False  # the output of one group depends on the others (REINFORCE++)
     needs_lengths: bool = False
@@ -168,6 +169,11 @@ CATALOGUE: list[Row] = [
     _group("rloo", min_n=2, pg_scale=lambda n, k: Fraction(n), **_FLAT),
     _group("reinforce_pp", batch_coupled=True, scale_power=None, **_IRRATIONAL),
     _group("opo", needs_lengths=True, exact_zero_on_flat=True),
+    _group("james_stein", min_n=2, min_b=2, batch_coupled=True, scale_power=None),
+    _group("ebpo", min_b=2, batch_coupled=True, scale_power=None, rational=False),
+    _group(
+        "ebpo", options={"eps": 0.0}, min_b=2, batch_coupled=True, scale_power=0, rational=False
+    ),
 ]
 """Every estimator variant under test. ``pg_scale`` rows are checked by exact bandit enumeration."""
 

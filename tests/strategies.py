@@ -34,10 +34,12 @@ def _values(binary: bool) -> st.SearchStrategy[st.SearchStrategy[Fraction]]:
 
 
 @st.composite
-def batches(draw: st.DrawFn, min_n: int, max_n: int, binary: bool = False, max_b: int = 3) -> Batch:
+def batches(
+    draw: st.DrawFn, min_n: int, max_n: int, binary: bool = False, max_b: int = 3, min_b: int = 1
+) -> Batch:
     """[B][G] exact rewards: one value kind per batch, sometimes an all-equal group."""
     n = draw(st.integers(min_n, max_n))
-    b = draw(st.integers(1, max_b))
+    b = draw(st.integers(min_b, max(max_b, min_b)))
     values = draw(_values(binary))
     out = [draw(st.lists(values, min_size=n, max_size=n)) for _ in range(b)]
     if draw(st.booleans()) and not binary:

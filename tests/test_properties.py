@@ -26,7 +26,7 @@ def _min_n(row: Row) -> int:
 
 
 def _draw(row: Row, data: st.DataObject, max_n: int = 7) -> tuple[list[list[Fraction]], int]:
-    batch = data.draw(batches(_min_n(row), max_n, binary=row.binary_only, max_b=2))
+    batch = data.draw(batches(_min_n(row), max_n, binary=row.binary_only, max_b=2, min_b=row.min_b))
     return batch, data.draw(st.sampled_from(row.k_values(len(batch[0]))))
 
 
@@ -119,6 +119,9 @@ def test_degenerate_groups_give_exact_zeros(row: Row, impl: object, data: st.Dat
 def test_fast_is_accurate_with_large_offsets_and_tiny_spreads(row: Row) -> None:
     """The peer-code failure of §9 (r = [1000, 1000.0001], one-pass variance with a floor)."""
     batch = [[Fraction(1000.0), Fraction(1000.0001), Fraction(1000.0), Fraction(1000.0001)]]
+    batch += [[Fraction(1000.0001), Fraction(1000.0), Fraction(1000.0001), Fraction(1000.0001)]] * (
+        row.min_b - 1
+    )
     lengths = [[1, 2, 3, 4]] if row.needs_lengths else None
     for k in row.k_values(4):
         checks.assert_matches_reference(row, torch.float64, batch, k, lengths)
