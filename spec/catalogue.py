@@ -18,14 +18,16 @@ from torch import Tensor
 
 import fast.covariance
 import fast.group
+import fast.hista
 import fast.ktae
 import fast.maxk
 import reference.covariance
 import reference.group
+import reference.hista
 import reference.ktae
 import reference.maxk
 
-FAMILIES = ("maxk", "group", "covariance", "ktae")
+FAMILIES = ("maxk", "group", "covariance", "ktae", "hista")
 """One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""
 
 KDomain = Literal["k<=n", "k<=n-1", "k=n"]
@@ -192,5 +194,6 @@ TOKEN_CATALOGUE: list[TokenRow] = [
         "covariance.md",
     ),
     TokenRow("ktae", reference.ktae.ktae, fast.ktae.ktae, "ktae.md"),
+    TokenRow("hista", reference.hista.hista, fast.hista.hista, "hista.md"),
 ]
 """Every token-level estimator under test."""
