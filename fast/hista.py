@@ -136,6 +136,7 @@ def pool_hidden(
         buf[:, :n].masked_fill_(~ok[:, :n, None], 0.0)  # padding may hold NaN: zero it first
         sums = buf.view(-1, m, w, D).sum(dim=2)  # [c, M, D]
         blocks[r0 : r0 + step] = sums / counts[r0 : r0 + step, :, None].clamp(min=1)
+        del buf, sums  # free this chunk before the next one is allocated
         if not bool(torch.isfinite(blocks[r0 : r0 + step]).all()):
             _raise_non_finite(h, valid, blocks, r0, tuple(lead))
     return Pooled(blocks.reshape(*lead, m, D), w)
@@ -179,9 +180,9 @@ def _row_minima(blocks: Tensor, present: Tensor, chunk_bytes: int) -> Tensor:
     for b0 in range(0, B, groups):
         x = blocks[b0 : b0 + groups].reshape(-1, N, D)  # [bs, N, D]
         ok = flat_present[b0 : b0 + groups]  # [bs, N]
-        centre = (x * ok[..., None]).sum(dim=1, keepdim=True) / ok.sum(dim=1)[:, None, None]
-        xc = x - centre  # [bs, N, D]
-        sq = (xc * xc).sum(dim=-1)  # [bs, N]
+        weight = ok.to(x.dtype)[:, None, :] / ok.sum(dim=1)[:, None, None]  # [bs, 1, N]
+        xc = x - torch.bmm(weight, x)  # [bs, N, D]: centred on the group's mean block
+        sq = torch.linalg.vector_norm(xc, dim=-1).square()  # [bs, N]
         first = torch.arange(G, device=x.device) * M  # [G]: flat index of rollout j's block 0
         batch = torch.arange(xc.shape[0], device=x.device)[:, None, None]
         for i0 in range(0, N, rows):
@@ -194,6 +195,8 @@ def _row_minima(blocks: Tensor, present: Tensor, chunk_bytes: int) -> Tensor:
             y.sub_(xi[:, :, None, :])
             dist = torch.linalg.vector_norm(y, dim=-1)  # direct ‖x − y‖: 0 for equal blocks
             out[b0 : b0 + groups, i0 : i0 + rows] = torch.where(nearest == torch.inf, nearest, dist)
+            del sq_dist, nearest, index, y, dist  # free before the next row chunk
+        del xc, sq
     return out.view(B, G, M, G)
 
 
@@ -347,3 +350,45 @@ def _device(hidden: object) -> torch.device:
             f"hidden must be a torch.Tensor [B, G, T, D] or a Pooled; got {type(hidden)}"
         )
     return hidden.device
+
+
+def memory_plan(
+    B: int,
+    G: int,
+    T: int,
+    D: int,
+    *,
+    w: int = 16,
+    dtype: torch.dtype = torch.bfloat16,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> dict[str, int]:
+    """Bytes ``hista`` allocates beyond its inputs for full-length, right-padded rollouts, from
+    the same chunk rules the code uses. Keys: the live tensors of each stage and ``peak``.
+
+    blocks [B, G, M, D] live throughout; the pooling chunk, the distance chunk and the float64
+    ``[B, G, M, G]`` stage follow one another; the token stage holds a few ``[B, G, T]`` tensors.
+    """
+    M = -(-T // w)
+    N = G * M
+    elt = torch.finfo(_compute_dtype(dtype)).bits // 8
+    c = min(B * G, _pool_rows(M, w, T, D, elt, 0, chunk_bytes))
+    groups, rows = _distance_chunks(B, N, G, D, elt, chunk_bytes)
+    plan = {
+        "blocks": B * G * M * D * elt,
+        # buffer [c, M·w, D], its block sums and their means [c, M, D]
+        "pool_chunk": c * M * w * D * elt + 2 * c * M * D * elt,
+        # centred blocks [bs, N, D]; Gram slice [bs, r, N]; nearest blocks [bs, r, G, D];
+        # minima, indices and distances [bs, r, G]; the row minima of every group [B, N, G]
+        "distance_chunk": groups * N * D * elt
+        + groups * rows * (N + G * D) * elt
+        + groups * rows * G * (3 * elt + 8)
+        + B * N * G * elt,
+        # about a dozen float64 / int64 [B, G, M, G] tensors (row minima, prefix sums, sort)
+        "values": 12 * B * G * M * G * 8,
+        # positions, block index, baseline and advantages [B, G, T]
+        "tokens": 4 * B * G * T * 8,
+    }
+    plan["peak"] = plan["blocks"] + max(
+        plan["pool_chunk"], plan["distance_chunk"], plan["values"], plan["tokens"]
+    )
+    return plan
