@@ -133,7 +133,8 @@ def test_fast_equals_reference_and_groups_are_isolated(
     hidden, mask, rewards = _pack([first, second])
     out = fast_hista(hidden, mask, rewards, w=w, tau_scale=tau)  # NaN padding must not matter
     for i, (rs, r) in enumerate((first, second)):
-        _close(_valid(out[i], rs), ref_hista(rs, r, w=w, tau_scale=tau), 1e-9 * 2)
+        tol = tolerance("hista", torch.float64) * 2  # scale: max|R| = 2
+        _close(_valid(out[i], rs), ref_hista(rs, r, w=w, tau_scale=tau), tol)
     assert bool((out[~mask] == 0).all())
 
 
