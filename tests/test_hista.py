@@ -129,7 +129,10 @@ def test_fast_equals_reference_and_groups_are_isolated(
     g, d = len(first[0]), len(next(v for h in first[0] for v in h))
     pad = [[[0.25] * d]]
     rollouts = [[v[:d] + [0.0] * (d - len(v)) for v in h] for h in second[0]]
-    second = ((rollouts + pad * g)[:g], (second[1] * g)[:g])
+    rollouts = (rollouts + pad * g)[:g]  # the same G and d as the first group
+    if not any(rollouts):
+        rollouts[0] = pad[0]
+    second = (rollouts, (second[1] * g)[:g])
     hidden, mask, rewards = _pack([first, second])
     out = fast_hista(hidden, mask, rewards, w=w, tau_scale=tau)  # NaN padding must not matter
     for i, (rs, r) in enumerate((first, second)):
