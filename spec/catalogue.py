@@ -18,18 +18,20 @@ from torch import Tensor
 
 import fast.covariance
 import fast.group
+import fast.hista
 import fast.kae
 import fast.ktae
 import fast.maxk
 import fast.numca
 import reference.covariance
 import reference.group
+import reference.hista
 import reference.kae
 import reference.ktae
 import reference.maxk
 import reference.numca
 
-FAMILIES = ("maxk", "group", "covariance", "ktae", "kae", "numca")
+FAMILIES = ("maxk", "group", "covariance", "ktae", "kae", "numca", "hista")
 """One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""
 
 KDomain = Literal["k<=n", "k<=n-1", "k=n"]
@@ -203,6 +205,7 @@ TOKEN_CATALOGUE: list[TokenRow] = [
     ),
     TokenRow("ktae", reference.ktae.ktae, fast.ktae.ktae, "ktae.md"),
     TokenRow("numca", reference.numca.numca, fast.numca.numca, "numca.md"),
+    TokenRow("hista", reference.hista.hista, fast.hista.hista, "hista.md"),
 ]
 """Every token-level estimator under test."""
 
