@@ -33,9 +33,9 @@ from training.module import load_policy, positions
 TOKEN_BASELINES = ("numca", "hista")
 
 
-def _call(name: str, inputs: dict[str, Any]) -> Tensor:
+def _call(name: str, inputs: dict[str, Any], options: dict[str, Any]) -> Tensor:
     entry = registry.entry(name)
-    out: Tensor = entry.fn(**{i: inputs[i] for i in entry.inputs})
+    out: Tensor = entry.fn(**{i: inputs[i] for i in entry.inputs}, **options.get(name, {}))
     return out.double()
 
 
@@ -138,7 +138,7 @@ def states_benchmark(model: Any, tok: Any, a: argparse.Namespace) -> dict[str, A
             "hidden": hidden,
         }
         base = {  # the baseline each token-level estimator used: b = R_i − A_{i,t}
-            name: R.unsqueeze(-1) - _call(name, inputs)[0]
+            name: R.unsqueeze(-1) - _call(name, inputs, {"hista": {"w": a.hista_w}})[0]
             for name in TOKEN_BASELINES
             if name in registry.names()
         }
@@ -220,6 +220,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--mc", type=int, default=16, help="M continuations per state")
     p.add_argument("--iterations", type=int, default=8, help="KAE: iterations of history")
     p.add_argument("--max_new_tokens", type=int, default=5)
+    p.add_argument("--hista_w", type=int, default=1, help="Hista block size (responses are short)")
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true")
