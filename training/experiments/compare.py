@@ -24,7 +24,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "grpo": {"estimator": "grpo"},
     "dr_grpo": {"estimator": "dr_grpo", "loss_aggregation": "dr-grpo"},
     "rloo": {"estimator": "rloo"},
-    "pkpo_sloo_minus_one": {"estimator": "pkpo_sloo_minus_one", "k": 8},
+    "pkpo_sloo_minus_one": {"estimator": "pkpo_sloo_minus_one", "k": 4},  # same K as maxpo
     "maxpo": {"estimator": "maxpo", "k": 4},
     "ktae": {"estimator": "ktae"},
     "covariance_grpo": {"estimator": "covariance_weights", "base_estimator": "grpo"},
