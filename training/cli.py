@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("train", help="RL training with any registered estimator (see: advest train -h)")
     sub.add_parser("eval", help="held-out pass@k curves of a checkpoint (see: advest eval -h)")
+    sub.add_parser(
+        "experiment",
+        help="toy experiments with plots: bandit (see: advest experiment bandit -h)",
+    )
     demo = sub.add_parser("demo", help="print the max@K estimators side by side on one group")
     demo.add_argument(
         "--rewards",
@@ -114,7 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-PASS_THROUGH = {"train": "training.train", "eval": "training.evaluate"}
+PASS_THROUGH = {
+    "train": "training.train",
+    "eval": "training.evaluate",
+    "experiment": "training.experiments",
+}
 """Subcommands with their own (jsonargparse) parser: the rest of the line goes to them."""
 
 

@@ -1,0 +1,33 @@
+"""``advest experiment NAME``: reproducible toy experiments; each writes config, metrics, plots.
+
+Experiments: ``bandit`` (the MaxPO softmax bandit, seed §5.1 / App. G.1; see
+``training.experiments.bandit``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+EXPERIMENTS = {"bandit": "training.experiments.bandit"}
+
+
+def main(argv: Sequence[str]) -> int:
+    """Dispatch ``advest experiment NAME [flags]`` to ``NAME``'s own ``main(flags)``."""
+    argv = list(argv)
+    usage = (
+        f"usage: advest experiment {{{','.join(EXPERIMENTS)}}} [flags] "
+        "(see: advest experiment bandit -h)"
+    )
+    if argv and argv[0] in ("-h", "--help"):
+        print(usage)
+        return 0
+    if not argv or argv[0] not in EXPERIMENTS:
+        got = f"unknown experiment {argv[0]!r}; " if argv else "no experiment named; "
+        print(f"{usage}\n{got}valid: {', '.join(EXPERIMENTS)}", file=sys.stderr)
+        return 2
+    import importlib
+
+    module = importlib.import_module(EXPERIMENTS[argv[0]])
+    code: int = module.main(argv[1:])
+    return code
