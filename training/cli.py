@@ -74,7 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("train", help="RL training with any registered estimator (see: advest train -h)")
     sub.add_parser("eval", help="held-out pass@k curves of a checkpoint (see: advest eval -h)")
-    sub.add_parser("experiment", help="reproduce the papers' claims: compare, values, bandit")
+    sub.add_parser(
+        "experiment",
+        help="reproduce the papers' claims: bandit, compare, values (advest experiment NAME -h)",
+    )
     demo = sub.add_parser("demo", help="print the max@K estimators side by side on one group")
     demo.add_argument(
         "--rewards",

@@ -1,17 +1,39 @@
-"""``advest experiment NAME``: experiments that reproduce the seed papers' claims. Each writes
-``config.json``, ``metrics.json``, PNG plots and ``summary.md`` under ``runs/<name>/<time>/``
-(``--out`` to change) and has a ``--quick`` smoke mode."""
+"""``advest experiment NAME``: reproducible toy experiments; each writes config, metrics, plots.
+
+Experiments: ``bandit`` (the MaxPO softmax bandit, seed §5.1 / App. G.1), ``compare`` (the
+embedded task trained with several estimators), ``values`` (an SVEB-style value-estimation
+benchmark). Each writes ``config.json``, ``metrics.json``, PNG plots and ``summary.md`` under
+``runs/<name>/<time>/`` (``--out`` to change) and has a ``--quick`` smoke mode.
+"""
 
 from __future__ import annotations
 
-import importlib
+import sys
+from collections.abc import Sequence
 
-EXPERIMENTS = {"compare": "training.experiments.compare", "values": "training.experiments.values"}
+EXPERIMENTS = {
+    "bandit": "training.experiments.bandit",
+    "compare": "training.experiments.compare",
+    "values": "training.experiments.values",
+}
 
 
-def main(argv: list[str]) -> int:
+def main(argv: Sequence[str]) -> int:
+    """Dispatch ``advest experiment NAME [flags]`` to ``NAME``'s own ``main(flags)``."""
+    argv = list(argv)
+    usage = (
+        f"usage: advest experiment {{{','.join(EXPERIMENTS)}}} [flags] "
+        "(see: advest experiment NAME -h)"
+    )
+    if argv and argv[0] in ("-h", "--help"):
+        print(usage)
+        return 0
     if not argv or argv[0] not in EXPERIMENTS:
-        print(f"usage: advest experiment {{{','.join(sorted(EXPERIMENTS))}}} [--quick] [...]")
+        got = f"unknown experiment {argv[0]!r}; " if argv else "no experiment named; "
+        print(f"{usage}\n{got}valid: {', '.join(EXPERIMENTS)}", file=sys.stderr)
         return 2
-    code: int = importlib.import_module(EXPERIMENTS[argv[0]]).main(argv[1:])
+    import importlib
+
+    module = importlib.import_module(EXPERIMENTS[argv[0]])
+    code: int = module.main(argv[1:])
     return code

@@ -1,0 +1,101 @@
+"""``advest experiment bandit``: the float64 closed form of ∇J against the exact rationals and
+autograd, the batched estimate against a per-batch loop, and a quick run's outputs (their form,
+not their values)."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from spec import bandit as exact
+from training.cli import main as cli_main
+from training.experiments import bandit
+
+GOLDEN: list[dict[str, Any]] = json.loads(
+    (Path(__file__).parents[1] / "spec" / "golden" / "bandit.json").read_text()
+)["cases"]
+
+
+@pytest.mark.parametrize("case", GOLDEN, ids=lambda c: f"N{c['N']}K{c['K']}A{len(c['pi'])}")
+def test_float_closed_form_gradient_matches_the_exact_rational_gradient(
+    case: dict[str, Any],
+) -> None:
+    pi = [Fraction(p) for p in case["pi"]]
+    r = [Fraction(x) for x in case["r"]]
+    logits = torch.log(torch.tensor([float(p) for p in pi], dtype=torch.float64))
+    rf = torch.tensor([float(x) for x in r], dtype=torch.float64)
+    got = bandit.exact_gradient(logits, rf, case["K"])
+    want = torch.tensor([float(g) for g in exact.gradient(pi, r, case["K"])], dtype=torch.float64)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
+    objective = bandit.objective(torch.softmax(logits, 0), rf, case["K"])
+    assert math.isclose(float(objective), float(exact.objective(pi, r, case["K"])), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize(("num_actions", "k"), [(2, 1), (7, 3), (300, 4), (1024, 7)])
+def test_closed_form_gradient_equals_autograd_of_the_objective(num_actions: int, k: int) -> None:
+    r, theta = bandit.instance(num_actions, seed=num_actions + k)
+    theta.requires_grad_(True)
+    bandit.objective(torch.softmax(theta, 0), r, k).backward()
+    assert theta.grad is not None
+    torch.testing.assert_close(bandit.exact_gradient(theta.detach(), r, k), theta.grad)
+
+
+def test_batched_estimates_equal_a_loop_over_batches_of_the_score_formula() -> None:
+    r, theta = bandit.instance(6, seed=3)
+    pi = torch.softmax(theta, 0)
+    actions = bandit.sample_actions(pi, 5, 4, torch.Generator().manual_seed(0))
+    got = bandit.estimates("maxpo", actions, r, pi, 2)
+    for m in range(5):
+        adv = bandit.advantages("maxpo", r[actions[m]][None], 2)[0]
+        score = torch.eye(6, dtype=torch.float64)[actions[m]] - pi  # [N, A]: e_a − π
+        torch.testing.assert_close(got[m], (adv[:, None] * score).sum(0) / (4 / 2))
+
+
+def test_sampled_actions_follow_the_policy() -> None:
+    pi = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    actions = bandit.sample_actions(pi, 20_000, 2, torch.Generator().manual_seed(1))
+    freq = torch.bincount(actions.flatten(), minlength=3).double() / actions.numel()
+    torch.testing.assert_close(freq, pi, atol=0.01, rtol=0)
+
+
+def test_loglog_slope_recovers_a_power_law() -> None:
+    xs = [1.0, 10.0, 100.0, 1000.0]
+    assert math.isclose(bandit.loglog_slope(xs, [3 * x**-0.5 for x in xs]), -0.5)
+
+
+def test_quick_run_writes_well_formed_config_metrics_plots_and_summary(tmp_path: Path) -> None:
+    out = tmp_path / "bandit"
+    assert cli_main(["experiment", "bandit", "--quick", "--out", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert config["quick"] is True and metrics["config"] == config
+    bias = metrics["bias"]
+    assert set(bias["estimators"]) == set(config["estimators"])
+    for d in bias["estimators"].values():
+        assert len(d["error_mean_se"]) == len(bias["batches"])
+        assert all(math.isfinite(x) for pair in d["error_mean_se"] for x in pair)
+        assert math.isfinite(d["slope"][0]) and -1 <= d["cos"][0] <= 1
+    for key, axis in (("variance_vs_actions", "actions"), ("variance_vs_k", "ks")):
+        v = metrics[key]
+        assert v["values"] == config[axis]
+        for d in v["estimators"].values():
+            assert len(d["variance"]) == len(v["values"])
+            assert all(mean > 0 for mean, _ in d["variance"])
+            assert len(d["ratio_to_ei"]) == len(v["values"])
+    for png in ("figure1.png", "ratios.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (out / "summary.md").read_text()
+    assert "log-log slope" in text and "maxpo/ei" in text
+    assert all(name in text for name in config["estimators"])
+
+
+def test_bad_sizes_exit_with_a_message_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["experiment", "bandit", "--quick", "--k", "8"]) == 2
+    assert "--k" in capsys.readouterr().out
+    assert cli_main(["experiment", "nope"]) == 2

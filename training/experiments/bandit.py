@@ -1,0 +1,465 @@
+"""The MaxPO softmax-bandit experiment (seed 002 §5.1 and App. G.1; notes maxk.md §8).
+
+A actions with rewards r ~ N(0, I_A) and logits θ ~ N(0, I_A), policy π = softmax(θ), objective
+J = E[max of K i.i.d. rewards]. One gradient estimate from N i.i.d. actions a_1..a_N ~ π is
+
+    ĝ = (1 / scale) Σ_i A_i (e_{a_i} − π)      (the softmax score ∇_θ log π(a) = e_a − π),
+
+with A = ``fast.registry.get(name)`` on the rewards ``[M, N]`` of M independent batches at once,
+and ``scale`` the catalogue's ``pg_scale(N, K)`` (E[Σ A_i ∇log π] = scale · ∇J), so every unbiased
+estimator estimates ∇J itself. ``ei_l1o`` has no claimed scale (it is biased); it is divided by
+N/K, the scale of the EI it modifies. The normalised contrasts (``chen_passk``,
+``bagirov_zscore``, ``grpo``) have no scale at all: they are compared with the best-fitting
+multiple c·∇J (c fitted on the mean of all M estimates) and by cosine similarity.
+``chen_passk`` accepts only pass/fail rewards, so it runs on the same bandit with r → [r > 0]
+and is compared with the max@K gradient of those rewards.
+
+Three measurements (mean ± standard error over seeds, one fresh instance (r, θ) per seed):
+
+* **bias**: ‖mean of the first M estimates − ∇J‖ against M (log-log slope ≈ −1/2 when unbiased,
+  a plateau when biased);
+* **variance vs A** and **variance vs K**: the total variance tr Cov(ĝ) from M estimates, and its
+  ratio to EI's on the same sampled actions (common random numbers).
+
+∇J is exact in float64 (``exact_gradient``; it matches ``spec.bandit.gradient``'s rationals).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+UNBIASED = ("ei", "maxpo", "canonical", "pkpo_sloo")
+BIASED = ("ei_l1o",)
+NORMALISED = ("chen_passk", "bagirov_zscore", "grpo")
+BINARY_ONLY = ("chen_passk",)
+F64 = torch.float64
+
+
+@dataclass
+class Config:
+    """Every size of one run (written to config.json). Full mode: about 1 CPU-minute."""
+
+    seeds: int = 20
+    n: int = 8  # batch size N (samples per gradient estimate)
+    k: int = 4  # max@K comparator size for the bias and variance-vs-A sweeps
+    bias_actions: int = 100
+    bias_batches: int = 10_000  # the largest M of the bias sweep
+    var_batches: int = 10_000  # M for each total-variance estimate
+    actions: list[int] = field(default_factory=lambda: [2**i for i in range(1, 11)])
+    ks: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5, 6, 7])
+    k_sweep_actions: int = 100
+    estimators: list[str] = field(default_factory=lambda: [*UNBIASED, *BIASED, *NORMALISED])
+    quick: bool = False
+
+
+QUICK = Config(
+    seeds=2,
+    bias_batches=1_000,
+    var_batches=400,
+    actions=[2, 16, 128],
+    ks=[1, 2, 4, 7],
+    k_sweep_actions=32,
+    quick=True,
+)
+
+
+# ---------------------------------------------------------------- exact objective and gradient
+
+
+def _sorted_cdf(pi: Tensor, r: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """order [A] (ascending rewards), gaps d_j = r_(j+1) − r_(j) [A−1], CDF F_j, j < A [A−1]."""
+    order = torch.argsort(r, stable=True)
+    rs = r[order]
+    cdf = torch.cumsum(pi[order], dim=0)[:-1]
+    return order, rs[1:] - rs[:-1], cdf
+
+
+def objective(pi: Tensor, r: Tensor, k: int) -> Tensor:
+    """J = r_(A) − Σ_{j<A} (r_(j+1) − r_(j)) F_j^K (notes §8), float64 scalar. pi, r: [A]."""
+    _, gaps, cdf = _sorted_cdf(pi.to(F64), r.to(F64))
+    return r.to(F64).max() - (gaps * cdf**k).sum()
+
+
+def exact_gradient(logits: Tensor, r: Tensor, k: int) -> Tensor:
+    """∂J/∂θ_c = −K π_c Σ_{j<A} d_j F_j^{K−1} ([rank(c) ≤ j] − F_j) (notes §8). [A] float64.
+
+    The indicator sum is a suffix sum of w_j = d_j F_j^{K−1} over j ≥ rank(c): O(A log A).
+    """
+    pi = torch.softmax(logits.to(F64), dim=0)
+    order, gaps, cdf = _sorted_cdf(pi, r.to(F64))
+    w = gaps * cdf ** (k - 1)  # [A−1]
+    suffix = torch.cat([w.flip(0).cumsum(0).flip(0), w.new_zeros(1)])  # [A]: Σ_{j ≥ position}
+    grad_sorted = -k * pi[order] * (suffix - (w * cdf).sum())
+    return torch.empty_like(grad_sorted).index_copy_(0, order, grad_sorted)
+
+
+# ---------------------------------------------------------------- sampling and estimates
+
+
+def _generator(*parts: object) -> torch.Generator:
+    """A generator seeded from a tuple of ints/strings: runs are reproducible, streams distinct."""
+    return torch.Generator().manual_seed(zlib.crc32(repr(parts).encode()))
+
+
+def instance(num_actions: int, seed: int) -> tuple[Tensor, Tensor]:
+    """One bandit (rewards [A], logits [A]), both N(0, 1) in float64, seeded by (seed, A)."""
+    gen = _generator("instance", seed, num_actions)
+    r = torch.randn(num_actions, generator=gen, dtype=F64)
+    return r, torch.randn(num_actions, generator=gen, dtype=F64)
+
+
+def sample_actions(pi: Tensor, batches: int, n: int, gen: torch.Generator) -> Tensor:
+    """[M, N] int64 i.i.d. actions ~ π by inverse CDF (no [M, A] probability matrix)."""
+    cdf = torch.cumsum(pi, dim=0)
+    u = torch.rand(batches, n, generator=gen, dtype=F64) * cdf[-1]
+    return torch.searchsorted(cdf, u, right=True).clamp_(max=pi.numel() - 1)
+
+
+def pg_scale(name: str, n: int, k: int) -> float | None:
+    """The catalogue's pg_scale(N, K) of ``name`` (default options); N/K for ``ei_l1o``."""
+    from spec.catalogue import rows
+
+    if name == "ei_l1o":
+        return n / k
+    for row in rows(name):
+        if not row.options and row.pg_scale is not None:
+            k_eff = 1 if row.family == "group" else k
+            return float(row.pg_scale(n, k_eff))
+    return None
+
+
+def advantages(name: str, rewards: Tensor, k: int) -> Tensor:
+    """A registered estimator on ``rewards [M, N]`` (its K only if it takes one). [M, N]."""
+    from fast.registry import entry
+
+    e = entry(name)
+    out: Tensor = e.fn(rewards, k) if e.needs_k else e.fn(rewards)
+    return out
+
+
+def estimates(name: str, actions: Tensor, r: Tensor, pi: Tensor, k: int) -> Tensor:
+    """ĝ_m = (1/scale) Σ_i A_{m,i} (e_{a_{m,i}} − π) for every batch m. actions [M, N] → [M, A]."""
+    rewards = r[actions]  # [M, N]
+    adv = advantages(name, rewards, k).to(F64)
+    g = torch.zeros(actions.shape[0], pi.numel(), dtype=F64)
+    g.scatter_add_(1, actions, adv)
+    g -= adv.sum(dim=1, keepdim=True) * pi
+    scale = pg_scale(name, actions.shape[1], k)
+    return g / scale if scale is not None else g
+
+
+def rewards_seen(name: str, r: Tensor) -> Tensor:
+    """The reward vector ``name`` runs on: pass/fail [r > 0] for the binary-only estimators."""
+    return (r > 0).to(F64) if name in BINARY_ONLY else r
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error (ddof = 1; 0 for a single value)."""
+    t = torch.tensor(list(values), dtype=F64)
+    se = float(t.std() / math.sqrt(len(values))) if len(values) > 1 else 0.0
+    return float(t.mean()), se
+
+
+def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Least-squares slope of log y against log x."""
+    lx = torch.log(torch.tensor(list(xs), dtype=F64))
+    ly = torch.log(torch.tensor(list(ys), dtype=F64))
+    lx = lx - lx.mean()
+    return float((lx * (ly - ly.mean())).sum() / (lx * lx).sum())
+
+
+def batch_grid(top: int, per_decade: int = 4) -> list[int]:
+    """Distinct integers from 1 to ``top``, log-spaced (``per_decade`` per factor of 10)."""
+    steps = max(1, round(math.log10(top) * per_decade))
+    return sorted({round(10 ** (i * math.log10(top) / steps)) for i in range(steps + 1)})
+
+
+def fit_to(mean: Tensor, target: Tensor) -> dict[str, float]:
+    """cos(mean, target); c = ⟨mean, target⟩/‖target‖²; ‖mean − c·target‖/‖c·target‖."""
+    c = float(mean @ target / (target @ target))
+    cos = float(mean @ target / (mean.norm() * target.norm()))
+    resid = float((mean - c * target).norm() / (abs(c) * target.norm()))
+    return {"cos": cos, "scale": c, "relative_residual": resid}
+
+
+# ---------------------------------------------------------------- the three sweeps
+
+
+def bias_sweep(cfg: Config) -> dict[str, Any]:
+    """‖mean of M estimates − ∇J‖ for M on a log grid; slopes per seed (full range, last decade)."""
+    grid = batch_grid(cfg.bias_batches)
+    tail = [m for m in grid if m * 10 >= cfg.bias_batches]
+    per: dict[str, dict[str, list[Any]]] = {
+        name: {"error": [], "slope": [], "slope_tail": [], "fit": []} for name in cfg.estimators
+    }
+    for seed in range(cfg.seeds):
+        r, theta = instance(cfg.bias_actions, seed)
+        pi = torch.softmax(theta, dim=0)
+        actions = sample_actions(pi, cfg.bias_batches, cfg.n, _generator("bias", seed))
+        for name in cfg.estimators:
+            seen = rewards_seen(name, r)
+            grad = exact_gradient(theta, seen, cfg.k)
+            g = estimates(name, actions, seen, pi, cfg.k)
+            fit = fit_to(g.mean(dim=0), grad)
+            # Scale-free estimators are divided by c, fitted on all M estimates: error to ∇J itself.
+            c = fit["scale"] if pg_scale(name, cfg.n, cfg.k) is None else 1.0
+            prefix = g.cumsum(dim=0)[[m - 1 for m in grid]]  # [len(grid), A]
+            means = prefix / torch.tensor(grid, dtype=F64)[:, None]
+            err = (means / c - grad).norm(dim=1).tolist()
+            per[name]["error"].append(err)
+            per[name]["slope"].append(loglog_slope(grid, err))
+            per[name]["slope_tail"].append(
+                loglog_slope(tail, err[-len(tail) :]) if len(tail) > 1 else float("nan")
+            )
+            per[name]["fit"].append(fit)
+    out: dict[str, Any] = {"batches": grid, "tail_batches": tail, "estimators": {}}
+    for name, d in per.items():
+        out["estimators"][name] = {
+            "error_mean_se": [mean_se(col) for col in zip(*d["error"], strict=True)],
+            "slope": mean_se(d["slope"]),
+            "slope_tail": mean_se(d["slope_tail"]),
+            "slope_per_seed": d["slope"],
+            "cos": mean_se([f["cos"] for f in d["fit"]]),
+            "fitted_scale": mean_se([f["scale"] for f in d["fit"]]),
+            "relative_residual": mean_se([f["relative_residual"] for f in d["fit"]]),
+            "scale_divided_out": pg_scale(name, cfg.n, cfg.k),
+        }
+    return out
+
+
+def total_variances(
+    cfg: Config, num_actions: int, k: int, seed: int, names: Sequence[str]
+) -> dict[str, float]:
+    """tr Cov(ĝ) of each estimator from cfg.var_batches estimates, on one set of actions."""
+    r, theta = instance(num_actions, seed)
+    pi = torch.softmax(theta, dim=0)
+    actions = sample_actions(pi, cfg.var_batches, cfg.n, _generator("var", seed, num_actions, k))
+    return {name: float(estimates(name, actions, r, pi, k).var(dim=0).sum()) for name in names}
+
+
+def variance_sweep(cfg: Config, axis: str) -> dict[str, Any]:
+    """Total variance (mean ± se over seeds) and its ratio to EI's, along A or along K."""
+    names = [n for n in cfg.estimators if n in UNBIASED + BIASED]
+    xs = cfg.actions if axis == "actions" else cfg.ks
+    table: dict[str, Any] = {"axis": axis, "values": xs, "estimators": {}}
+    raw = {name: [[0.0] * cfg.seeds for _ in xs] for name in names}
+    for i, x in enumerate(xs):
+        num_actions, k = (x, cfg.k) if axis == "actions" else (cfg.k_sweep_actions, x)
+        for seed in range(cfg.seeds):
+            for name, v in total_variances(cfg, num_actions, k, seed, names).items():
+                raw[name][i][seed] = v
+    for name in names:
+        table["estimators"][name] = {
+            "variance": [mean_se(row) for row in raw[name]],
+            "ratio_to_ei": [
+                mean_se([v / e for v, e in zip(row, raw["ei"][i], strict=True)])
+                for i, row in enumerate(raw[name])
+            ]
+            if "ei" in raw
+            else None,
+        }
+    return table
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def plot(metrics: dict[str, Any], folder: Path) -> list[str]:
+    """figure1.png (error vs M, variance vs A, variance vs K) and ratios.png (var / var(EI))."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bias, va, vk = metrics["bias"], metrics["variance_vs_actions"], metrics["variance_vs_k"]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for name, d in bias["estimators"].items():
+        m, s = (torch.tensor(col, dtype=F64) for col in zip(*d["error_mean_se"], strict=True))
+        style = "--" if name in NORMALISED else "-"
+        axes[0].plot(bias["batches"], m, style, label=name)
+        axes[0].fill_between(bias["batches"], (m - s).clamp(min=1e-12), m + s, alpha=0.2)
+    top = bias["batches"][0], bias["batches"][-1]
+    first = bias["estimators"][next(iter(bias["estimators"]))]["error_mean_se"][0][0]
+    axes[0].plot(top, [first, first * (top[1] / top[0]) ** -0.5], "k:", label="M^{-1/2}")
+    axes[0].set(xscale="log", yscale="log", xlabel="M (batches)", ylabel="‖mean ĝ / c − ∇J‖")
+    axes[0].set_title(f"error (A={metrics['config']['bias_actions']})")
+    for ax, v, xlabel in ((axes[1], va, "A (actions)"), (axes[2], vk, "K")):
+        for name, d in v["estimators"].items():
+            m, s = (torch.tensor(col, dtype=F64) for col in zip(*d["variance"], strict=True))
+            ax.errorbar(v["values"], m, yerr=s, marker="o", ms=3, capsize=2, label=name)
+        ax.set(yscale="log", xlabel=xlabel, ylabel="total variance tr Cov(ĝ)")
+    axes[1].set_xscale("log", base=2)
+    axes[1].set_title(f"variance vs A (K={metrics['config']['k']})")
+    axes[2].set_title(f"variance vs K (A={metrics['config']['k_sweep_actions']})")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"softmax bandit, N={metrics['config']['n']}, {metrics['config']['seeds']} seeds")
+    fig.tight_layout()
+    fig.savefig(folder / "figure1.png", dpi=110)
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax, v, xlabel in ((axes[0], va, "A (actions)"), (axes[1], vk, "K")):
+        for name, d in v["estimators"].items():
+            if name != "ei" and d["ratio_to_ei"] is not None:
+                m, s = (torch.tensor(c, dtype=F64) for c in zip(*d["ratio_to_ei"], strict=True))
+                ax.errorbar(v["values"], m, yerr=s, marker="o", ms=3, capsize=2, label=name)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set(xlabel=xlabel, ylabel="var / var(EI)", yscale="log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_xscale("log", base=2)
+    fig.tight_layout()
+    fig.savefig(folder / "ratios.png", dpi=110)
+    plt.close(fig)
+    return ["figure1.png", "ratios.png"]
+
+
+def _pm(pair: Sequence[float], digits: int = 3) -> str:
+    return f"{pair[0]:.{digits}g} ± {pair[1]:.2g}"
+
+
+def summary(metrics: dict[str, Any]) -> str:
+    """summary.md: the fitted slopes, the fits to ∇J, and the variance tables."""
+    cfg, bias = metrics["config"], metrics["bias"]
+    lines = [
+        "# MaxPO softmax bandit (seed §5.1, App. G.1)",
+        "",
+        f"N = {cfg['n']}, K = {cfg['k']}, seeds = {cfg['seeds']} (mean ± standard error over "
+        f"seeds), quick = {cfg['quick']}, wall time {metrics['wall_seconds']:.1f} s.",
+        "",
+        f"## Bias: ‖(mean of M estimates)/c − ∇J‖, A = {cfg['bias_actions']}, "
+        f"M = 1 … {cfg['bias_batches']}",
+        "",
+        "c = 1 for estimators divided by their known scale; fitted for the normalised ones. "
+        f"Tail slope: M ≥ {bias['tail_batches'][0]}.",
+        "",
+        "| estimator | scale divided out | log-log slope | tail slope | cos(E ĝ, ∇J) "
+        "| fitted c | ‖E ĝ − c∇J‖/‖c∇J‖ |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, d in bias["estimators"].items():
+        scale = d["scale_divided_out"]
+        lines.append(
+            f"| {name} | {'none' if scale is None else f'{scale:g}'} | {_pm(d['slope'])} | "
+            f"{_pm(d['slope_tail'])} | {_pm(d['cos'], 5)} | {_pm(d['fitted_scale'])} | "
+            f"{_pm(d['relative_residual'])} |"
+        )
+    for key, label in (("variance_vs_actions", "A"), ("variance_vs_k", "K")):
+        v = metrics[key]
+        fixed = (
+            f"K = {cfg['k']}" if key == "variance_vs_actions" else f"A = {cfg['k_sweep_actions']}"
+        )
+        names = list(v["estimators"])
+        lines += [
+            "",
+            f"## Total variance vs {label} ({fixed}, M = {cfg['var_batches']} per estimate)",
+            "",
+            f"| {label} | "
+            + " | ".join(names)
+            + " | "
+            + " | ".join(f"{n}/ei" for n in names if n != "ei")
+            + " |",
+            "|---|" + "---|" * (2 * len(names) - 1),
+        ]
+        for i, x in enumerate(v["values"]):
+            cells = [_pm(v["estimators"][n]["variance"][i]) for n in names]
+            cells += [_pm(v["estimators"][n]["ratio_to_ei"][i]) for n in names if n != "ei"]
+            lines.append(f"| {x} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run(cfg: Config, out: Path) -> dict[str, Any]:
+    """All three sweeps; writes config.json, metrics.json, figure1.png, ratios.png, summary.md."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(asdict(cfg), indent=1) + "\n")
+    start = time.perf_counter()
+    metrics: dict[str, Any] = {"config": asdict(cfg)}
+    metrics["bias"] = bias_sweep(cfg)
+    metrics["variance_vs_actions"] = variance_sweep(cfg, "actions")
+    metrics["variance_vs_k"] = variance_sweep(cfg, "k")
+    metrics["wall_seconds"] = time.perf_counter() - start
+    metrics["torch"] = torch.__version__
+    metrics["threads"] = torch.get_num_threads()
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    metrics["plots"] = plot(metrics, out)
+    (out / "summary.md").write_text(summary(metrics))
+    return metrics
+
+
+def check(cfg: Config) -> None:
+    """Bad sizes raise ValueError naming the flag."""
+    from fast.registry import names
+
+    if cfg.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {cfg.seeds}")
+    if not 1 <= cfg.k <= cfg.n - 1 or any(not 1 <= k <= cfg.n - 1 for k in cfg.ks):
+        raise ValueError(f"--k and --ks must lie in 1 … N−1 = {cfg.n - 1}: {cfg.k}, {cfg.ks}")
+    if min([cfg.bias_actions, cfg.k_sweep_actions, *cfg.actions]) < 2:
+        raise ValueError("every action count (--actions, --bias-actions, ...) must be >= 2")
+    if cfg.bias_batches < 10 or cfg.var_batches < 2:
+        raise ValueError("--bias-batches must be >= 10 and --var-batches >= 2")
+    unknown = [e for e in cfg.estimators if e not in names()]
+    if unknown or "ei" not in cfg.estimators:
+        raise ValueError(f"--estimators must include ei and name registered ones; bad: {unknown}")
+
+
+def parse(argv: Sequence[str]) -> tuple[Config, Path]:
+    p = argparse.ArgumentParser(
+        prog="advest experiment bandit",
+        description="MaxPO softmax bandit: bias vs M, total variance vs A and vs K (seed §5.1)",
+    )
+    full = Config()
+    p.add_argument("--quick", action="store_true", help="small sizes: < 30 s on one core")
+    p.add_argument("--out", default=None, help="output folder (default runs/bandit/<timestamp>/)")
+    p.add_argument("--seeds", type=int, default=None, help=f"bandit instances ({full.seeds})")
+    p.add_argument("--n", type=int, default=None, help=f"batch size N ({full.n})")
+    p.add_argument("--k", type=int, default=None, help=f"K of the bias / A sweeps ({full.k})")
+    p.add_argument("--actions", type=int, nargs="+", default=None, help="A values (2 … 1024)")
+    p.add_argument("--ks", type=int, nargs="+", default=None, help="K values (1 … N−1)")
+    p.add_argument("--bias-actions", type=int, default=None, help=f"A ({full.bias_actions})")
+    p.add_argument("--bias-batches", type=int, default=None, help=f"max M ({full.bias_batches})")
+    p.add_argument("--var-batches", type=int, default=None, help=f"M ({full.var_batches})")
+    p.add_argument("--k-sweep-actions", type=int, default=None, help=f"({full.k_sweep_actions})")
+    p.add_argument("--estimators", nargs="+", default=None, help="registered names (incl. ei)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1)")
+    ns = p.parse_args(list(argv))
+    cfg = QUICK if ns.quick else full
+    overrides = {
+        key: getattr(ns, key)
+        for key in asdict(cfg)
+        if key != "quick" and getattr(ns, key, None) is not None
+    }
+    cfg = Config(**{**asdict(cfg), **overrides})
+    torch.set_num_threads(ns.threads)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return cfg, Path(ns.out or f"runs/bandit/{stamp}")
+
+
+def main(argv: Sequence[str]) -> int:
+    """``advest experiment bandit [--quick] [--out DIR] [--seeds S] ...``."""
+    cfg, out = parse(argv)
+    try:
+        check(cfg)
+    except ValueError as error:
+        print(f"advest experiment bandit: error: {error}")
+        return 2
+    metrics = run(cfg, out)
+    print((out / "summary.md").read_text())
+    print(f"wrote {out}/: config.json, metrics.json, {', '.join(metrics['plots'])}, summary.md")
+    return 0
