@@ -9,6 +9,8 @@ masked sums in float64 (two-pass variance), O(B·G·T), no Python loop over toke
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import Literal, NamedTuple
 
 import torch
@@ -115,3 +117,178 @@ def _constant(x: Tensor, m: Tensor) -> Tensor:
     hi = torch.where(m, x, -big).amax(dim=(1, 2), keepdim=True)
     lo = torch.where(m, x, big).amin(dim=(1, 2), keepdim=True)
     return hi == lo
+
+
+# --- Peers: Clip-Cov and KL-Cov (Cui et al., arXiv:2505.22617; PRIME-RL/Entropy-Mechanism-of-RL
+# `compute_policy_loss_clip_cov` / `compute_policy_loss_kl_cov`). Policy losses, not advantage
+# estimators: kept out of ``__all__`` and out of the registry. The selection population is every
+# valid token of one call (the trainer's micro-batch); flat order is row-major over [B, G, T].
+
+
+class CovLoss(NamedTuple):
+    loss: Tensor  # [B, G, T] per-token loss, 0 on invalid tokens; aggregate as configured
+    selected: Tensor  # [B, G, T] bool; Clip-Cov: zeroed tokens, KL-Cov: penalised tokens
+
+
+def _decimal(x: object, name: str) -> Fraction:
+    """A hyperparameter read as the decimal it was written as (0.29 -> 29/100, not the float)."""
+    if isinstance(x, bool) or not isinstance(x, int | float | Fraction):
+        raise TypeError(f"{name} must be a number; got {type(x)}")
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise ValueError(f"{name} must be finite; got {x}")
+        return Fraction(repr(x))
+    return Fraction(x)
+
+
+def _clip_range(clip_low: object, clip_high: object) -> tuple[Fraction, Fraction]:
+    """[1 − ε_low, 1 + ε_high]; PRIME's Clip-Cov runs use ε_low = ε_high = 1 (ratio in [0, 2])."""
+    eps_low, eps_high = _decimal(clip_low, "clip_low"), _decimal(clip_high, "clip_high")
+    if not 0 <= eps_low <= 1 or eps_high < 0:
+        raise ValueError(
+            f"need 0 <= clip_low <= 1 and clip_high >= 0; got {clip_low!r}, {clip_high!r}"
+        )
+    return 1 - eps_low, 1 + eps_high
+
+
+def _count(fraction: object, name: str, n_valid: int) -> int:
+    """⌊fraction · N⌋, exactly, for a fraction in [0, 1]."""
+    q = _decimal(fraction, name)
+    if not 0 <= q <= 1:
+        raise ValueError(f"{name} must be a fraction in [0, 1]; got {fraction!r}")
+    return math.floor(q * n_valid)
+
+
+def _check_loss_inputs(
+    logprobs: Tensor, old_logprobs: Tensor, advantages: Tensor, mask: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor, int]:
+    """Validate; return (ℓ, ℓ_old, A) with 0 on invalid tokens (so padding cannot make a NaN
+    gradient), the bool mask, and N = #valid tokens."""
+    if not isinstance(old_logprobs, Tensor):
+        raise TypeError(f"old_logprobs must be a torch.Tensor; got {type(old_logprobs)}")
+    adv, valid = _check(logprobs, advantages, mask)
+    if old_logprobs.shape != logprobs.shape:
+        raise ValueError(
+            f"old_logprobs has shape {tuple(old_logprobs.shape)} "
+            f"but logprobs has {tuple(logprobs.shape)}"
+        )
+    if old_logprobs.device != logprobs.device:
+        raise ValueError(
+            f"old_logprobs is on {old_logprobs.device} but logprobs is on {logprobs.device}"
+        )
+    if not old_logprobs.is_floating_point():
+        raise TypeError("old_logprobs must be a floating-point tensor")
+    bad = valid & ~torch.isfinite(old_logprobs)
+    if bool(bad.any()):
+        b, g, tok = bad.nonzero()[0].tolist()
+        raise ValueError(
+            f"old_logprobs has a non-finite value in group {b} (sample {g}, token {tok})"
+        )
+    n_valid = int(valid.sum())
+    if n_valid == 0:
+        raise ValueError("mask leaves the population (group 0) without valid tokens")
+    zero = torch.zeros((), dtype=logprobs.dtype, device=logprobs.device)
+    ell = torch.where(valid, logprobs, zero)
+    old = torch.where(valid, old_logprobs.detach().to(logprobs.dtype), zero)
+    adv = torch.where(valid, adv.detach().to(logprobs.dtype), zero)
+    return ell, old, adv, valid, n_valid
+
+
+def token_covariance(logprobs: Tensor, advantages: Tensor, valid: Tensor) -> Tensor:
+    """Cov = (A − Ā)(ℓ − ℓ̄), token-weighted means over all valid tokens; float64, detached.
+
+    logprobs, advantages: [B, G, T]; valid: [B, G, T] bool -> [B, G, T] (0 on invalid tokens).
+    """
+    zero = torch.zeros((), dtype=torch.float64, device=logprobs.device)
+    ell = torch.where(valid, logprobs.detach().to(torch.float64), zero)
+    a = torch.where(valid, advantages.detach().to(torch.float64), zero)
+    n = valid.sum()
+    return torch.where(valid, (a - a.sum() / n) * (ell - ell.sum() / n), zero)
+
+
+def _first_n(keys: Tensor, n: int, *, descending: bool) -> Tensor:
+    """Bool [B, G, T]: the n positions that come first when ``keys`` is stably sorted (ties go
+    to the earlier position in row-major order)."""
+    order = torch.sort(keys.flatten(), descending=descending, stable=True).indices
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(order.numel(), device=order.device)
+    return (rank < n).reshape(keys.shape)
+
+
+def clip_cov(
+    logprobs: Tensor,
+    old_logprobs: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    generator: torch.Generator,
+    clip_cov_ratio: float = 2e-4,
+    clip_cov_lb: float = 1.0,
+    clip_cov_ub: float = 5.0,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+) -> CovLoss:
+    """Clip-Cov: detach a random few low-covariance-band tokens from the clipped PPO loss.
+
+    logprobs (current, with grad), old_logprobs (rollout), mask: [B, G, T]; advantages: [B, G]
+    or [B, G, T]. Candidates: valid, not PPO-clipped (L2 <= L1), clip_cov_lb < Cov < clip_cov_ub;
+    n = max(1, ⌊clip_cov_ratio · N⌋) of them, uniformly at random, get loss 0. The randomness is
+    one ``torch.rand(B, G, T, dtype=float64, generator=generator)`` draw: the candidates with
+    the n smallest draws are chosen. -> CovLoss(loss [B, G, T], selected [B, G, T]).
+    """
+    ell, old, adv, valid, n_valid = _check_loss_inputs(logprobs, old_logprobs, advantages, mask)
+    n = max(1, _count(clip_cov_ratio, "clip_cov_ratio", n_valid))
+    lb, ub = (
+        float(_decimal(clip_cov_lb, "clip_cov_lb")),
+        float(_decimal(clip_cov_ub, "clip_cov_ub")),
+    )
+    lo, hi = (float(x) for x in _clip_range(clip_low, clip_high))
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator; got {type(generator)}")
+    if generator.device.type != logprobs.device.type:
+        raise ValueError(f"generator is on {generator.device} but logprobs is on {logprobs.device}")
+    ratio = torch.exp(ell - old)
+    l1 = -adv * ratio
+    l2 = -adv * torch.clamp(ratio, lo, hi)
+    cov = token_covariance(ell, adv, valid)
+    candidate = valid & ~(l2 > l1) & (cov > lb) & (cov < ub)
+    draws = torch.rand(
+        logprobs.shape, dtype=torch.float64, generator=generator, device=logprobs.device
+    )
+    selected = candidate & _first_n(torch.where(candidate, draws, 2.0), n, descending=False)
+    zero = torch.zeros((), dtype=l1.dtype, device=l1.device)
+    # torch.where, not ·0: the selected tokens' gradient is exactly 0 even where ρ overflows
+    loss = torch.where(valid & ~selected, torch.maximum(l1, l2), zero)
+    return CovLoss(loss, selected)
+
+
+def kl_cov(
+    logprobs: Tensor,
+    old_logprobs: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    kl_cov_fraction: float = 0.002,
+    kl_cov_coef: float = 1.0,
+) -> CovLoss:
+    """KL-Cov: unclipped −Aρ, plus β·|ℓ − ℓ_old| on the top-covariance tokens.
+
+    logprobs (current, with grad), old_logprobs (rollout), mask: [B, G, T]; advantages: [B, G]
+    or [B, G, T]. The n = max(1, ⌊kl_cov_fraction · N⌋) valid tokens with the largest Cov (ties
+    to the earlier token, row-major) are penalised; ``kl_cov_fraction = 0`` penalises none.
+    -> CovLoss(loss [B, G, T], selected [B, G, T]).
+    """
+    ell, old, adv, valid, n_valid = _check_loss_inputs(logprobs, old_logprobs, advantages, mask)
+    k = _count(kl_cov_fraction, "kl_cov_fraction", n_valid)
+    n = 0 if _decimal(kl_cov_fraction, "kl_cov_fraction") == 0 else max(1, k)
+    beta = float(_decimal(kl_cov_coef, "kl_cov_coef"))
+    if beta < 0:
+        raise ValueError(f"kl_cov_coef must be >= 0; got {kl_cov_coef!r}")
+    cov = token_covariance(ell, adv, valid)
+    keys = torch.where(valid, cov, -torch.inf)
+    selected = valid & _first_n(keys, n, descending=True)
+    base = -adv * torch.exp(ell - old)
+    zero = torch.zeros((), dtype=base.dtype, device=base.device)
+    # d|x|/dx = 0 at x = 0 in torch: at ℓ = ℓ_old the penalty has no gradient (notes §3)
+    penalty = torch.where(selected, beta * (ell - old).abs(), zero)
+    return CovLoss(torch.where(valid, base + penalty, zero), selected)

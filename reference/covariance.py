@@ -16,9 +16,11 @@ inexact steps), so results are Fractions accurate far beyond float64.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from decimal import Decimal, localcontext
 from fractions import Fraction
+from typing import NamedTuple
 
 from reference._exact import Number, to_fractions
 
@@ -84,3 +86,172 @@ def covariance_weights(
     w = [[_exp(-(x * x) / (2 * var)) for x in row] for row in c]
     total = sum((x for row in w for x in row), Fraction(0))
     return [[x * n_s / total for x in row] for row in w]
+
+
+# --- Peers: Clip-Cov and KL-Cov (Cui et al., arXiv:2505.22617, PRIME-RL/Entropy-Mechanism-of-RL
+# `compute_policy_loss_clip_cov` / `compute_policy_loss_kl_cov`). These are policy losses, not
+# advantage estimators: they are kept out of ``__all__`` and out of the registry.
+#
+# One population = every valid token passed to one call (the trainer's micro-batch), given as a
+# list of responses, each the list of its valid tokens; flat order = response-major, token-minor.
+
+
+class CovLoss(NamedTuple):
+    loss: list[list[Fraction]]  # per valid token
+    selected: list[list[bool]]  # Clip-Cov: zeroed; KL-Cov: penalised
+
+
+def _decimal(x: object, name: str) -> Fraction:
+    """A hyperparameter read as the decimal it was written as (0.29 -> 29/100, not the float)."""
+    if isinstance(x, bool) or not isinstance(x, int | float | Fraction):
+        raise TypeError(f"{name} must be a number; got {type(x)}")
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise ValueError(f"{name} must be finite; got {x}")
+        return Fraction(repr(x))
+    return Fraction(x)
+
+
+def _clip_range(clip_low: object, clip_high: object) -> tuple[Fraction, Fraction]:
+    """[1 − ε_low, 1 + ε_high]; PRIME's Clip-Cov runs use ε_low = ε_high = 1 (ratio in [0, 2])."""
+    eps_low, eps_high = _decimal(clip_low, "clip_low"), _decimal(clip_high, "clip_high")
+    if not 0 <= eps_low <= 1 or eps_high < 0:
+        raise ValueError(
+            f"need 0 <= clip_low <= 1 and clip_high >= 0; got {clip_low!r}, {clip_high!r}"
+        )
+    return 1 - eps_low, 1 + eps_high
+
+
+def _fraction_in_unit(x: Number, name: str) -> Fraction:
+    q = _decimal(x, name)
+    if not 0 <= q <= 1:
+        raise ValueError(f"{name} must be a fraction in [0, 1]; got {x!r}")
+    return q
+
+
+def _population(
+    logprobs: Sequence[Sequence[Number]],
+    old_logprobs: Sequence[Sequence[Number]],
+    advantages: Sequence[object],
+) -> tuple[list[list[Fraction]], list[list[Fraction]], list[list[Fraction]]]:
+    """(ℓ, ℓ_old, A) per valid token; raises on ragged mismatch or an empty population."""
+    ells, adv = _tokens(logprobs, advantages)
+    if len(old_logprobs) != len(logprobs):
+        raise ValueError(
+            f"old_logprobs has {len(old_logprobs)} responses but logprobs has {len(logprobs)}"
+        )
+    olds = []
+    for i, (row, ell) in enumerate(zip(old_logprobs, ells, strict=True)):
+        old = to_fractions(row, f"old_logprobs[{i}]") if len(row) else []
+        if len(old) != len(ell):
+            raise ValueError(
+                f"old_logprobs[{i}] has {len(old)} tokens but logprobs[{i}] has {len(ell)}"
+            )
+        olds.append(old)
+    if sum(len(row) for row in ells) == 0:
+        raise ValueError("the population has no valid tokens (group 0): the mask leaves it empty")
+    return ells, olds, adv
+
+
+def token_covariance(ells: list[list[Fraction]], adv: list[list[Fraction]]) -> list[list[Fraction]]:
+    """Cov_t = (A_t − Ā)(ℓ_t − ℓ̄), token-weighted means over the population (notes §3)."""
+    flat_l = [x for row in ells for x in row]
+    flat_a = [x for row in adv for x in row]
+    l_bar = sum(flat_l, Fraction(0)) / len(flat_l)
+    a_bar = sum(flat_a, Fraction(0)) / len(flat_a)
+    return [
+        [(a - a_bar) * (ell - l_bar) for ell, a in zip(lr, ar, strict=True)]
+        for lr, ar in zip(ells, adv, strict=True)
+    ]
+
+
+def _ratio(ell: Fraction, old: Fraction) -> Fraction:
+    return Fraction(1) if ell == old else _exp(ell - old)
+
+
+def clip_cov(
+    logprobs: Sequence[Sequence[Number]],
+    old_logprobs: Sequence[Sequence[Number]],
+    advantages: Sequence[object],
+    draws: Sequence[Sequence[float]],
+    *,
+    clip_cov_ratio: Number = 2e-4,
+    clip_cov_lb: Number = 1.0,
+    clip_cov_ub: Number = 5.0,
+    clip_low: Number = 0.2,
+    clip_high: Number = 0.2,
+) -> CovLoss:
+    """Clip-Cov (Cui et al., arXiv:2505.22617 §4; PRIME `compute_policy_loss_clip_cov`).
+
+    L1 = −Aρ, L2 = −A·clip(ρ, 1 − ε_low, 1 + ε_high); candidates: not PPO-clipped (L2 ≤ L1)
+    and lb < Cov < ub; n = max(1, ⌊r·N⌋); the min(n, #candidates) candidates with the smallest
+    ``draws`` (one uniform per valid token, ties to the earlier token) get loss 0, every other
+    token max(L1, L2).
+    """
+    ells, olds, adv = _population(logprobs, old_logprobs, advantages)
+    r = _fraction_in_unit(clip_cov_ratio, "clip_cov_ratio")
+    lb, ub = _decimal(clip_cov_lb, "clip_cov_lb"), _decimal(clip_cov_ub, "clip_cov_ub")
+    lo, hi = _clip_range(clip_low, clip_high)
+    if len(draws) != len(ells) or any(len(d) != len(e) for d, e in zip(draws, ells, strict=True)):
+        raise ValueError("draws must hold one number per valid token, shaped like logprobs")
+    cov = token_covariance(ells, adv)
+    l1, l2 = [], []
+    for ell_row, old_row, a_row in zip(ells, olds, adv, strict=True):
+        rho = [_ratio(x, y) for x, y in zip(ell_row, old_row, strict=True)]
+        l1.append([-a * p for a, p in zip(a_row, rho, strict=True)])
+        l2.append([-a * min(max(p, lo), hi) for a, p in zip(a_row, rho, strict=True)])
+    # (draw, flat index, response, token) of every candidate: sorting picks the smallest draws,
+    # ties going to the earlier token in flat order
+    positions = [(i, t) for i in range(len(ells)) for t in range(len(ells[i]))]
+    candidates = [
+        (Fraction(draws[i][t]), k, i, t)
+        for k, (i, t) in enumerate(positions)
+        if not l2[i][t] > l1[i][t] and lb < cov[i][t] < ub
+    ]
+    n_valid = sum(len(row) for row in ells)
+    n = max(1, math.floor(r * n_valid))
+    chosen = {(i, t) for _, _, i, t in sorted(candidates)[:n]}
+    selected = [[(i, t) in chosen for t in range(len(row))] for i, row in enumerate(ells)]
+    loss = [
+        [Fraction(0) if selected[i][t] else max(l1[i][t], l2[i][t]) for t in range(len(row))]
+        for i, row in enumerate(ells)
+    ]
+    return CovLoss(loss, selected)
+
+
+def kl_cov(
+    logprobs: Sequence[Sequence[Number]],
+    old_logprobs: Sequence[Sequence[Number]],
+    advantages: Sequence[object],
+    *,
+    kl_cov_fraction: Number = 0.002,
+    kl_cov_coef: Number = 1.0,
+) -> CovLoss:
+    """KL-Cov (Cui et al., arXiv:2505.22617 §4; PRIME `compute_policy_loss_kl_cov`).
+
+    Base loss −Aρ (no PPO clipping); the n = max(1, ⌊k·N⌋) tokens with the largest Cov (ties to
+    the earlier token) get + β·|ℓ − ℓ_old|. ``kl_cov_fraction = 0`` selects none (PRIME's
+    ``if k != 0`` guard).
+    """
+    ells, olds, adv = _population(logprobs, old_logprobs, advantages)
+    k = _fraction_in_unit(kl_cov_fraction, "kl_cov_fraction")
+    beta = _decimal(kl_cov_coef, "kl_cov_coef")
+    if beta < 0:
+        raise ValueError(f"kl_cov_coef must be >= 0; got {kl_cov_coef!r}")
+    cov = token_covariance(ells, adv)
+    positions = [(i, t) for i in range(len(ells)) for t in range(len(ells[i]))]
+    n = 0 if k == 0 else max(1, math.floor(k * len(positions)))
+    # sort by −Cov, then flat index: the top n, ties to the earlier token
+    ranked = sorted(
+        range(len(positions)), key=lambda j: (-cov[positions[j][0]][positions[j][1]], j)
+    )
+    chosen = {positions[j] for j in ranked[:n]}
+    selected = [[(i, t) in chosen for t in range(len(row))] for i, row in enumerate(ells)]
+    loss = []
+    for i, (ell_row, old_row, a_row) in enumerate(zip(ells, olds, adv, strict=True)):
+        row = []
+        for t, (x, y, a) in enumerate(zip(ell_row, old_row, a_row, strict=True)):
+            penalty = beta * abs(x - y) if selected[i][t] else Fraction(0)
+            row.append(-a * _ratio(x, y) + penalty)
+        loss.append(row)
+    return CovLoss(loss, selected)
