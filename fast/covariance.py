@@ -102,8 +102,16 @@ def covariance_weights(
     c = l_c * a_c  # [S, G', T], 0 on invalid tokens
     dev = torch.where(m, c - _scope_sum(c) / n_s, zero)
     var = _scope_sum(dev**2) / torch.clamp(n_s - d, min=1)
-    degenerate = (n_s - d <= 0) | _constant(a, m) | _constant(ell, m) | (var == 0)
-    w = torch.exp(-(c**2) / (2 * torch.where(degenerate, 1.0, var)))
+    # c is computed in float64 from rounded centred inputs: a spread of c within a few ulps of
+    # |c| is rounding, not signal (the exact c are then equal and σ² = 0)
+    c_max = c.abs().amax(dim=(1, 2), keepdim=True)
+    noise = (16 * torch.finfo(torch.float64).eps * c_max) ** 2
+    degenerate = (n_s - d <= 0) | _constant(a, m) | _constant(ell, m) | (var <= noise)
+    # w̃ is normalised per scope, so shifting the exponent by the scope's smallest c² changes
+    # nothing exactly, and keeps one weight at 1 when σ² is tiny (else all underflow: 0/0)
+    c2 = c**2
+    c2_min = torch.where(m, c2, torch.inf).amin(dim=(1, 2), keepdim=True)
+    w = torch.exp(-(c2 - c2_min) / (2 * torch.where(degenerate, 1.0, var)))
     w = torch.where(degenerate, 1.0, w)
     w = torch.where(m, w, zero)
     w_tilde = w * n_s / _scope_sum(w)

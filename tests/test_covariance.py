@@ -77,6 +77,16 @@ def test_fast_equals_reference_per_group(
     torch.testing.assert_close(out.advantages, out.weights * a * mask)
 
 
+def test_a_tiny_but_nonzero_variance_gives_finite_weights_not_nan() -> None:
+    """Every exp(−c²/2σ²) underflows to 0 here; the weights must still be the reference's
+    (found by hypothesis: a Σw = 0 made w̃ = 0/0)."""
+    ell, adv = [[-1.0, -0.5]], [[1.0, 1.5e-15]]
+    lp, a, mask = _pack([(ell, adv)], 2)
+    out = fast_cw(lp, a, mask, ddof=0)
+    assert bool(torch.isfinite(out.weights).all())
+    _close(out.weights[0], ref_cw(ell, adv, ddof=0))
+
+
 @given(scope=scopes())
 def test_batch_scope_with_one_group_equals_group_scope(scope: tuple[Ragged, Ragged, int]) -> None:
     ell, adv, t = scope
