@@ -74,3 +74,12 @@ def check_companion(other: object, rewards: Tensor, name: str) -> Tensor:
     if other.is_floating_point():
         check_finite(other, name)
     return other
+
+
+def bool_mask(mask: Tensor) -> Tensor:
+    """``mask`` as bool; a non-bool mask must hold only 0 and 1."""
+    if mask.dtype != torch.bool:
+        if bool(((mask != 0) & (mask != 1)).any()):
+            raise ValueError("mask must be boolean or hold only 0 and 1")
+        mask = mask != 0
+    return mask

@@ -10,7 +10,6 @@ masked sums in float64 (two-pass variance), O(B·G·T), no Python loop over toke
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Literal, NamedTuple
 
 import torch
@@ -18,6 +17,7 @@ from torch import Tensor
 
 from fast._checks import check_ddof
 from fast.registry import register
+from reference.covariance import _clip_range, _decimal  # one parser of hyperparameters
 
 __all__ = ["covariance_weights"]
 
@@ -136,27 +136,6 @@ def _constant(x: Tensor, m: Tensor) -> Tensor:
 class CovLoss(NamedTuple):
     loss: Tensor  # [B, G, T] per-token loss, 0 on invalid tokens; aggregate as configured
     selected: Tensor  # [B, G, T] bool; Clip-Cov: zeroed tokens, KL-Cov: penalised tokens
-
-
-def _decimal(x: object, name: str) -> Fraction:
-    """A hyperparameter read as the decimal it was written as (0.29 -> 29/100, not the float)."""
-    if isinstance(x, bool) or not isinstance(x, int | float | Fraction):
-        raise TypeError(f"{name} must be a number; got {type(x)}")
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            raise ValueError(f"{name} must be finite; got {x}")
-        return Fraction(repr(x))
-    return Fraction(x)
-
-
-def _clip_range(clip_low: object, clip_high: object) -> tuple[Fraction, Fraction]:
-    """[1 − ε_low, 1 + ε_high]; PRIME's Clip-Cov runs use ε_low = ε_high = 1 (ratio in [0, 2])."""
-    eps_low, eps_high = _decimal(clip_low, "clip_low"), _decimal(clip_high, "clip_high")
-    if not 0 <= eps_low <= 1 or eps_high < 0:
-        raise ValueError(
-            f"need 0 <= clip_low <= 1 and clip_high >= 0; got {clip_low!r}, {clip_high!r}"
-        )
-    return 1 - eps_low, 1 + eps_high
 
 
 def _count(fraction: object, name: str, n_valid: int) -> int:

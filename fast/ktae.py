@@ -16,7 +16,7 @@ from collections.abc import Collection
 import torch
 from torch import Tensor
 
-from fast._checks import check_rewards
+from fast._checks import bool_mask, check_rewards
 from fast.group import grpo
 from fast.registry import register
 
@@ -44,10 +44,7 @@ def _check(token_ids: Tensor, mask: Tensor, rewards: Tensor) -> Tensor:
     for name, t in (("token_ids", token_ids), ("mask", mask)):
         if t.device != rewards.device:
             raise ValueError(f"{name} is on {t.device} but rewards is on {rewards.device}")
-    if mask.dtype != torch.bool:
-        if bool(((mask != 0) & (mask != 1)).any()):
-            raise ValueError("mask must be boolean or hold only 0 and 1")
-        mask = mask != 0
+    mask = bool_mask(mask)
     if bool((mask & (token_ids < 0)).any()):
         b = int((mask & (token_ids < 0)).nonzero()[0, 0])
         raise ValueError(f"token_ids has a negative id at a valid position in group {b}")

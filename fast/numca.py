@@ -21,7 +21,7 @@ from fractions import Fraction
 import torch
 from torch import Tensor
 
-from fast._checks import check_rewards
+from fast._checks import bool_mask, check_rewards
 from fast.group import rloo
 from fast.registry import register
 from reference.numca import NUMBER, canonical
@@ -58,10 +58,7 @@ def _check(texts: object, offsets: Tensor, mask: Tensor, rewards: Tensor) -> Ten
     for name, t in (("offsets", offsets), ("mask", mask)):
         if t.device != rewards.device:
             raise ValueError(f"{name} is on {t.device} but rewards is on {rewards.device}")
-    if mask.dtype != torch.bool:
-        if bool(((mask != 0) & (mask != 1)).any()):
-            raise ValueError("mask must be boolean or hold only 0 and 1")
-        mask = mask != 0
+    mask = bool_mask(mask)
     empty = ~mask.flatten(1).any(dim=1)
     if bool(empty.any()):
         raise ValueError(f"mask leaves group {int(empty.nonzero()[0])} without valid tokens")

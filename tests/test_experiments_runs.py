@@ -14,16 +14,20 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny embedded-style model, built once for this module in its own cache folder."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADVEST_HOME", str(tmp_path_factory.mktemp("home")))
+        return build(
+            EmbeddedSpec(hidden_size=32, layers=1, heads=2, warm_start_steps=30), verbose=False
+        )
+
+
 @pytest.mark.slow
-def test_compare_quick_writes_config_metrics_summary_and_plot(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_compare_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, model: Path) -> None:
     from training.experiments.compare import main
 
-    monkeypatch.setenv("ADVEST_HOME", str(tmp_path / "home"))
-    model = build(
-        EmbeddedSpec(hidden_size=32, layers=1, heads=2, warm_start_steps=30), verbose=False
-    )
     out = tmp_path / "cmp"
     assert main(["--quick", "--model", str(model), "--out", str(out)]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
@@ -38,15 +42,9 @@ def test_compare_quick_writes_config_metrics_summary_and_plot(
 
 
 @pytest.mark.slow
-def test_values_quick_writes_config_metrics_summary_and_plot(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_values_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, model: Path) -> None:
     from training.experiments import main
 
-    monkeypatch.setenv("ADVEST_HOME", str(tmp_path / "home"))
-    model = build(
-        EmbeddedSpec(hidden_size=32, layers=1, heads=2, warm_start_steps=30), verbose=False
-    )
     out = tmp_path / "values"
     assert main(["values", "--quick", "--model", str(model), "--out", str(out)]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
