@@ -72,7 +72,8 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
             r[x == v] = r[x == v].mean()
         return r
 
-    ra, rb = ranks(a), ranks(b)
+    # float64 noise (e.g. two ways of computing one leave-one-out mean) must not split ties
+    ra, rb = ranks(np.round(a, 12)), ranks(np.round(b, 12))
     if ra.std() == 0 or rb.std() == 0:
         return float("nan")
     return float(np.corrcoef(ra, rb)[0, 1])
