@@ -130,12 +130,35 @@ def _batch_units(rewards: Tensor, name: str) -> tuple[Tensor, Tensor]:
     return x / torch.where(m > 0, m, 1.0), m
 
 
+def _exclusive_sum(values: Tensor) -> Tensor:
+    """``[B]`` → ``[B]``: Σ over the other entries as prefix + suffix sums, O(B), with no total
+    minus self (that cancels catastrophically when one entry dominates)."""
+    zero = values.new_zeros(1)
+    prefix = torch.cat([zero, values.cumsum(0)[:-1]])
+    suffix = torch.cat([values.flip(0).cumsum(0).flip(0)[1:], zero])
+    return prefix + suffix
+
+
 def _mean_of_others(values: Tensor) -> Tensor:
-    """``[B]`` → ``[B]``: the mean over the other B − 1 entries, summed directly (no total minus
-    self: that cancels catastrophically when one entry dominates)."""
-    B = values.shape[0]
-    others = 1.0 - torch.eye(B, dtype=values.dtype, device=values.device)  # [B, B]
-    return (others @ values) / (B - 1)
+    """``[B]`` → ``[B]``: the mean over the other B − 1 entries."""
+    return _exclusive_sum(values) / (values.shape[0] - 1)
+
+
+def _spread_of_others(mu: Tensor, mu_bar: Tensor) -> Tensor:
+    """``[B]``: Σ_{q≠p} (μ_q − μ̄_{−p})². O(B) by Σ d² − (B−1)·d̄² on d = μ − mean(μ); the few
+    rows where that subtraction loses more than 6 digits (a prompt far from all the others,
+    which agree) are summed directly, O(B) each."""
+    B = mu.shape[0]
+    d = mu - mu.mean()
+    sq = _exclusive_sum(d * d)  # sums of non-negative terms: accurate
+    out = (sq - (B - 1) * _mean_of_others(d) ** 2).clamp(min=0)
+    redo = ((out <= 1e-6 * sq) & (sq > 0)).nonzero().flatten()
+    if redo.numel():
+        keep = torch.ones(redo.numel(), B, dtype=mu.dtype, device=mu.device)
+        keep[torch.arange(redo.numel(), device=mu.device), redo] = 0
+        direct = (keep * (mu.unsqueeze(0) - mu_bar[redo].unsqueeze(1)) ** 2).sum(dim=1)
+        out = out.index_put((redo,), direct)
+    return out
 
 
 @register("james_stein", "group", needs_k=False)
@@ -144,7 +167,7 @@ def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
 
     λ_p = v²/(v² + s² + ε) from the other prompts only (spec/group.md). Needs B >= 2 and G >= 2.
     Computed as A = (1 − λ)·G/(G−1)·(r − μ_p) + λ·(r − r̄_{−p}), in units of the batch spread m;
-    O(B²) for the leave-one-prompt-out means.
+    O(B·G) (leave-one-prompt-out sums by prefix and suffix sums).
     """
     e = _check_eps(eps, "james_stein")
     u, m = _batch_units(rewards, "james_stein")
@@ -161,8 +184,7 @@ def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
     s2_within = torch.where(constant, 0.0, s2_within)
     v2 = _mean_of_others(s2_within) / G  # [B]
     mu_bar = _mean_of_others(mu)  # [B]: also r̄_{−p}, the groups being equal in size
-    others = 1.0 - torch.eye(B, dtype=u.dtype, device=u.device)  # [B, B]
-    s2 = (others * (mu.unsqueeze(0) - mu_bar.unsqueeze(1)) ** 2).sum(dim=1) / (B - 1)  # [B]
+    s2 = _spread_of_others(mu, mu_bar) / (B - 1)  # [B]
     # ε is in reward units²: in units of m it is ε/m² (inf for a subnormal m, giving λ = 0).
     denominator = v2 + s2 + (e / (m * m) if e > 0 else 0.0)
     lam = torch.where(denominator > 0, v2 / torch.where(denominator > 0, denominator, 1.0), 0.0)
