@@ -504,3 +504,17 @@ def test_eval_writes_a_pass_at_k_table_and_plot(model_path: str, tmp_path: Path)
     assert all(0 <= v <= 1 for v in values.values())
     assert list(values.values()) == sorted(values.values())  # pass@k never falls with k
     assert (tmp_path / "passk.png").stat().st_size > 0
+
+
+def test_checkpoints_carry_the_estimator_state(model_path: str, tmp_path: Path) -> None:
+    """KAE's history is saved with the run and restores to the same baseline values."""
+    cfg = _cfg(model_path, tmp_path, estimator="kae", steps=3, train_pool=4, ppo_epochs=1)
+    _train(cfg, "kae")
+    saved = torch.load(tmp_path / "kae" / "checkpoints" / "last.ckpt", weights_only=False)
+    state = saved["advest"]["estimator"]
+    assert state is not None
+    restored = registry.get("kae")()
+    restored.load_state_dict(state)
+    assert restored.iteration == 4  # three calls, 1-based
+    values = restored.value(torch.arange(4))  # every pooled prompt was seen
+    assert values.shape == (4,) and bool(torch.isfinite(values).all())
