@@ -140,7 +140,7 @@ def test_selecting_an_estimator_by_name_equals_calling_it_directly() -> None:
     import fast.maxk
 
     cfg = RLConfig(estimator="maxpo", k=3, prompts_per_step=3, group_size=6)
-    rollout = synthetic(cfg, tokens=5)
+    rollout = synthetic(3, 6, T=5, k=3)
     rollout.rewards = torch.rand(3, 6, generator=torch.Generator().manual_seed(0))
     by_name = advantages(cfg, registry.get("maxpo"), rollout)
     direct = fast.maxk.maxpo(rollout.rewards, 3).unsqueeze(-1).expand(3, 6, 5)

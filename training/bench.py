@@ -8,59 +8,24 @@ every field filled (``hidden`` has the model's width D).
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from fast import registry
-from training.rollout import Rollout
+from fast.bench import _time
+from training.rollout import Rollout, call, synthetic
 
 TARGETS = {"ktae": 0.02, "covariance_weights": 0.02, "hista": 0.10}
 """Issue targets: estimator time / forward time."""
 
 
-def rollout(B: int, G: int, T: int, D: int, seed: int = 0) -> Rollout:
-    """Character-level responses of digits and operators, so that Numca finds numbers and KTAE
-    sees a realistic vocabulary; binary rewards."""
-    gen = torch.Generator().manual_seed(seed)
-    alphabet = "0123456789+= "
-    chars = torch.randint(len(alphabet), (B, G, T), generator=gen)
-    texts = [["".join(alphabet[int(c)] for c in chars[b, g]) for g in range(G)] for b in range(B)]
-    starts = torch.arange(T)
-    offsets = torch.stack([starts, starts + 1], -1).expand(B, G, T, 2).contiguous()
-    return Rollout(
-        prompt_ids=torch.arange(B),
-        token_ids=chars + 3,
-        mask=torch.ones(B, G, T, dtype=torch.bool),
-        rewards=(torch.rand(B, G, generator=gen) > 0.5).float(),
-        logprobs=-torch.rand(B, G, T, generator=gen) * 3,
-        texts=texts,
-        offsets=offsets,
-        hidden=torch.randn(B, G, T, D, generator=gen),
-    )
-
-
-def _median(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def _estimator_call(name: str, r: Rollout) -> Callable[[], Any]:
     entry = registry.entry(name)
-    fields: dict[str, Any] = {"advantages": registry.get("grpo")(r.rewards), "lengths": r.lengths}
-    args = {i: fields[i] if i in fields else getattr(r, i) for i in entry.inputs}
-    if entry.stateful:
-        instance = entry.fn()
-        return lambda: instance(**args)
-    return lambda: entry.fn(**args)
+    base = registry.get("grpo")(r.rewards)  # what a reweighter gets from its base estimator
+    fn = entry.fn() if entry.stateful else entry.fn
+    return lambda: call(name, fn, r, {}, base)
 
 
 def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) -> None:
@@ -80,8 +45,8 @@ def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) ->
     def forward() -> Any:
         return model(input_ids=ids, output_hidden_states=True, use_cache=False)
 
-    fwd = _median(forward, repeats)
-    r = rollout(B, G, T, D)
+    fwd = _time(forward, repeats, torch.device("cpu"))
+    r = synthetic(B, G, T, D)
     names = [n for n in registry.names() if registry.entry(n).family in ("token", "history")]
     print(
         f"\ntoken/history estimators vs one rollout forward pass of the default model "
@@ -91,6 +56,6 @@ def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) ->
     print(f"{'':<22}{'ms':>12}{'× forward':>12}{'target':>10}")
     print(f"{'forward pass':<22}{fwd * 1e3:>12.2f}{1.0:>12.3f}")
     for name in names:
-        t = _median(_estimator_call(name, r), repeats)
+        t = _time(_estimator_call(name, r), repeats, torch.device("cpu"))
         target = f"≤ {TARGETS[name]:.0%}" if name in TARGETS else ""
         print(f"{name:<22}{t * 1e3:>12.2f}{t / fwd:>12.3f}{target:>10}")

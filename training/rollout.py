@@ -54,9 +54,9 @@ def make_estimator(cfg: RLConfig) -> Any:
     return entry.fn
 
 
-def _call(
-    name: str, fn: Any, rollout: Rollout, options: dict[str, Any], base: Tensor | None
-) -> Any:
+def call(name: str, fn: Any, rollout: Rollout, options: dict[str, Any], base: Tensor | None) -> Any:
+    """``fn`` (registered as ``name``, or an instance of it when stateful) on the rollout fields
+    it declares; ``base`` fills ``advantages`` for reweighters."""
     entry = registry.entry(name)
     fields = {"lengths": rollout.lengths, "advantages": base}
     args = {i: fields[i] if i in fields else getattr(rollout, i) for i in entry.inputs}
@@ -67,10 +67,8 @@ def advantages(cfg: RLConfig, estimator: Any, rollout: Rollout) -> Tensor:
     """``[B, G, T]`` float32 advantages of the rollout, zero at padding."""
     base = None
     if "advantages" in registry.entry(cfg.estimator).inputs:
-        base = _value(
-            _call(cfg.base_estimator, registry.get(cfg.base_estimator), rollout, {}, None)
-        )
-    out = _call(cfg.estimator, estimator, rollout, cfg.estimator_options, base)
+        base = _value(call(cfg.base_estimator, registry.get(cfg.base_estimator), rollout, {}, None))
+    out = call(cfg.estimator, estimator, rollout, cfg.estimator_options, base)
     return _to_tokens(out, rollout)
 
 
@@ -92,30 +90,30 @@ def _to_tokens(out: Any, rollout: Rollout) -> Tensor:
     return (value * rollout.mask).to(torch.float32)
 
 
-def synthetic(cfg: RLConfig, tokens: int = 4, dim: int = 8) -> Rollout:
-    """A small rollout of the configured B, G shape with every field filled (for dry runs and
-    benchmarks). Rewards are binary and vary inside every group."""
-    B, G, T = cfg.prompts_per_step, cfg.group_size, tokens
-    gen = torch.Generator().manual_seed(0)
-    rewards = (torch.arange(G).repeat(B, 1) % 2).float()
-    token_ids = torch.randint(3, 15, (B, G, T), generator=gen)
-    texts = [["12+3"[:T] for _ in range(G)] for _ in range(B)]
-    starts = torch.arange(T).clamp(max=3)
-    offsets = torch.stack([starts, (starts + 1).clamp(max=4)], -1).expand(B, G, T, 2).clone()
+def synthetic(B: int, G: int, T: int, D: int = 8, k: int = 1, seed: int = 0) -> Rollout:
+    """A rollout with every field filled, for dry runs and benchmarks: character-level responses
+    of digits and operators (so Numca finds numbers and KTAE sees a realistic vocabulary), one
+    character per token, and 0/1 rewards that vary inside every group."""
+    gen = torch.Generator().manual_seed(seed)
+    alphabet = "0123456789+= "
+    chars = torch.randint(len(alphabet), (B, G, T), generator=gen)
+    texts = [["".join(alphabet[int(c)] for c in chars[b, g]) for g in range(G)] for b in range(B)]
+    starts = torch.arange(T)
     return Rollout(
         prompt_ids=torch.arange(B),
-        token_ids=token_ids,
+        token_ids=chars + 3,
         mask=torch.ones(B, G, T, dtype=torch.bool),
-        rewards=rewards,
-        logprobs=-torch.rand(B, G, T, generator=gen),
+        rewards=(torch.arange(G).repeat(B, 1) % 2).float(),
+        logprobs=-torch.rand(B, G, T, generator=gen) * 3,
         texts=texts,
-        offsets=offsets,
-        hidden=torch.randn(B, G, T, dim, generator=gen),
-        k=cfg.k,
+        offsets=torch.stack([starts, starts + 1], -1).expand(B, G, T, 2).contiguous(),
+        hidden=torch.randn(B, G, T, D, generator=gen),
+        k=k,
     )
 
 
 def dry_run(cfg: RLConfig) -> None:
     """Call the configured estimator once on a synthetic rollout (a fresh instance when it is
     stateful, so no state leaks into the run)."""
-    advantages(cfg, make_estimator(cfg), synthetic(cfg))
+    rollout = synthetic(cfg.prompts_per_step, cfg.group_size, T=4, k=cfg.k)
+    advantages(cfg, make_estimator(cfg), rollout)

@@ -29,14 +29,9 @@ from fast import registry
 from fast.detokenize import texts_and_offsets
 from training.evaluate import embedded_held_out
 from training.module import load_policy, positions
+from training.rollout import Rollout, call
 
 TOKEN_BASELINES = ("numca", "hista")
-
-
-def _call(name: str, inputs: dict[str, Any], options: dict[str, Any]) -> Tensor:
-    entry = registry.entry(name)
-    out: Tensor = entry.fn(**{i: inputs[i] for i in entry.inputs}, **options.get(name, {}))
-    return out.double()
 
 
 def _generate(model: Any, tok: Any, prompts: list[Tensor], n: int, budget: int) -> list[Tensor]:
@@ -131,15 +126,20 @@ def states_benchmark(model: Any, tok: Any, a: argparse.Namespace) -> dict[str, A
         )
         hidden = out.hidden_states[-1][:, prompt.numel() - 1 : -1].unsqueeze(0).double()
         R = rewards[0]
-        inputs = {
-            "texts": texts,
-            "offsets": offsets,
-            "mask": mask,
-            "rewards": rewards,
-            "hidden": hidden,
-        }
+        rollout = Rollout(
+            prompt_ids=torch.zeros(1, dtype=torch.long),
+            token_ids=token_ids,
+            mask=mask,
+            rewards=rewards,
+            logprobs=torch.zeros(mask.shape),  # not consumed by the value baselines
+            texts=texts,
+            offsets=offsets,
+            hidden=hidden,
+        )
+        options = {"hista": {"w": a.hista_w}}
         base = {  # the baseline each token-level estimator used: b = R_i − A_{i,t}
-            name: R.unsqueeze(-1) - _call(name, inputs, {"hista": {"w": a.hista_w}})[0]
+            name: R.unsqueeze(-1)
+            - call(name, registry.get(name), rollout, options.get(name, {}), None)[0].double()
             for name in TOKEN_BASELINES
             if name in registry.names()
         }
