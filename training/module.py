@@ -41,6 +41,13 @@ def load_policy(path: str) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def response_mask(responses: Tensor, eos_id: int) -> Tensor:
+    """``[..., T]`` bool: response tokens up to and including the first EOS."""
+    eos = responses == eos_id
+    after_eos: Tensor = (eos.cumsum(-1) - eos.long()) > 0
+    return ~after_eos
+
+
 def positions(attention_mask: Tensor) -> Tensor:
     """Position ids that skip left padding, as ``generate`` uses them."""
     return (attention_mask.cumsum(-1) - 1).clamp(min=0)
@@ -96,7 +103,8 @@ class RLModule(L.LightningModule):
         times["time/generate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         rollout, extra = self.score(items, sequences, prompt_len)
-        times["time/reward"] = time.perf_counter() - t0
+        times["time/reward"] = extra["reward_s"]
+        times["time/forward"] = time.perf_counter() - t0 - extra["reward_s"]
         t0 = time.perf_counter()
         adv = advantages(cfg, self.estimator, rollout)  # [B, G, T]
         times["time/advantage"] = time.perf_counter() - t0
@@ -135,13 +143,6 @@ class RLModule(L.LightningModule):
         out = torch.nn.functional.pad(out, (0, width - out.shape[1]), value=tok.pad_token_id)
         return out, P
 
-    def response_mask(self, sequences: Tensor, P: int) -> Tensor:
-        """``[B·G, T]``: response tokens up to and including the first EOS."""
-        resp = sequences[:, P:]
-        eos = resp == self.tokenizer.eos_token_id
-        after_eos: Tensor = (eos.cumsum(-1) - eos.long()) > 0
-        return ~after_eos
-
     def attention(self, sequences: Tensor, P: int, mask: Tensor) -> Tensor:
         prompt = sequences[:, :P] != self.tokenizer.pad_token_id
         return torch.cat([prompt, mask], -1).long()
@@ -169,11 +170,13 @@ class RLModule(L.LightningModule):
 
     @torch.no_grad()
     def score(self, items: list[Item], sequences: Tensor, P: int) -> tuple[Rollout, dict[str, Any]]:
-        """Rewards and the one rollout forward pass (log-probs, entropy, hidden states)."""
+        """Rewards (timed alone) and the one rollout forward pass (log-probs, entropy, hidden
+        states; the reference model's log-probs when KL is on)."""
         cfg, tok = self.cfg, self.tokenizer
         B, G, T = len(items), cfg.group_size, cfg.max_new_tokens
-        mask = self.response_mask(sequences, P)
         resp = sequences[:, P:]
+        mask = response_mask(resp, tok.eos_token_id)
+        start = time.perf_counter()
         texts = [
             tok.decode(r[m].tolist(), skip_special_tokens=True)
             for r, m in zip(resp, mask, strict=True)
@@ -183,6 +186,7 @@ class RLModule(L.LightningModule):
             dtype=torch.float32,
             device=self.device,
         ).view(B, G)
+        reward_seconds = time.perf_counter() - start
         self.policy.eval()
         logp, logits, hidden = self.forward_logprobs(
             self.policy, sequences, P, mask, hidden=needs(cfg, "hidden")
@@ -208,7 +212,7 @@ class RLModule(L.LightningModule):
             k=cfg.k,
         )
         entropy = float((ent * mask).sum() / mask.sum().clamp(min=1))
-        return rollout, {"entropy": entropy, "ref_logprobs": ref_logp, "old_logprobs": logp}
+        return rollout, {"entropy": entropy, "ref_logprobs": ref_logp, "reward_s": reward_seconds}
 
     # ----------------------------------------------------------------- optimisation
     def update(

@@ -63,7 +63,8 @@ def run_arm(name: str, seed: int, base: RLConfig, out: Path) -> dict[str, Any]:
         ),
         "response_length_last_third": statistics.fmean(_series(folder, "response_length")[-third:]),
         "seconds": sum(
-            sum(_series(folder, f"time/{p}")) for p in ("generate", "reward", "advantage", "update")
+            sum(_series(folder, f"time/{p}"))
+            for p in ("generate", "reward", "forward", "advantage", "update")
         ),
     }
 

@@ -28,7 +28,7 @@ from torch import Tensor
 from fast import registry
 from fast.detokenize import texts_and_offsets
 from training.evaluate import embedded_held_out
-from training.module import load_policy, positions
+from training.module import load_policy, positions, response_mask
 from training.rollout import Rollout, call
 
 TOKEN_BASELINES = ("numca", "hista")
@@ -112,8 +112,7 @@ def states_benchmark(model: Any, tok: Any, a: argparse.Namespace) -> dict[str, A
         token_ids = torch.full((1, a.group, T), tok.pad_token_id)
         for g, r in enumerate(resp):
             token_ids[0, g, : r.numel()] = r
-        eos = token_ids == tok.eos_token_id
-        mask = ~((eos.cumsum(-1) - eos.long()) > 0)
+        mask = response_mask(token_ids, tok.eos_token_id)
         rewards = torch.tensor([[_reward(tok, r, item.answer) for r in resp]], dtype=torch.float64)
         texts, offsets = texts_and_offsets(token_ids, mask, tok)
         seqs = torch.cat([prompt.expand(a.group, -1), token_ids[0]], 1)
