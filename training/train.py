@@ -96,7 +96,6 @@ def train(
     ckpt = folder / "checkpoints" / "last.ckpt"
     if resume and not ckpt.exists():
         raise ConfigError(f"--resume: no checkpoint at {ckpt}")
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     model_path = cfg.model or str(embedded.build())
     L.seed_everything(cfg.seed, verbose=False)
     module = RLModule(cfg, model_path)
