@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from training import rewards
-from training.data import Item
+from training.data import Item, PromptSource
 from training.metrics import pass_at_k
 from training.task import held_out
 
@@ -22,8 +22,9 @@ def embedded_held_out(n: int, seed: int = 0, digits: int = 2) -> list[Item]:
 
 
 def jsonl_items(path: str) -> list[Item]:
-    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-    return [Item(i, str(r["prompt"]), str(r["answer"])) for i, r in enumerate(rows)]
+    """Every row of a prompt/answer JSONL, in file order (parsed and checked by PromptSource)."""
+    rows = PromptSource(path, seed=0).rows or []
+    return [Item(i, p.prompt, p.answer) for i, p in enumerate(rows)]
 
 
 @torch.no_grad()

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
-import torch
 
 from training.config import ConfigError, RLConfig, validate
 
