@@ -66,6 +66,13 @@ def sqrt(q: Fraction) -> Fraction:
         return Fraction(Decimal(q.numerator).sqrt() / Decimal(q.denominator).sqrt())
 
 
+def exp(x: Fraction) -> Fraction:
+    """e^x correct to about 50 significant digits (the kernels of covariance, Hista and KAE)."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        return Fraction((Decimal(x.numerator) / Decimal(x.denominator)).exp())
+
+
 def std(values: Sequence[Fraction], ddof: int) -> Fraction:
     """sqrt(Σ(x − x̄)² / (n − ddof)), the two-pass definition."""
     centre = mean(values)

@@ -18,19 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import NamedTuple
 
-from reference._exact import Number, to_fractions
+from reference._exact import Number, exp, to_fractions
 
 __all__ = ["covariance_weights"]
-
-
-def _exp(x: Fraction) -> Fraction:
-    with localcontext() as ctx:
-        ctx.prec = 50
-        return Fraction((Decimal(x.numerator) / Decimal(x.denominator)).exp())
 
 
 def _tokens(
@@ -83,7 +76,7 @@ def covariance_weights(
     var = sum(((x - c_bar) ** 2 for x in flat_c), Fraction(0)) / (n_s - ddof)
     if var == 0:
         return ones
-    w = [[_exp(-(x * x) / (2 * var)) for x in row] for row in c]
+    w = [[exp(-(x * x) / (2 * var)) for x in row] for row in c]
     total = sum((x for row in w for x in row), Fraction(0))
     return [[x * n_s / total for x in row] for row in w]
 
@@ -166,7 +159,7 @@ def token_covariance(ells: list[list[Fraction]], adv: list[list[Fraction]]) -> l
 
 
 def _ratio(ell: Fraction, old: Fraction) -> Fraction:
-    return Fraction(1) if ell == old else _exp(ell - old)
+    return Fraction(1) if ell == old else exp(ell - old)
 
 
 def clip_cov(

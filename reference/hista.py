@@ -24,22 +24,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from decimal import Decimal, localcontext
 from fractions import Fraction
 
-from reference._exact import Number, mean, sqrt, to_fractions
+from reference._exact import Number, exp, mean, sqrt, to_fractions
 
 __all__ = ["block_distances", "hista", "min_distance", "pool", "state_values"]
 
 Vector = list[Fraction]
 Rollout = Sequence[Sequence[Number]]  # one rollout's valid response tokens, each a d-vector
-
-
-def _exp(x: Fraction) -> Fraction:
-    """e^x to 50 significant digits."""
-    with localcontext() as ctx:
-        ctx.prec = 50
-        return Fraction((Decimal(x.numerator) / Decimal(x.denominator)).exp())
 
 
 def _vectors(rollout: Rollout, j: int) -> list[Vector]:
@@ -94,7 +86,7 @@ def _weights(d: Sequence[Fraction | None], tau_scale: Fraction) -> list[Fraction
     if tau == 0:
         return [Fraction(int(x is not None), len(finite)) for x in d]
     nearest = min(finite)  # shift the logits so that the largest term is exactly 1
-    e = [Fraction(0) if x is None else _exp(-(x - nearest) / tau) for x in d]
+    e = [Fraction(0) if x is None else exp(-(x - nearest) / tau) for x in d]
     total = sum(e, Fraction(0))
     return [x / total for x in e]
 

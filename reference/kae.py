@@ -22,23 +22,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import NamedTuple
 
-from reference._exact import Number, std, to_fractions
+from reference._exact import Number, exp, std, to_fractions
 
 __all__ = ["KAE", "kae", "kae_group", "kernel_weight", "window"]
 
 Kernel = Callable[[Fraction], Fraction]
 History = Sequence[tuple[int, Number]]
 EPS = Fraction(1e-6)
-
-
-def _exp(x: Fraction) -> Fraction:
-    with localcontext() as ctx:
-        ctx.prec = 50
-        return Fraction((Decimal(x.numerator) / Decimal(x.denominator)).exp())
 
 
 def triangular(u: Fraction) -> Fraction:
@@ -48,7 +41,7 @@ def triangular(u: Fraction) -> Fraction:
 
 def exponential(u: Fraction) -> Fraction:
     """K(u) = e^{−u} (50 digits)."""
-    return _exp(-u)
+    return exp(-u)
 
 
 KERNELS: dict[str, Kernel] = {"triangular": triangular, "exponential": exponential}
