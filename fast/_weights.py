@@ -13,7 +13,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from spec.maxk_weights import ALPHA, BETA, GAMMA, M_HAT, MU_HI, MU_LO, BinomRatio
+from advest.spec.maxk_weights import ALPHA, BETA, GAMMA, M_HAT, MU_HI, MU_LO, BinomRatio
 
 
 class Weights(NamedTuple):

@@ -15,9 +15,9 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from fast._checks import check_ddof
-from fast.registry import register
-from reference.covariance import _clip_range, _decimal  # one parser of hyperparameters
+from advest.fast._checks import check_ddof
+from advest.fast.registry import register
+from advest.spec.hyperparams import clip_range, decimal  # one parser of hyperparameters
 
 __all__ = ["covariance_weights"]
 
@@ -140,7 +140,7 @@ class CovLoss(NamedTuple):
 
 def _count(fraction: object, name: str, n_valid: int) -> int:
     """⌊fraction · N⌋, exactly, for a fraction in [0, 1]."""
-    q = _decimal(fraction, name)
+    q = decimal(fraction, name)
     if not 0 <= q <= 1:
         raise ValueError(f"{name} must be a fraction in [0, 1]; got {fraction!r}")
     return math.floor(q * n_valid)
@@ -226,10 +226,10 @@ def clip_cov(
     ell, old, adv, valid, n_valid = _check_loss_inputs(logprobs, old_logprobs, advantages, mask)
     n = max(1, _count(clip_cov_ratio, "clip_cov_ratio", n_valid))
     lb, ub = (
-        float(_decimal(clip_cov_lb, "clip_cov_lb")),
-        float(_decimal(clip_cov_ub, "clip_cov_ub")),
+        float(decimal(clip_cov_lb, "clip_cov_lb")),
+        float(decimal(clip_cov_ub, "clip_cov_ub")),
     )
-    lo, hi = (float(x) for x in _clip_range(clip_low, clip_high))
+    lo, hi = (float(x) for x in clip_range(clip_low, clip_high))
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator; got {type(generator)}")
     if generator.device.type != logprobs.device.type:
@@ -267,8 +267,8 @@ def kl_cov(
     """
     ell, old, adv, valid, n_valid = _check_loss_inputs(logprobs, old_logprobs, advantages, mask)
     k = _count(kl_cov_fraction, "kl_cov_fraction", n_valid)
-    n = 0 if _decimal(kl_cov_fraction, "kl_cov_fraction") == 0 else max(1, k)
-    beta = float(_decimal(kl_cov_coef, "kl_cov_coef"))
+    n = 0 if decimal(kl_cov_fraction, "kl_cov_fraction") == 0 else max(1, k)
+    beta = float(decimal(kl_cov_coef, "kl_cov_coef"))
     if beta < 0:
         raise ValueError(f"kl_cov_coef must be >= 0; got {kl_cov_coef!r}")
     cov = token_covariance(ell, adv, valid)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from fast._checks import check_companion, check_ddof, check_rewards
-from fast.registry import register
+from advest.fast._checks import check_companion, check_ddof, check_rewards
+from advest.fast.registry import register
 
 __all__ = ["dr_grpo", "ebpo", "grpo", "james_stein", "opo", "reinforce_pp", "rloo"]
 

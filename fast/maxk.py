@@ -23,10 +23,10 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from fast._checks import check_ddof, check_k, check_rewards
-from fast._weights import weights
-from fast.registry import register
-from spec.maxk_weights import ALPHA, BETA, FORMS, GAMMA, MU_HI, MU_LO, Combo
+from advest.fast._checks import check_ddof, check_k, check_rewards
+from advest.fast._weights import weights
+from advest.fast.registry import register
+from advest.spec.maxk_weights import ALPHA, BETA, FORMS, GAMMA, MU_HI, MU_LO, Combo
 
 __all__ = [
     "bagirov_centered",

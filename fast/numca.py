@@ -21,10 +21,10 @@ from fractions import Fraction
 import torch
 from torch import Tensor
 
-from fast._checks import bool_mask, check_rewards
-from fast.group import rloo
-from fast.registry import register
-from reference.numca import NUMBER, canonical
+from advest.fast._checks import bool_mask, check_rewards
+from advest.fast.group import rloo
+from advest.fast.registry import register
+from advest.spec.numca_grammar import NUMBER, canonical
 
 __all__ = ["numca"]
 

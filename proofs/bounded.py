@@ -13,10 +13,10 @@ from typing import Any
 
 import z3
 
-from proofs.definitions import Definitions
-from proofs.records import Record, z3_prove
-from spec.catalogue import CATALOGUE
-from spec.maxk_weights import FORMS, exact_coefficients
+from advest.proofs.definitions import Definitions
+from advest.proofs.records import Record, z3_prove
+from advest.spec.catalogue import CATALOGUE
+from advest.spec.maxk_weights import FORMS, exact_coefficients
 
 
 class Z3Algebra:
@@ -104,7 +104,7 @@ def chen_raw_is_scaled_canonical(n: int, k: int) -> Record:
 
     def ratio_of_counts(shift: int, kk: int, nn: int) -> Any:
         """C(N_neg + shift, kk)/C(nn, kk) as an if-then-else over the possible counts."""
-        from reference._exact import comb
+        from advest.reference._exact import comb
 
         out: Any = z3.RealVal(0)
         for v in range(n + 1):
@@ -158,7 +158,7 @@ def bagirov_centred_is_scaled_canonical(n: int, k: int) -> Record:
 
 def bagirov_eq9_equals_pkpo_s(n: int, k: int) -> Record:
     """Bagirov's sorted Eq. 9 weights give PKPO's s on every sorted vector (I6)."""
-    from reference._exact import comb
+    from advest.reference._exact import comb
 
     x = _rewards(n, "x")
     d = _defs(n, k, x)

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from proofs import bounded, symbolic, unbiased
-from proofs.records import Record
+from advest.proofs import bounded, symbolic, unbiased
+from advest.proofs.records import Record
 
 Job = tuple[str, Callable[[], Record]]
 

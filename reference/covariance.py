@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
-from reference._exact import Number, exp, to_fractions
+from advest.reference._exact import Number, exp, to_fractions
+from advest.spec.hyperparams import clip_range, decimal
 
 __all__ = ["covariance_weights"]
 
@@ -94,29 +95,8 @@ class CovLoss(NamedTuple):
     selected: list[list[bool]]  # Clip-Cov: zeroed; KL-Cov: penalised
 
 
-def _decimal(x: object, name: str) -> Fraction:
-    """A hyperparameter read as the decimal it was written as (0.29 -> 29/100, not the float)."""
-    if isinstance(x, bool) or not isinstance(x, int | float | Fraction):
-        raise TypeError(f"{name} must be a number; got {type(x)}")
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            raise ValueError(f"{name} must be finite; got {x}")
-        return Fraction(repr(x))
-    return Fraction(x)
-
-
-def _clip_range(clip_low: object, clip_high: object) -> tuple[Fraction, Fraction]:
-    """[1 − ε_low, 1 + ε_high]; PRIME's Clip-Cov runs use ε_low = ε_high = 1 (ratio in [0, 2])."""
-    eps_low, eps_high = _decimal(clip_low, "clip_low"), _decimal(clip_high, "clip_high")
-    if not 0 <= eps_low <= 1 or eps_high < 0:
-        raise ValueError(
-            f"need 0 <= clip_low <= 1 and clip_high >= 0; got {clip_low!r}, {clip_high!r}"
-        )
-    return 1 - eps_low, 1 + eps_high
-
-
 def _fraction_in_unit(x: Number, name: str) -> Fraction:
-    q = _decimal(x, name)
+    q = decimal(x, name)
     if not 0 <= q <= 1:
         raise ValueError(f"{name} must be a fraction in [0, 1]; got {x!r}")
     return q
@@ -183,8 +163,8 @@ def clip_cov(
     """
     ells, olds, adv = _population(logprobs, old_logprobs, advantages)
     r = _fraction_in_unit(clip_cov_ratio, "clip_cov_ratio")
-    lb, ub = _decimal(clip_cov_lb, "clip_cov_lb"), _decimal(clip_cov_ub, "clip_cov_ub")
-    lo, hi = _clip_range(clip_low, clip_high)
+    lb, ub = decimal(clip_cov_lb, "clip_cov_lb"), decimal(clip_cov_ub, "clip_cov_ub")
+    lo, hi = clip_range(clip_low, clip_high)
     if len(draws) != len(ells) or any(len(d) != len(e) for d, e in zip(draws, ells, strict=True)):
         raise ValueError("draws must hold one number per valid token, shaped like logprobs")
     cov = token_covariance(ells, adv)
@@ -228,7 +208,7 @@ def kl_cov(
     """
     ells, olds, adv = _population(logprobs, old_logprobs, advantages)
     k = _fraction_in_unit(kl_cov_fraction, "kl_cov_fraction")
-    beta = _decimal(kl_cov_coef, "kl_cov_coef")
+    beta = decimal(kl_cov_coef, "kl_cov_coef")
     if beta < 0:
         raise ValueError(f"kl_cov_coef must be >= 0; got {kl_cov_coef!r}")
     cov = token_covariance(ells, adv)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from reference._exact import Number, mean, std, to_fractions
+from advest.reference._exact import Number, mean, std, to_fractions
 
 __all__ = [
     "dr_grpo",

@@ -15,8 +15,8 @@ import math
 from collections.abc import Collection, Sequence
 from fractions import Fraction
 
-from reference._exact import Number, comb, to_fractions
-from reference.group import grpo
+from advest.reference._exact import Number, comb, to_fractions
+from advest.reference.group import grpo
 
 __all__ = ["fisher_p", "key_token_values", "ktae"]
 

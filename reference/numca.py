@@ -16,12 +16,12 @@ and end (tokens without text get an empty span at the current position).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from reference._exact import Number, to_fractions
+from advest.reference._exact import Number, to_fractions
+from advest.spec.numca_grammar import NUMBER, canonical
 
 __all__ = [
     "NUMBER",
@@ -34,33 +34,6 @@ __all__ = [
     "numbers",
     "numca",
 ]
-
-_LEAD = r"(?:(?<![A-Za-z0-9_)\]}])(?P<sign>-)|(?<![A-Za-z0-9_.]))"
-_SIMPLE = r"(?:\d+(?:\.\d+)?|\.\d+)"
-_GRAMMAR = r"""
-LEAD (?: \\d?frac\{(?P<tn>-?SIMPLE)\}\{(?P<td>-?SIMPLE)\}     # \frac{a}{b}, \dfrac{a}{b}
-       | (?P<pn>\d+)/(?P<pd>\d+)                               # a/b
-       | (?P<th>\d{1,3}(?:,\d{3})+(?:\.\d+)?)(?!\d)            # 1,234,567.5
-       | (?P<dec>SIMPLE) )                                     # 42, 3.14, .5
-"""
-NUMBER = re.compile(_GRAMMAR.replace("LEAD", _LEAD).replace("SIMPLE", _SIMPLE), re.VERBOSE)
-"""The numeric-span grammar of notes §3.2 (LEAD and SIMPLE substituted textually, re.VERBOSE)."""
-
-
-def canonical(m: re.Match[str]) -> Fraction | None:
-    """The canonical value of one match (notes §3.2 item 2); None for a zero denominator."""
-    if m["tn"] is not None:
-        num, den = Fraction(m["tn"]), Fraction(m["td"])
-    elif m["pn"] is not None:
-        num, den = Fraction(m["pn"]), Fraction(m["pd"])
-    elif m["th"] is not None:
-        num, den = Fraction(m["th"].replace(",", "")), Fraction(1)
-    else:
-        num, den = Fraction(m["dec"]), Fraction(1)
-    if den == 0:
-        return None
-    value = num / den
-    return -value if m["sign"] else value  # Fraction has no −0: "-0.0" is 0
 
 
 def numbers(text: str) -> list[tuple[int, int, Fraction]]:

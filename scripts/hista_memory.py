@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))  # run from a checkout without installing it
 
 import torch  # noqa: E402
 
-from fast.hista import CHUNK_BYTES, hista, memory_plan  # noqa: E402
+from advest.fast.hista import CHUNK_BYTES, hista, memory_plan  # noqa: E402
 
 MiB = 2**20
 

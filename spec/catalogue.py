@@ -16,22 +16,24 @@ from typing import Any, Literal
 
 from torch import Tensor
 
-import fast.covariance
-import fast.group
-import fast.hista
-import fast.kae
-import fast.ktae
-import fast.maxk
-import fast.numca
-import reference.covariance
-import reference.group
-import reference.hista
-import reference.kae
-import reference.ktae
-import reference.maxk
-import reference.numca
+import advest.fast.covariance
+import advest.fast.group
+import advest.fast.hista
+import advest.fast.kae
+import advest.fast.ktae
+import advest.fast.maxk
+import advest.fast.numca
+import advest.reference.covariance
+import advest.reference.group
+import advest.reference.hista
+import advest.reference.kae
+import advest.reference.ktae
+import advest.reference.maxk
+import advest.reference.numca  # noqa: F401  (binds the submodule used as reference.numca)
+from advest import fast, reference
+from advest.fast import registry
 
-FAMILIES = ("maxk", "group", "covariance", "ktae", "kae", "numca", "hista")
+FAMILIES = registry.FAMILIES
 """One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""
 
 KDomain = Literal["k<=n", "k<=n-1", "k=n"]

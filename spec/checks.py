@@ -12,8 +12,8 @@ from fractions import Fraction
 
 import torch
 
-from spec.catalogue import Row
-from spec.tolerances import output_floor, tolerance
+from advest.spec.catalogue import Row
+from advest.spec.tolerances import output_floor, tolerance
 
 Batch = list[list[Fraction]]
 Impl = str | torch.dtype

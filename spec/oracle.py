@@ -17,8 +17,9 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-import fast.maxk
-from spec import bandit
+import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
+from advest import fast
+from advest.spec import bandit
 
 Family = Literal["outcome", "maxk"]
 Estimator = Callable[[Tensor], Tensor]  # rewards [B, G] -> advantages [B, G], K already bound

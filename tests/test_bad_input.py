@@ -9,9 +9,10 @@ from fractions import Fraction
 import pytest
 import torch
 
-import fast.group
-import fast.maxk
-from spec.catalogue import CATALOGUE, Row
+import advest.fast.group
+import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
+from advest import fast
+from advest.spec.catalogue import CATALOGUE, Row
 
 
 def _ref(row: Row, group: list[object], k: int) -> object:
@@ -96,10 +97,10 @@ def test_chen_passk_rejects_non_binary_rewards_naming_group_and_sample() -> None
         ValueError, match=r"binary rewards \(exactly 0 or 1\); group 1 has 0.5 at sample 1"
     ):
         fast.maxk.chen_passk(rewards, 1)
-    import reference.maxk
+    import advest.reference.maxk as reference_maxk
 
     with pytest.raises(ValueError, match=r"binary rewards .* has 1/2 at sample 1"):
-        reference.maxk.chen_passk([Fraction(1), Fraction(1, 2), Fraction(0)], 1)
+        reference_maxk.chen_passk([Fraction(1), Fraction(1, 2), Fraction(0)], 1)
 
 
 def test_singleton_groups_follow_the_pinned_conventions() -> None:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-import reference.maxk as rm
-from reference._exact import mean
-from spec import bandit
-from spec.catalogue import CATALOGUE, Row
+import advest.reference.maxk as rm
+from advest.reference._exact import mean
+from advest.spec import bandit
+from advest.spec.catalogue import CATALOGUE, Row
 
 CASES: list[dict[str, Any]] = json.loads(
     (Path(__file__).parents[1] / "spec" / "golden" / "bandit.json").read_text()

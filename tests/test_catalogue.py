@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import fast
-from fast import registry
-from spec.catalogue import CATALOGUE, FAMILIES, HISTORY_CATALOGUE, TOKEN_CATALOGUE
+import advest.fast.group
+import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
+from advest import fast
+from advest.fast import registry
+from advest.spec.catalogue import CATALOGUE, FAMILIES, HISTORY_CATALOGUE, TOKEN_CATALOGUE
 
 SPEC = Path(__file__).parents[1] / "spec"
 
@@ -33,8 +35,8 @@ def test_every_registered_estimator_has_a_catalogue_row_a_reference_and_a_spec_s
     reference_names: set[str] = set()
     fast_names: set[str] = set()
     for family in FAMILIES:
-        reference_names |= set(importlib.import_module(f"reference.{family}").__all__)
-        fast_names |= set(importlib.import_module(f"fast.{family}").__all__)
+        reference_names |= set(importlib.import_module(f"advest.reference.{family}").__all__)
+        fast_names |= set(importlib.import_module(f"advest.fast.{family}").__all__)
     assert registered <= reference_names
     assert fast_names == registered
     assert _spec_names() == registered
@@ -77,7 +79,7 @@ def test_every_proof_and_test_named_in_the_spec_exists() -> None:
     proofs = set(re.findall(r"proofs\.(\w+)\.(\w+)", text))
     assert len(proofs) >= 12
     for module, name in proofs:
-        assert hasattr(importlib.import_module(f"proofs.{module}"), name), (module, name)
+        assert hasattr(importlib.import_module(f"advest.proofs.{module}"), name), (module, name)
     tests_dir = Path(__file__).parent
     named = set(re.findall(r"(test_\w+\.py)::(test_\w+)", text))
     assert len(named) >= 20

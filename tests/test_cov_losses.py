@@ -11,12 +11,12 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from fast.covariance import clip_cov as fast_clip
-from fast.covariance import kl_cov as fast_kl
-from fast.covariance import token_covariance
-from reference.covariance import clip_cov as ref_clip
-from reference.covariance import kl_cov as ref_kl
-from reference.covariance import token_covariance as ref_cov
+from advest.fast.covariance import clip_cov as fast_clip
+from advest.fast.covariance import kl_cov as fast_kl
+from advest.fast.covariance import token_covariance
+from advest.reference.covariance import clip_cov as ref_clip
+from advest.reference.covariance import kl_cov as ref_kl
+from advest.reference.covariance import token_covariance as ref_cov
 
 Ragged = list[list[float]]
 T = 4

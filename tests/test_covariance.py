@@ -10,8 +10,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fast.covariance import covariance_weights as fast_cw
-from reference.covariance import covariance_weights as ref_cw
+from advest.fast.covariance import covariance_weights as fast_cw
+from advest.reference.covariance import covariance_weights as ref_cw
 
 Ragged = list[list[float]]
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import torch
 
-from spec import bandit as exact
-from training.cli import main as cli_main
-from training.experiments import bandit
+from advest.spec import bandit as exact
+from advest.training.cli import main as cli_main
+from advest.training.experiments import bandit
 
 GOLDEN: list[dict[str, Any]] = json.loads(
     (Path(__file__).parents[1] / "spec" / "golden" / "bandit.json").read_text()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from training.embedded import EmbeddedSpec, build
+from advest.training.embedded import EmbeddedSpec, build
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::UserWarning", "ignore::FutureWarning"
@@ -26,7 +26,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_compare_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, model: Path) -> None:
-    from training.experiments.compare import main
+    from advest.training.experiments.compare import main
 
     out = tmp_path / "cmp"
     assert main(["--quick", "--model", str(model), "--out", str(out)]) == 0
@@ -43,7 +43,7 @@ def test_compare_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, mo
 
 @pytest.mark.slow
 def test_values_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, model: Path) -> None:
-    from training.experiments import main
+    from advest.training.experiments import main
 
     out = tmp_path / "values"
     assert main(["values", "--quick", "--model", str(model), "--out", str(out)]) == 0

@@ -9,9 +9,9 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from reference import maxk_closed
-from spec.catalogue import CATALOGUE, Row
-from spec.checks import assert_close, assert_matches_reference, evaluate
+from advest.reference import maxk_closed
+from advest.spec.catalogue import CATALOGUE, Row
+from advest.spec.checks import assert_close, assert_matches_reference, evaluate
 from tests.strategies import Batch, batches, lengths_for
 
 DTYPES = [torch.float64, torch.float32]
@@ -91,7 +91,7 @@ def test_exact_closed_form_equals_subset_definition(
     batch: Batch, data: st.DataObject | None
 ) -> None:
     """reference.maxk_closed (the sorted prefix/suffix forms) == reference.maxk (enumeration)."""
-    import reference.maxk as brute
+    import advest.reference.maxk as brute
 
     r = batch[0]
     n = len(r)
@@ -110,8 +110,8 @@ def test_exact_closed_form_equals_subset_definition(
 @given(batch=batches(3, 8), data=st.data())
 def test_dense_seed_forms_equal_the_reference(batch: Batch, data: st.DataObject) -> None:
     """MaxPO Thms E.1/E.2 (fast/maxk_dense.py) == brute force, ties included (K >= 2)."""
-    import reference.maxk as brute
-    from fast import maxk_dense
+    import advest.reference.maxk as brute
+    from advest.fast import maxk_dense
 
     n = len(batch[0])
     k = data.draw(st.integers(2, n - 1))

@@ -11,8 +11,8 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from fast import registry
-from fast.hista import (
+from advest.fast import registry
+from advest.fast.hista import (
     CHUNK_BYTES,
     Pooled,
     _distance_chunks,
@@ -20,10 +20,10 @@ from fast.hista import (
     memory_plan,
     pool_hidden,
 )
-from fast.hista import hista as fast_hista
-from reference.hista import _weights, block_distances, min_distance, pool, state_values
-from reference.hista import hista as ref_hista
-from spec.tolerances import tolerance
+from advest.fast.hista import hista as fast_hista
+from advest.reference.hista import _weights, block_distances, min_distance, pool, state_values
+from advest.reference.hista import hista as ref_hista
+from advest.spec.tolerances import tolerance
 
 Rollouts = list[list[list[float]]]  # [G][L_i][d]
 Group = tuple[Rollouts, list[float]]

@@ -12,11 +12,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-import fast.group
-import fast.maxk
-import reference.group as rg
-import reference.maxk as rm
-from reference._exact import mean
+import advest.fast.group
+import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
+import advest.reference.group as rg
+import advest.reference.maxk as rm
+from advest import fast
+from advest.reference._exact import mean
 from tests.strategies import batches
 
 Vec = list[Fraction]
@@ -182,7 +183,7 @@ def test_pkpo_binary_form_and_chen_sigma(r: Vec, data: st.DataObject) -> None:
     c = sum(1 for x in r if x == 1)
 
     def rho(m: int, correct: int, kk: int) -> Fraction:
-        from reference._exact import comb
+        from advest.reference._exact import comb
 
         return 1 - Fraction(comb(m - correct, kk), comb(m, kk))
 

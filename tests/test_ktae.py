@@ -10,11 +10,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fast.ktae import _fisher_strength
-from fast.ktae import ktae as fast_ktae
-from reference._exact import comb
-from reference.ktae import fisher_p, key_token_values
-from reference.ktae import ktae as ref_ktae
+from advest.fast.ktae import _fisher_strength
+from advest.fast.ktae import ktae as fast_ktae
+from advest.reference._exact import comb
+from advest.reference.ktae import fisher_p, key_token_values
+from advest.reference.ktae import ktae as ref_ktae
 
 Rollouts = list[list[int]]
 VEC_A: tuple[Rollouts, list[int]] = (
@@ -161,7 +161,7 @@ def test_bounds_and_token_id_tying(grp: tuple[Rollouts, list[float]]) -> None:
     kappa = key_token_values(rollouts, rewards)
     assert all(-1 <= k <= 1 for k in kappa.values())
     adv = ref_ktae(rollouts, rewards)
-    from reference.group import grpo
+    from advest.reference.group import grpo
 
     base = [float(x) for x in grpo(rewards)]
     for o, row, g in zip(rollouts, adv, base, strict=True):
@@ -172,7 +172,7 @@ def test_bounds_and_token_id_tying(grp: tuple[Rollouts, list[float]]) -> None:
 def test_reduction_to_grpo_when_no_token_discriminates() -> None:
     rollouts = [[3, 4, 4], [4, 3], [3, 3, 4, 4]]
     ids, mask, r = _pack([(rollouts, [1.0, 0.0, 1.0])], 4)
-    from fast.group import grpo
+    from advest.fast.group import grpo
 
     out = fast_ktae(ids, mask, r)
     base = grpo(r)[0]
@@ -185,7 +185,7 @@ def test_degenerate_groups_special_ids_and_padding_give_zero() -> None:
     assert bool((fast_ktae(ids, mask, r) == 0).all())
     ids, mask, r = _pack([([[1, 2, 3], [1, 4]], [1.0, 0.0])], 3)
     out = fast_ktae(ids, mask, r, special_ids={3, 4})
-    from fast.group import grpo
+    from advest.fast.group import grpo
 
     base = grpo(r)[0]
     assert float(out[0, 0, 2]) == float(base[0]) and float(out[0, 1, 1]) == float(base[1])

@@ -11,10 +11,11 @@ from fractions import Fraction
 import pytest
 import torch
 
-import fast._weights
-import fast.maxk
-from spec.catalogue import CATALOGUE, Row, rows
-from spec.checks import assert_matches_reference
+import advest.fast._weights
+import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
+from advest import fast
+from advest.spec.catalogue import CATALOGUE, Row, rows
+from advest.spec.checks import assert_matches_reference
 
 G1 = [[Fraction(x) for x in (3, 1, 4, 1, 5)], [Fraction(x) for x in (0, 0, 1, 2, 2)]]
 

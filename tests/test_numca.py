@@ -12,15 +12,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fast.group
-import reference.group
-from fast import registry
-from fast.detokenize import decode_with_offsets, texts_and_offsets
-from fast.numca import _extract
-from fast.numca import numca as fast_numca
-from reference.numca import baselines, join_tokens, milestones, numbers
-from reference.numca import numca as ref_numca
-from spec.tolerances import tolerance
+import advest.fast.group
+import advest.reference.group  # noqa: F401  (binds the submodule used as reference.group)
+from advest import fast, reference
+from advest.fast import registry
+from advest.fast.detokenize import decode_with_offsets, texts_and_offsets
+from advest.fast.numca import _extract
+from advest.fast.numca import numca as fast_numca
+from advest.reference.numca import baselines, join_tokens, milestones, numbers
+from advest.reference.numca import numca as ref_numca
+from advest.spec.tolerances import tolerance
 
 Span = tuple[int, int]
 Rollout = tuple[str, list[Span]]  # text, spans of the valid tokens

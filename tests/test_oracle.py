@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import fast.group
-import fast.maxk
-from spec import oracle
-from training.cli import main
+import advest.fast.group
+import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
+from advest import fast
+from advest.spec import oracle
+from advest.training.cli import main
 
 
 def _verdicts(fn: object, family: oracle.Family, k: int = 2) -> dict[str, str]:
@@ -82,7 +83,18 @@ def test_check_command_prints_a_table_writes_json_and_uses_exit_codes(
 ) -> None:
     out = tmp_path / "report.json"
     assert (
-        main(["check", "fast.maxk:canonical", "--family", "maxk", "--k", "2", "--json", str(out)])
+        main(
+            [
+                "check",
+                "advest.fast.maxk:canonical",
+                "--family",
+                "maxk",
+                "--k",
+                "2",
+                "--json",
+                str(out),
+            ]
+        )
         == 0
     )
     assert "relation to canonical    canonical" in capsys.readouterr().out
@@ -90,6 +102,9 @@ def test_check_command_prints_a_table_writes_json_and_uses_exit_codes(
     assert main(["check", "no_such_module:fn"]) == 2
     assert "cannot import" in capsys.readouterr().err
     assert (
-        main(["check", "fast.maxk:canonical", "--family", "maxk", "--signature", "k, rewards"]) == 2
+        main(
+            ["check", "advest.fast.maxk:canonical", "--family", "maxk", "--signature", "k, rewards"]
+        )
+        == 2
     )
     assert "cannot call" in capsys.readouterr().err

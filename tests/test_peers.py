@@ -12,9 +12,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-import fast.group as fg
-import reference.group as rg
-from reference._exact import mean
+import advest.fast.group as fg
+import advest.reference.group as rg
+from advest.reference._exact import mean
 from tests.strategies import Batch, batches
 
 WORKED = [[1, 0], [1, 1], [0, 0]]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from proofs import bounded, symbolic, unbiased
-from proofs.run import jobs, run, summary_rows
-from spec import maxk_weights
+from advest.proofs import bounded, symbolic, unbiased
+from advest.proofs.run import jobs, run, summary_rows
+from advest.spec import maxk_weights
 
 CI_MAX_N = 6  # z3 range in CI; `advest prove` goes to N = 7 (see the issue note for timings)
 
@@ -26,10 +26,10 @@ def test_false_claim_ei_is_centred_is_refuted_with_a_real_counterexample(n: int)
     record = bounded.ei_is_centred(n, 2)
     assert record.status == "refuted" and record.counterexample
     values = {name: float(eval(v)) for name, v in record.counterexample.items()}  # z3 rationals
-    import reference.maxk
+    import advest.reference.maxk as reference_maxk
 
     r = [values.get(f"r{i}", 0.0) for i in range(n)]
-    assert sum(reference.maxk.ei(r, 2)) != 0  # the counterexample really breaks the claim
+    assert sum(reference_maxk.ei(r, 2)) != 0  # the counterexample really breaks the claim
 
 
 def test_ei_l1o_bias_is_exhibited_exactly_as_in_the_notes() -> None:

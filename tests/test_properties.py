@@ -10,8 +10,8 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from spec import checks
-from spec.catalogue import CATALOGUE, Row
+from advest.spec import checks
+from advest.spec.catalogue import CATALOGUE, Row
 from tests.strategies import batches, lengths_for
 
 IMPLS = ["reference", torch.float64]

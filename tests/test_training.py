@@ -18,12 +18,15 @@ from typing import Any
 import pytest
 import torch
 
-from fast import registry
-from training import losses, rewards
-from training.config import ConfigError, RLConfig
-from training.embedded import EmbeddedSpec, build
-from training.metrics import pass_at_k
-from training.rollout import advantages, synthetic
+from advest.fast import covariance as fast_covariance
+from advest.fast import group as fast_group
+from advest.fast import maxk as fast_maxk
+from advest.fast import registry
+from advest.training import losses, rewards
+from advest.training.config import ConfigError, RLConfig
+from advest.training.embedded import EmbeddedSpec, build
+from advest.training.metrics import pass_at_k
+from advest.training.rollout import advantages, synthetic
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning",
@@ -69,7 +72,7 @@ def _cfg(model_path: str, out: Path, **over: Any) -> RLConfig:
 
 
 def _train(cfg: RLConfig, name: str, **kw: Any) -> dict[str, torch.Tensor]:
-    from training.train import train
+    from advest.training.train import train
 
     folder = train(cfg, {"enable_progress_bar": False}, name=name, evaluate=False, **kw)
     return _params(folder)
@@ -81,7 +84,7 @@ def _params(folder: Path) -> dict[str, torch.Tensor]:
 
 
 def _initial(model_path: str) -> dict[str, torch.Tensor]:
-    from training.module import load_policy
+    from advest.training.module import load_policy
 
     model, _ = load_policy(model_path)
     return {f"policy.{k}": v for k, v in model.state_dict().items()}
@@ -136,23 +139,20 @@ def test_micro_batches_share_one_mini_batch_loss_exactly(how: losses.Aggregation
 
 
 def test_selecting_an_estimator_by_name_equals_calling_it_directly() -> None:
-    import fast.group
-    import fast.maxk
 
     cfg = RLConfig(estimator="maxpo", k=3, prompts_per_step=3, group_size=6)
     rollout = synthetic(3, 6, T=5, k=3)
     rollout.rewards = torch.rand(3, 6, generator=torch.Generator().manual_seed(0))
     by_name = advantages(cfg, registry.get("maxpo"), rollout)
-    direct = fast.maxk.maxpo(rollout.rewards, 3).unsqueeze(-1).expand(3, 6, 5)
+    direct = fast_maxk.maxpo(rollout.rewards, 3).unsqueeze(-1).expand(3, 6, 5)
     assert torch.equal(by_name, direct.float())
     cfg = RLConfig(
         estimator="covariance_weights", base_estimator="rloo", prompts_per_step=3, group_size=6
     )
     by_name = advantages(cfg, registry.get("covariance_weights"), rollout)
-    import fast.covariance
 
-    direct = fast.covariance.covariance_weights(
-        rollout.logprobs, fast.group.rloo(rollout.rewards), rollout.mask
+    direct = fast_covariance.covariance_weights(
+        rollout.logprobs, fast_group.rloo(rollout.rewards), rollout.mask
     ).advantages
     assert torch.equal(by_name, direct.float())
 
@@ -187,8 +187,8 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a model was loaded before the configuration was checked")
 
-    monkeypatch.setattr("training.module.load_policy", refuse)
-    monkeypatch.setattr("training.embedded.build", refuse)
+    monkeypatch.setattr("advest.training.module.load_policy", refuse)
+    monkeypatch.setattr("advest.training.embedded.build", refuse)
 
 
 @pytest.mark.parametrize(
@@ -205,14 +205,14 @@ def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_configuration_fails_before_any_model_is_loaded(
     tmp_path: Path, no_model_loading: None, over: dict[str, Any], message: str
 ) -> None:
-    from training.train import train
+    from advest.training.train import train
 
     with pytest.raises(ConfigError, match=message):
         train(RLConfig(out=str(tmp_path), **over))
 
 
 def test_a_model_folder_without_weights_is_refused(tmp_path: Path, no_model_loading: None) -> None:
-    from training.train import train
+    from advest.training.train import train
 
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(ConfigError, match="no weights"):
@@ -224,7 +224,7 @@ def test_the_command_line_reports_bad_configuration_with_exit_code_2(tmp_path: P
         [
             sys.executable,
             "-m",
-            "training.cli",
+            "advest.training.cli",
             "train",
             "--estimator",
             "nope",
@@ -277,7 +277,7 @@ def test_math_rewards_use_math_verify() -> None:
 def test_non_finite_losses_skip_steps_then_stop_the_run_with_a_checkpoint(
     model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from training.module import NonFiniteLoss
+    from advest.training.module import NonFiniteLoss
 
     def nan_advantages(rewards: torch.Tensor) -> torch.Tensor:
         return torch.full_like(rewards, math.nan)
@@ -362,7 +362,7 @@ def test_pass_at_k_is_stable_for_large_n() -> None:
 def _cli(args: list[str], **kw: Any) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     return subprocess.Popen(
-        [sys.executable, "-m", "training.cli", "train", *args],
+        [sys.executable, "-m", "advest.training.cli", "train", *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -407,8 +407,8 @@ def test_a_run_killed_mid_way_resumes_to_the_same_parameters(
 
 DDP_SCRIPT = """
 import sys, torch, lightning as L
-from training.config import RLConfig
-from training.train import train
+from advest.training.config import RLConfig
+from advest.training.train import train
 
 class Dump(L.Callback):
     def on_train_end(self, trainer, module):
@@ -484,7 +484,7 @@ def test_every_registered_estimator_trains_through_the_same_path(
 
 
 def test_yaml_configuration_is_read_and_command_line_flags_override_it(tmp_path: Path) -> None:
-    from training.train import parser
+    from advest.training.train import parser
 
     yaml = tmp_path / "run.yaml"
     yaml.write_text("estimator: rloo\nsteps: 7\ngroup_size: 4\ntrainer:\n  devices: 1\n")
@@ -494,7 +494,7 @@ def test_yaml_configuration_is_read_and_command_line_flags_override_it(tmp_path:
 
 
 def test_eval_writes_a_pass_at_k_table_and_plot(model_path: str, tmp_path: Path) -> None:
-    from training.evaluate import main
+    from advest.training.evaluate import main
 
     args = ["--model", model_path, "--prompts", "4", "--samples", "4", "--max_new_tokens", "4"]
     assert main([*args, "--reward", "digits", "--out", str(tmp_path)]) == 0

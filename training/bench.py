@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from fast import registry
-from fast.bench import _time
-from training.rollout import Rollout, call, synthetic
+from advest.fast import registry
+from advest.fast.bench import _time
+from advest.training.rollout import Rollout, call, synthetic
 
 TARGETS = {"ktae": 0.02, "covariance_weights": 0.02, "hista": 0.10}
 """Issue targets: estimator time / forward time."""
@@ -31,7 +31,7 @@ def _estimator_call(name: str, r: Rollout) -> Callable[[], Any]:
 def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from training.embedded import EmbeddedSpec, build_model
+    from advest.training.embedded import EmbeddedSpec, build_model
 
     spec = EmbeddedSpec()
     base = build_model(spec, 15)

@@ -8,17 +8,17 @@ from collections.abc import Sequence
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from training.demo import run
+    from advest.training.demo import run
 
     run(args.rewards, args.k)
     return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from fast.bench import run
+    from advest.fast.bench import run
 
     run(repeats=args.repeats, quick=args.quick, device=args.device, threads=args.threads)
-    from training.bench import run as run_tokens
+    from advest.training.bench import run as run_tokens
 
     run_tokens(T=64 if args.quick else 256, repeats=3 if args.quick else 5)
     return 0
@@ -27,7 +27,7 @@ def _bench(args: argparse.Namespace) -> int:
 def _prove(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from proofs.run import print_table, run, write_json
+    from advest.proofs.run import print_table, run, write_json
 
     records = run(args.max_n, args.unbiased_max_n, progress=not args.no_progress)
     print_table(records)
@@ -42,7 +42,7 @@ def _prove(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     import json
 
-    from spec import oracle
+    from advest.spec import oracle
 
     try:
         fn = oracle.load(args.target)
@@ -119,9 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 PASS_THROUGH = {
-    "train": "training.train",
-    "eval": "training.evaluate",
-    "experiment": "training.experiments",
+    "train": "advest.training.train",
+    "eval": "advest.training.evaluate",
+    "experiment": "advest.training.experiments",
 }
 """Subcommands with their own (jsonargparse) parser: the rest of the line goes to them."""
 

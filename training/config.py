@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training.losses import Aggregation, KLEstimator
+from advest.training.losses import Aggregation, KLEstimator
 
 
 class ConfigError(ValueError):
@@ -93,7 +93,7 @@ def _positive(cfg: RLConfig, names: list[str]) -> None:
 
 def validate(cfg: RLConfig) -> None:
     """Every check that needs no model: fails fast with what to change."""
-    from training import rewards
+    from advest.training import rewards
 
     _positive(cfg, ["steps", "prompts_per_step", "group_size", "max_new_tokens", "ppo_epochs"])
     _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps"])
@@ -146,8 +146,8 @@ def _check_paths(cfg: RLConfig) -> None:
 def _check_estimator(cfg: RLConfig) -> None:
     """Dry-run the estimator on a rollout of the configured shape: whatever it would refuse at
     step 1 (K too large for G, G = 1 with leave-one-out, bad options) is refused now."""
-    from fast import registry
-    from training.rollout import dry_run
+    from advest.fast import registry
+    from advest.training.rollout import dry_run
 
     for name in {cfg.estimator, cfg.base_estimator}:
         try:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from torch.utils.data import Dataset, Sampler
 
-from training.task import Problem, problem
+from advest.training.task import Problem, problem
 
 
 @dataclass(frozen=True)

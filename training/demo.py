@@ -6,9 +6,10 @@ from fractions import Fraction
 
 import torch
 
-import fast.maxk
-import reference.maxk
-from fast import registry
+import advest.fast.maxk
+import advest.reference.maxk  # noqa: F401  (binds the submodule used as reference.maxk)
+from advest import fast, reference
+from advest.fast import registry
 
 
 def _fmt(x: Fraction) -> str:

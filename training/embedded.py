@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from training.task import ALPHABET, problem
+from advest.training.task import ALPHABET, problem
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import torch
 
-from training import rewards
-from training.data import Item, PromptSource
-from training.metrics import pass_at_k
-from training.task import held_out
+from advest.training import rewards
+from advest.training.data import Item, PromptSource
+from advest.training.metrics import pass_at_k
+from advest.training.task import held_out
 
 
 def embedded_held_out(n: int, seed: int = 0, digits: int = 2) -> list[Item]:
@@ -110,8 +110,8 @@ def main(argv: list[str]) -> int:
     """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
     from jsonargparse import ArgumentParser
 
-    from training.embedded import build
-    from training.module import load_policy
+    from advest.training.embedded import build
+    from advest.training.module import load_policy
 
     p = ArgumentParser(prog="advest eval", description="held-out pass@k curves of a checkpoint")
     p.add_argument(

@@ -18,11 +18,11 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from fast.detokenize import texts_and_offsets
-from training import losses, metrics, rewards
-from training.config import RLConfig
-from training.data import FromStep, Item, PromptSource, Steps
-from training.rollout import Rollout, advantages, make_estimator, needs
+from advest.fast.detokenize import texts_and_offsets
+from advest.training import losses, metrics, rewards
+from advest.training.config import RLConfig
+from advest.training.data import FromStep, Item, PromptSource, Steps
+from advest.training.rollout import Rollout, advantages, make_estimator, needs
 
 
 class NonFiniteLoss(RuntimeError):

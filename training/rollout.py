@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from fast import registry
+from advest.fast import registry
 
 if TYPE_CHECKING:
-    from training.config import RLConfig
+    from advest.training.config import RLConfig
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any
 
 import lightning as L
 
-from training.config import ConfigError, RLConfig, validate
+from advest.training.config import ConfigError, RLConfig, validate
 
 TRAINER_DEFAULTS: dict[str, Any] = {
     "accelerator": "auto",
@@ -86,9 +86,9 @@ def train(
 ) -> Path:
     """Run one RL job; returns its folder. Raises ``ConfigError`` before loading anything when
     the settings cannot work."""
-    from training import embedded
-    from training.evaluate import embedded_held_out, write
-    from training.module import NonFiniteLoss, RLModule
+    from advest.training import embedded
+    from advest.training.evaluate import embedded_held_out, write
+    from advest.training.module import NonFiniteLoss, RLModule
 
     validate(cfg)
     folder = run_folder(cfg, name)
@@ -142,7 +142,7 @@ def train(
 
 
 def _curve(module: Any, items: list[Any], cfg: RLConfig) -> dict[int, float]:
-    from training.evaluate import pass_curve
+    from advest.training.evaluate import pass_curve
 
     return pass_curve(
         module.policy,

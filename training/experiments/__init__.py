@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 EXPERIMENTS = {
-    "bandit": "training.experiments.bandit",
-    "compare": "training.experiments.compare",
-    "values": "training.experiments.values",
+    "bandit": "advest.training.experiments.bandit",
+    "compare": "advest.training.experiments.compare",
+    "values": "advest.training.experiments.values",
 }
 
 

@@ -129,7 +129,7 @@ def sample_actions(pi: Tensor, batches: int, n: int, gen: torch.Generator) -> Te
 
 def pg_scale(name: str, n: int, k: int) -> float | None:
     """The catalogue's pg_scale(N, K) of ``name`` (default options); N/K for ``ei_l1o``."""
-    from spec.catalogue import rows
+    from advest.spec.catalogue import rows
 
     if name == "ei_l1o":
         return n / k
@@ -142,7 +142,7 @@ def pg_scale(name: str, n: int, k: int) -> float | None:
 
 def advantages(name: str, rewards: Tensor, k: int) -> Tensor:
     """A registered estimator on ``rewards [M, N]`` (its K only if it takes one). [M, N]."""
-    from fast.registry import entry
+    from advest.fast.registry import entry
 
     e = entry(name)
     out: Tensor = e.fn(rewards, k) if e.needs_k else e.fn(rewards)
@@ -404,7 +404,7 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
 
 def check(cfg: Config) -> None:
     """Bad sizes raise ValueError naming the flag."""
-    from fast.registry import names
+    from advest.fast.registry import names
 
     if cfg.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {cfg.seeds}")

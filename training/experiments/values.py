@@ -25,11 +25,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fast import registry
-from fast.detokenize import texts_and_offsets
-from training.evaluate import embedded_held_out
-from training.module import load_policy, positions, response_mask
-from training.rollout import Rollout, call
+from advest.fast import registry
+from advest.fast.detokenize import texts_and_offsets
+from advest.training.evaluate import embedded_held_out
+from advest.training.module import load_policy, positions, response_mask
+from advest.training.rollout import Rollout, call
 
 TOKEN_BASELINES = ("numca", "hista")
 
@@ -230,7 +230,7 @@ def main(argv: list[str]) -> int:
         a.problems, a.group, a.states, a.mc, a.iterations, a.bootstrap = 4, 4, 2, 4, 2, 20
     out = Path(a.out or f"runs/values/{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
-    from training.embedded import build
+    from advest.training.embedded import build
 
     model_path = a.model or str(build())
     model, tok = load_policy(model_path)
