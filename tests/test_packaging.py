@@ -1,0 +1,192 @@
+"""advest installs and imports as a library: one ``advest`` namespace, and a production path
+that never loads the exact references or the test catalogue."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Calls every registered estimator once on inputs of the documented shapes (fast.registry's
+# INPUTS table), then lists the advest modules that the calls loaded.
+CALL_EVERY_ESTIMATOR = r"""
+import json, sys
+import torch
+import advest
+from advest.fast.registry import INPUTS
+
+B, G, T, D = 2, 6, 5, 4
+gen = torch.Generator().manual_seed(0)
+alphabet = "0123456789+= "
+chars = torch.randint(len(alphabet), (B, G, T), generator=gen)
+starts = torch.arange(T)
+inputs = {
+    "rewards": (torch.arange(G).repeat(B, 1) % 2).double(),
+    "k": 2,
+    "lengths": torch.full((B, G), T),
+    "token_ids": chars + 3,
+    "mask": torch.ones(B, G, T, dtype=torch.bool),
+    "logprobs": -torch.rand(B, G, T, generator=gen),
+    "hidden": torch.randn(B, G, T, D, generator=gen),
+    "texts": [["".join(alphabet[int(c)] for c in chars[b, g]) for g in range(G)] for b in range(B)],
+    "offsets": torch.stack([starts, starts + 1], -1).expand(B, G, T, 2).contiguous(),
+    "prompt_ids": torch.arange(B),
+}
+assert set(inputs) | {"advantages"} == set(INPUTS), "a new input name needs a test value here"
+called = []
+for name in advest.names():
+    entry = advest.entry(name)
+    args = {i: inputs[i] for i in entry.inputs if i != "advantages"}
+    if "advantages" in entry.inputs:
+        args["advantages"] = advest.get("grpo")(inputs["rewards"])
+    fn = entry.fn() if entry.stateful else entry.fn
+    out = fn(**args)
+    out = getattr(out, "advantages", out)
+    assert out.shape[:2] == (B, G), (name, out.shape)
+    called.append(name)
+print(json.dumps({"called": called, "modules": sorted(m for m in sys.modules if m.startswith("advest"))}))
+"""
+
+
+def _python(code: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_calling_every_estimator_loads_neither_the_references_nor_the_catalogue(
+    tmp_path: Path,
+) -> None:
+    out = json.loads(_python(CALL_EVERY_ESTIMATOR, tmp_path).splitlines()[-1])
+    import advest
+
+    assert out["called"] == advest.names() and len(out["called"]) >= 20
+    loaded = out["modules"]
+    assert "advest.fast.maxk" in loaded and "advest.fast.hista" in loaded  # the calls happened
+    offenders = [
+        m
+        for m in loaded
+        if m.startswith(("advest.reference", "advest.proofs", "advest.training"))
+        or m in ("advest.spec.catalogue", "advest.spec.oracle", "advest.spec.checks")
+    ]
+    assert not offenders, f"the production path loaded {offenders}"
+
+
+def test_grpo_alone_loads_only_the_fast_modules(tmp_path: Path) -> None:
+    code = (
+        "import sys, advest; advest.get('grpo'); "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('advest'))))"
+    )
+    loaded = _python(code, tmp_path).split()
+    assert all(
+        m in ("advest", "advest.spec") or m.startswith(("advest.fast", "advest.spec."))
+        for m in loaded
+    )
+    assert not [m for m in loaded if m.startswith("advest.spec.") and m not in PURE_SPEC], loaded
+
+
+PURE_SPEC = ("advest.spec.maxk_weights", "advest.spec.numca_grammar", "advest.spec.hyperparams")
+"""The shared pure definitions: each imports neither implementation nor the catalogue."""
+
+
+@pytest.mark.parametrize("module", [m.rsplit(".", 1)[1] for m in PURE_SPEC])
+def test_the_shared_definitions_import_nothing_from_advest(module: str) -> None:
+    source = (ROOT / "spec" / f"{module}.py").read_text()
+    assert not re.search(r"^\s*(from|import) advest", source, re.M)
+
+
+def _readme_python_example() -> str:
+    readme = (ROOT / "README.md").read_text()
+    use = readme.split("## Use", 1)[1]
+    return use.split("```python", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_as_users_do_beside_their_own_spec_fast_and_training(
+    tmp_path: Path,
+) -> None:
+    """Build the wheel, install it non-editable into a fresh target, and run the README's
+    example and ``advest --help`` from a folder holding the user's own packages named like
+    ours."""
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (wheel,) = dist.glob("advest-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        tops = {n.split("/", 1)[0] for n in z.namelist() if not n.startswith("advest-")}
+        names = z.namelist()
+    assert tops == {"advest"}, tops
+    for must in ("advest/py.typed", "advest/spec/maxk.md", "advest/spec/golden/maxk.json"):
+        assert must in names, must
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    user = tmp_path / "user"
+    for pkg in ("spec", "fast", "training", "reference", "proofs"):
+        (user / pkg).mkdir(parents=True)
+        (user / pkg / "__init__.py").write_text(f"raise ImportError('the user\\'s own {pkg}')\n")
+    # The installed wheel first, then the shared site-packages for torch & co.; never this
+    # repository (the editable install's finder is left out by -S plus an explicit path).
+    import torch
+
+    site = str(Path(torch.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), site])}
+    example = _readme_python_example()
+    code = "import sys; sys.path.insert(0, '');\n" + example
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        cwd=user,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    check = "import advest; print(advest.__file__, advest.__version__)"
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", check], cwd=user, env=env, capture_output=True, text=True
+    )
+    assert done.stdout.startswith(str(target)), done.stdout + done.stderr
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-c",
+            "import sys; from advest.training.cli import main; sys.exit(main(['--help']))",
+        ],
+        cwd=user,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert "train" in cli.stdout
