@@ -52,7 +52,8 @@ for name in advest.names():
     out = getattr(out, "advantages", out)
     assert out.shape[:2] == (B, G), (name, out.shape)
     called.append(name)
-print(json.dumps({"called": called, "modules": sorted(m for m in sys.modules if m.startswith("advest"))}))
+loaded = sorted(m for m in sys.modules if m.startswith("advest"))
+print(json.dumps({"called": called, "modules": loaded}))
 """
 
 
