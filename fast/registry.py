@@ -16,7 +16,7 @@ The vocabulary of input names (shapes for one call of B prompts × G samples × 
 ``logprobs``    ``[B, G, T]`` float: rollout-time log-probs of the sampled tokens (detached)
 ``advantages``  ``[B, G]`` float: a sequence-level estimator's output, for reweighters
 ``hidden``      ``[B, G, T, D]`` float: last-layer hidden states at the response tokens
-``texts``       ``list[list[str]]`` ([B][G]): decoded responses
+``texts``       ``list[list[str]]`` (``[B][G]``): decoded responses
 ``offsets``     ``[B, G, T, 2]`` int64: character span [start, end) of each token in its text
 ``prompt_ids``  ``[B]`` int64: a stable id per prompt (for estimators with history)
 ==============  ==========================================================================

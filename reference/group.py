@@ -77,7 +77,7 @@ def reinforce_pp(
 ) -> list[list[Fraction]]:
     """REINFORCE++ with group baseline: c = r − group mean; A = c/(std_ddof(all c) + ε).
 
-    ``rewards`` is a batch of groups ([B][G]); the std runs over all B·G centred values, whose mean
+    ``rewards`` is a batch of groups (``[B][G]``); the std runs over all B·G centred values, whose mean
     is exactly 0 (no re-centring). All c = 0 (or B·G = 1) gives exact zeros.
     """
     _check_ddof(ddof, "reinforce_pp")
@@ -114,7 +114,7 @@ def _check_eps(eps: float, name: str) -> Fraction:
 
 
 def _batch(rewards: Sequence[Sequence[Number]], name: str) -> list[list[Fraction]]:
-    """``rewards`` ([B][G]) as exact rationals; every group is checked before B is, so a NaN is
+    """``rewards`` (``[B][G]``) as exact rationals; every group is checked before B is, so a NaN is
     reported as such even in a batch that is also too small."""
     r = [to_fractions(group) for group in rewards]
     if len(r) < 2:
