@@ -1,7 +1,7 @@
 """mkdocs hooks: build the pages that come from elsewhere in the repository at build time.
 
-* ``index.md`` is README.md, ``CHANGELOG.md`` and ``LICENSE`` are themselves, and ``spec/*.md`` are the spec
-  documents themselves (read from their own files, never copied into docs/).
+* ``index.md`` is README.md; ``CHANGELOG.md``, ``LICENSE`` and ``spec/*.md`` are those files
+  (read from where they are, never copied into docs/).
 * ``cli/*.md``: one page per command, holding that command's own ``--help`` output. The commands
   are discovered from the help text (``advest --help`` lists the subcommands, and so on down), so
   a new or renamed command changes the pages with no edit here.
@@ -89,7 +89,7 @@ def _capture_help(path: tuple[str, ...]) -> str:
 
 
 def collect_help() -> dict[str, str]:
-    """Every command's help text, keyed by its path (``""``, ``"train"``, ``"experiment bandit"``)."""
+    """Every command's help text by path: ``""``, ``"train"``, ``"experiment bandit"``."""
     pages: dict[str, str] = {}
     todo: list[tuple[str, ...]] = [()]
     while todo:
@@ -173,6 +173,7 @@ def fence_doctests(lines: list[str]) -> list[str]:
     out: list[str] = []
     fence: str | None = None  # the marker of the fence we are inside
     in_doctest = False
+    doctest_indent = ""
     for line in lines:
         stripped = line.lstrip()
         indent = line[: len(line) - len(stripped)]
@@ -204,7 +205,7 @@ def _doctest_extension() -> Any:
             return fence_doctests(lines)
 
     class DoctestExtension(Extension):
-        def extendMarkdown(self, md: Any) -> None:  # noqa: N802 (Python-Markdown's name)
+        def extendMarkdown(self, md: Any) -> None:
             # before the fenced-code preprocessors (priority 25), which then highlight it
             md.preprocessors.register(FenceDoctests(md), "advest_doctests", 40)
 
