@@ -1,7 +1,7 @@
 """mkdocs hooks: build the pages that come from elsewhere in the repository at build time.
 
-* ``index.md`` is README.md; ``CHANGELOG.md``, ``LICENSE`` and ``spec/*.md`` are those files
-  (read from where they are, never copied into docs/).
+* ``index.md`` is README.md; ``CHANGELOG.md``, ``LICENSE``, ``CITATION.cff`` and ``spec/*.md``
+  are those files (read from where they are, never copied into docs/).
 * ``cli/*.md``: one page per command, holding that command's own ``--help`` output. The commands
   are discovered from the help text (``advest --help`` lists the subcommands, and so on down), so
   a new or renamed command changes the pages with no edit here.
@@ -261,6 +261,7 @@ def on_files(files: Any, config: Any) -> Any:
     add_file("index.md", ROOT / "README.md")
     add_file("CHANGELOG.md", ROOT / "CHANGELOG.md")  # README links it by this name
     add_file("LICENSE", ROOT / "LICENSE")
+    add_file("CITATION.cff", ROOT / "CITATION.cff")
     for spec in sorted((ROOT / "spec").glob("*.md")):
         add_file(f"spec/{spec.name}", spec)
 
