@@ -276,6 +276,6 @@ def kl_cov(
     selected = valid & _first_n(keys, n, descending=True)
     base = -adv * torch.exp(ell - old)
     zero = torch.zeros((), dtype=base.dtype, device=base.device)
-    # d|x|/dx = 0 at x = 0 in torch: at ℓ = ℓ_old the penalty has no gradient (notes §3)
+    # d|x|/dx = 0 at x = 0 in torch: at ℓ = ℓ_old the penalty has no gradient (as in PRIME's code)
     penalty = torch.where(selected, beta * (ell - old).abs(), zero)
     return CovLoss(torch.where(valid, base + penalty, zero), selected)

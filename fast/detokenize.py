@@ -5,10 +5,10 @@ decoding a short window of ids ending at k adds to decoding the same window with
 
     piece_k = D(ids[lo : k+1])[len(D(ids[lo : k])):],   lo = max(0, k − window)
 
-where D strips trailing U+FFFD (the replacement character an incomplete UTF-8 sequence decodes
-to), except at the last token. So a character split over several byte-level tokens is assigned
-to the token holding its last byte (notes §3.2 item 3), and the tokens before it get an empty span
-at the current position. Decoding with context (not each token alone) keeps the leading space of
+where D strips trailing U+FFFD (the replacement character an incomplete UTF-8 sequence decodes to),
+except at the last token. So a character split over several byte-level tokens is assigned to the
+token holding its last byte (spec/numca.md, step 3), and the tokens before it get an empty span at
+the current position. Decoding with context (not each token alone) keeps the leading space of
 SentencePiece pieces ("▁12" decodes to "12" alone but to " 12" after other tokens). The text is the
 concatenation of the pieces, so the offsets are exact for the returned text by construction; for
 prefix-stable decoders (byte-level BPE, SentencePiece) it equals ``tokenizer.decode(ids)``. Cost:

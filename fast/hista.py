@@ -6,7 +6,7 @@ response tokens; the response-relative position of a token is the number of vali
 it, so left padding and holes are fine); ``rewards: [B, G]`` (the returns). Output ``[B, G, T]``:
 A_{i,t} = R_i − V̂_i(⌊t/w⌋) at valid tokens, 0 at padding. Definitions: spec/hista.md.
 
-Pipeline (shared notes, token_level.md §2.6), with M = ⌈max L/w⌉ blocks and N = G·M:
+Pipeline, with M = ⌈max L/w⌉ blocks and N = G·M:
 
 1. ``pool_hidden``: block means ``[B, G, M, D]`` in float32 (float64 for float64 input),
    ``chunk_bytes`` of working memory at a time; a plain reshape-and-sum, deterministic, so equal

@@ -1,6 +1,6 @@
 """max@K / pass@K advantage estimators, batched: O(G log G) per group, one stable sort.
 
-Notation: ``rewards: [B, G]`` (B prompts, G samples each; the notes' N is G), comparator size K.
+Notation: ``rewards: [B, G]`` (B prompts, G samples each; the papers' N is G), comparator size K.
 Every estimator returns ``[B, G]`` in the input's dtype and device, in the original sample order.
 
 Algorithm (spec/maxk.md §Algorithm): sort each group once (stable) and subtract the group

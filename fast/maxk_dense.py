@@ -1,4 +1,4 @@
-"""The seed's dense O(G²) forms of EI and the L2O baseline (MaxPO Thms E.1 and E.2).
+"""The MaxPO paper's dense O(G²) forms of EI and the L2O baseline (MaxPO Thms E.1 and E.2).
 
 A second fast implementation, kept to cross-check ``fast.maxk`` and to measure it against in
 ``advest bench estimators``; not registered. Valid for K >= 2 only (at K = 1 every weight is

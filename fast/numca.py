@@ -1,9 +1,9 @@
 """Numca: numbers in the responses as milestones for the state value, batched.
 
-Notation: ``texts: list[list[str]]`` ([B][G], decoded responses), ``offsets: [B, G, T, 2]`` (int64
-character span [start, end) of each token in its text), ``mask: [B, G, T]`` (valid response
-tokens), ``rewards: [B, G]`` (returns). Output ``[B, G, T]``: R_i − V̂_{i,t} at valid tokens, 0 at
-padding. Definitions: spec/numca.md (notes §3).
+Notation: ``texts: list[list[str]]`` (``[B][G]``, decoded responses), ``offsets: [B, G, T, 2]``
+(int64 character span [start, end) of each token in its text), ``mask: [B, G, T]`` (valid
+response tokens), ``rewards: [B, G]`` (returns). Output ``[B, G, T]``: R_i − V̂_{i,t} at valid
+tokens, 0 at padding. Definitions: spec/numca.md.
 
 Only the regex pass is Python: one ``finditer`` per string, interning values to integer ids
 (each distinct matched text is canonicalised once). Everything after it is tensor work with no
@@ -144,7 +144,7 @@ def numca(texts: list[list[str]], offsets: Tensor, mask: Tensor, rewards: Tensor
     """R_i − V̂_{i,t} per valid token: V̂ is the mean return of the other rollouts holding the
     value of the latest completed numeric span, or the LOO mean before one; 0 at padding.
 
-    texts: [B][G]; offsets: [B, G, T, 2]; mask: [B, G, T]; rewards: [B, G] -> [B, G, T].
+    texts: ``[B][G]``; offsets: [B, G, T, 2]; mask: [B, G, T]; rewards: [B, G] -> [B, G, T].
     """
     valid = _check(texts, offsets, mask, rewards)
     B, G, T = valid.shape

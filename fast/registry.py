@@ -7,19 +7,17 @@ Each entry names the rollout fields it consumes (``inputs``), so a trainer calls
 with ``entry.fn(**{name: rollout[name] for name in entry.inputs})`` and no per-estimator code.
 The vocabulary of input names (shapes for one call of B prompts × G samples × T tokens):
 
-==============  ==========================================================================
-``rewards``     ``[B, G]`` float: each sample's outcome reward (its return)
-``k``           int: the K of max@K / pass@K
-``lengths``     ``[B, G]`` int: response lengths in tokens
-``token_ids``   ``[B, G, T]`` int64: response token ids (right-padded)
-``mask``        ``[B, G, T]`` bool: valid response tokens
-``logprobs``    ``[B, G, T]`` float: rollout-time log-probs of the sampled tokens (detached)
-``advantages``  ``[B, G]`` float: a sequence-level estimator's output, for reweighters
-``hidden``      ``[B, G, T, D]`` float: last-layer hidden states at the response tokens
-``texts``       ``list[list[str]]`` ([B][G]): decoded responses
-``offsets``     ``[B, G, T, 2]`` int64: character span [start, end) of each token in its text
-``prompt_ids``  ``[B]`` int64: a stable id per prompt (for estimators with history)
-==============  ==========================================================================
+    rewards     [B, G] float: each sample's outcome reward (its return)
+    k           int: the K of max@K / pass@K
+    lengths     [B, G] int: response lengths in tokens
+    token_ids   [B, G, T] int64: response token ids (right-padded)
+    mask        [B, G, T] bool: valid response tokens
+    logprobs    [B, G, T] float: rollout-time log-probs of the sampled tokens (detached)
+    advantages  [B, G] float: a sequence-level estimator's output, for reweighters
+    hidden      [B, G, T, D] float: last-layer hidden states at the response tokens
+    texts       list[list[str]] ([B][G]): decoded responses
+    offsets     [B, G, T, 2] int64: character span [start, end) of each token in its text
+    prompt_ids  [B] int64: a stable id per prompt (for estimators with history)
 
 An estimator returns ``[B, G]`` (sequence level, broadcast to tokens) or ``[B, G, T]``, or an
 object with an ``advantages`` attribute holding one of these (reweighters). A ``stateful``

@@ -41,7 +41,7 @@ def check_k(k: int, n: int, name: str, *, k_max: int) -> None:
 
 
 def comb(n: int, k: int) -> int:
-    """C(n, k), and 0 whenever k < 0, n < 0 or k > n (the notes' convention)."""
+    """C(n, k), and 0 whenever k < 0, n < 0 or k > n (spec/maxk.md, Conventions)."""
     if n < 0 or k < 0 or k > n:
         return 0
     return math.comb(n, k)

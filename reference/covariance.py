@@ -1,6 +1,7 @@
 """Covariance-aware reweighting of token advantages (Gaussian kernel), exactly, for one scope.
 
-Source: covariance-aware GRPO (seed 001_…), motivated by Cui et al., arXiv:2505.22617 (ΔH ≈
+Source: Wang, Liu, Zhou, Chen, *Taming Extreme Tokens: Covariance-Aware GRPO with Gaussian-Kernel
+Advantage Reweighting*, arXiv:2605.11538, motivated by Cui et al., arXiv:2505.22617 (ΔH ≈
 −η·Cov(log π, A)); conventions pinned in spec/covariance.md. One scope = the valid tokens of
 one prompt's G responses (``scope="group"``) or of a whole batch (``scope="batch"``): either way a
 list of responses, each the list of its valid tokens.
@@ -127,7 +128,7 @@ def _population(
 
 
 def token_covariance(ells: list[list[Fraction]], adv: list[list[Fraction]]) -> list[list[Fraction]]:
-    """Cov_t = (A_t − Ā)(ℓ_t − ℓ̄), token-weighted means over the population (notes §3)."""
+    """Cov_t = (A_t − Ā)(ℓ_t − ℓ̄), token-weighted means over the population (Cui et al.)."""
     flat_l = [x for row in ells for x in row]
     flat_a = [x for row in adv for x in row]
     l_bar = sum(flat_l, Fraction(0)) / len(flat_l)

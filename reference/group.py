@@ -9,8 +9,7 @@ exact zeros.
 Sources: GRPO, arXiv:2402.03300 (§4.1.2); Dr. GRPO, arXiv:2503.20783 (§3.2); RLOO,
 arXiv:2402.14740 (Eq. 3); REINFORCE++, arXiv:2501.03262 (§3, group-baseline variant);
 OPO, arXiv:2505.23585 (Eq. 5); James–Stein shrinkage (JSPO), arXiv:2511.03710 (official code
-guanning03/JSPO-Official); EBPO, arXiv:2602.05165 (Algorithm 1). The two peers follow
-shared/notes/kae_cov.md §4 literally.
+guanning03/JSPO-Official); EBPO, arXiv:2602.05165 (Algorithm 1). Full citations: spec/group.md.
 """
 
 from __future__ import annotations
@@ -77,8 +76,8 @@ def reinforce_pp(
 ) -> list[list[Fraction]]:
     """REINFORCE++ with group baseline: c = r − group mean; A = c/(std_ddof(all c) + ε).
 
-    ``rewards`` is a batch of groups ([B][G]); the std runs over all B·G centred values, whose mean
-    is exactly 0 (no re-centring). All c = 0 (or B·G = 1) gives exact zeros.
+    ``rewards`` is a batch of groups (``[B][G]``); the std runs over all B·G centred values, whose
+    mean is exactly 0 (no re-centring). All c = 0 (or B·G = 1) gives exact zeros.
     """
     _check_ddof(ddof, "reinforce_pp")
     if len(rewards) == 0:
@@ -114,7 +113,7 @@ def _check_eps(eps: float, name: str) -> Fraction:
 
 
 def _batch(rewards: Sequence[Sequence[Number]], name: str) -> list[list[Fraction]]:
-    """``rewards`` ([B][G]) as exact rationals; every group is checked before B is, so a NaN is
+    """``rewards`` (``[B][G]``) as exact rationals; every group is checked before B is, so a NaN is
     reported as such even in a batch that is also too small."""
     r = [to_fractions(group) for group in rewards]
     if len(r) < 2:
@@ -128,7 +127,7 @@ def _batch(rewards: Sequence[Sequence[Number]], name: str) -> list[list[Fraction
 
 
 def james_stein(rewards: Sequence[Sequence[Number]], *, eps: float = 1e-6) -> list[list[Fraction]]:
-    """James–Stein shrinkage baseline (JSPO, arXiv:2511.03710; notes kae_cov.md §4), literally:
+    """James–Stein shrinkage baseline (JSPO, arXiv:2511.03710), literally:
 
     b_RLOO,pj = (Σ_k r_pk − r_pj)/(m − 1); r̄_{−p} = mean of all rewards of the other prompts;
     from the other prompts only: v² = mean_{p′≠p} s²_{p′}/m (s² the ddof-1 within-prompt
@@ -193,7 +192,7 @@ def ebpo_shrinkage(rewards: Sequence[Sequence[Number]]) -> tuple[Fraction | None
 
 
 def ebpo(rewards: Sequence[Sequence[Number]], *, eps: float = 1e-6) -> list[list[Fraction]]:
-    """EBPO's empirical-Bayes shrinkage baseline (arXiv:2602.05165, Algorithm 1; notes §4), for
+    """EBPO's empirical-Bayes shrinkage baseline (arXiv:2602.05165, Algorithm 1), for
     accumulators that start empty (one call = the first step; advest keeps no state here).
 
     The batch is first added to W_r (every reward) and W_μ (every group mean); μ_glob = mean(W_r),

@@ -1,10 +1,10 @@
 """Hista: hidden-state value estimation, literally, for one group.
 
-Source: *Hista and Numca: Estimate State Value Effectively for LLM Reinforcement Learning*,
-arXiv:2605.29782 (seed 003_…): Fig. 4 (pipeline: last-layer hidden states → pooled state
-representation → MinDist → weighted average of the other rollouts' returns → baseline) and App. A
-(MinDistance). Everything beyond those facts is advest's reading, pinned in spec/hista.md
-(shared notes, token_level.md §2):
+Source: Chen, Dong, Tian, Yang, Chen, Chen, Cheng, *Hista and Numca: Estimate State Value
+Effectively for LLM Reinforcement Learning*, arXiv:2605.29782: Fig. 4 (pipeline: last-layer hidden
+states → pooled state representation → MinDist → weighted average of the other rollouts' returns →
+baseline) and App. A (MinDistance). Everything beyond those facts is advest's reading, pinned in
+spec/hista.md:
 
     P^i        = means of windows of w tokens of rollout i (final partial block kept)
     k(t)       = ⌊t/w⌋                 (complete blocks that end before token t)

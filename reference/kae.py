@@ -2,7 +2,7 @@
 iterations, per prompt, leave-one-out over the current group.
 
 Source: Gong, Ye, Zhu, Zhang, Zhou, Shi, *Kernelized Advantage Estimation: From Nonparametric
-Statistics to LLM Reasoning*, arXiv:2604.28005 (seed 000_…); the normaliser, kernels, relative
+Statistics to LLM Reasoning*, arXiv:2604.28005; the normaliser, kernels, relative
 bandwidth and cold start are advest's reading, pinned in spec/kae.md. For prompt x at the global,
 1-based iteration i, with history H(x) = the pairs (I_j, Z_j) of rewards x received at earlier
 iterations and current rewards Z_1..Z_G:

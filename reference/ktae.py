@@ -1,6 +1,7 @@
 """KTAE: key-token advantage estimation, literally, for one group.
 
-Source: Key-token Advantage Estimation (seed 004_…); conventions pinned in spec/ktae.md. Per
+Source: Sun, Yang, Jian, Du, Cui, Ren, Zhang, *KTAE: A Model-Free Algorithm to Key-Tokens Advantage
+Estimation in Mathematical Reasoning*, arXiv:2505.16826; conventions pinned in spec/ktae.md. Per
 token id v of the group: a presence table over correct (R > 0) and incorrect rollouts, Fisher
 strength from the exact two-sided hypergeometric p-value, information gain, a signed direction,
 and κ_v = top·tanh(s_v/2), added to the GRPO advantage of every valid token with id v.

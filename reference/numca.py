@@ -1,11 +1,11 @@
 """Numca: numbers in the responses as milestones for the state value, literally, for one group.
 
-Source: *Hista and Numca* (arXiv:2605.29782, seed 003_…), advest's reading pinned in
-shared/notes/token_level.md §3 and spec/numca.md. Numeric spans are found by one regex pass over
-each decoded response and canonicalised to exact ``Fraction``s. A span of rollout i counts for its
-token t once the whitespace that ends the span's word lies in a token < t; the baseline at t is
-the mean return of the *other* rollouts that contain the value of the latest such span (with
-support ≥ 1), or the leave-one-out mean before the first. A_{i,t} = R_i − V̂_t.
+Source: Chen et al., *Hista and Numca: Estimate State Value Effectively for LLM Reinforcement
+Learning* (arXiv:2605.29782), advest's reading pinned in spec/numca.md. Numeric spans are found by
+one regex pass over each decoded response and canonicalised to exact ``Fraction``s. A span of
+rollout i counts for its token t once the whitespace that ends the span's word lies in a token < t;
+the baseline at t is the mean return of the *other* rollouts that contain the value of the latest
+such span (with support ≥ 1), or the leave-one-out mean before the first. A_{i,t} = R_i − V̂_t.
 
 A rollout is its decoded text plus the character span [start, end) of each valid token in it.
 Character c belongs to the **last** token whose span contains it (the token holding its last byte
@@ -71,7 +71,7 @@ class Milestone:
 
 
 def milestones(text: str, offsets: Sequence[tuple[int, int]]) -> list[Milestone]:
-    """The spans of one rollout with their availability (notes §3.2 items 3-4)."""
+    """The spans of one rollout with their availability (spec/numca.md, steps 3-4)."""
     out = []
     for _, end, value in numbers(text):
         ws = next((c for c in range(end, len(text)) if text[c].isspace()), None)
@@ -108,7 +108,7 @@ def _check(
 def baselines(
     texts: Sequence[str], offsets: Sequence[Sequence[tuple[int, int]]], rewards: Sequence[Number]
 ) -> list[list[Fraction]]:
-    """V̂_{i,t} for every valid token t of every rollout i (notes §3.2 items 5-6).
+    """V̂_{i,t} for every valid token t of every rollout i (spec/numca.md, steps 5-6).
 
     ``texts[i]`` is rollout i's decoded response, ``offsets[i]`` the [start, end) character span
     of each of its valid tokens.

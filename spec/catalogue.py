@@ -3,7 +3,7 @@ domain and the properties it claims. The tests iterate over it; adding an estima
 and a meta-test fails when a registered name has no row.
 
 Rows call both implementations through one batch interface, so each property is written once:
-``row.call_reference(batch, k, lengths)`` takes ``list[list[Fraction]]`` ([B][G]) and
+``row.call_reference(batch, k, lengths)`` takes ``list[list[Fraction]]`` (``[B][G]``) and
 ``row.call_fast(tensor, k, lengths)`` takes ``[B, G]``.
 """
 

@@ -36,7 +36,7 @@ def representable(batch: Sequence[Sequence[Fraction]], impl: Impl) -> bool:
 def evaluate(
     row: Row, impl: Impl, batch: Batch, k: int, lengths: list[list[int]] | None = None
 ) -> Batch:
-    """Run one implementation on ``batch`` ([B][G]); the output as exact rationals."""
+    """Run one implementation on ``batch`` (``[B][G]``); the output as exact rationals."""
     if impl == "reference":
         return row.call_reference(batch, k, lengths)
     assert isinstance(impl, torch.dtype)

@@ -20,11 +20,11 @@ LEAD (?: \\d?frac\{(?P<tn>-?SIMPLE)\}\{(?P<td>-?SIMPLE)\}     # \frac{a}{b}, \df
        | (?P<dec>SIMPLE) )                                     # 42, 3.14, .5
 """
 NUMBER = re.compile(_GRAMMAR.replace("LEAD", _LEAD).replace("SIMPLE", _SIMPLE), re.VERBOSE)
-"""The numeric-span grammar of notes §3.2 (LEAD and SIMPLE substituted textually, re.VERBOSE)."""
+"""The numeric-span grammar of spec/numca.md, step 1 (LEAD, SIMPLE substituted; re.VERBOSE)."""
 
 
 def canonical(m: re.Match[str]) -> Fraction | None:
-    """The canonical value of one match (notes §3.2 item 2); None for a zero denominator."""
+    """The canonical value of one match (spec/numca.md, step 2); None for a zero denominator."""
     if m["tn"] is not None:
         num, den = Fraction(m["tn"]), Fraction(m["td"])
     elif m["pn"] is not None:

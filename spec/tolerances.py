@@ -12,7 +12,7 @@ import torch
 
 DEFAULT: dict[torch.dtype, float] = {
     # float64: weights from lgamma carry ~|lgamma|·ε ≈ 7e-13 relative error at G = 1024, and
-    # prefix sums add ~G·ε; 1e-9 leaves three orders of margin (issue #2's contract).
+    # prefix sums add ~G·ε; 1e-9 leaves three orders of margin (the fast path's contract).
     torch.float64: 1e-9,
     # float32: the output is rounded once to float32 (6e-8 relative); 1e-4 is the issue's contract.
     torch.float32: 1e-4,

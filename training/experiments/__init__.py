@@ -1,6 +1,6 @@
 """``advest experiment NAME``: reproducible toy experiments; each writes config, metrics, plots.
 
-Experiments: ``bandit`` (the MaxPO softmax bandit, seed §5.1 / App. G.1), ``compare`` (the
+Experiments: ``bandit`` (the MaxPO softmax bandit, MaxPO paper §5.1 / App. G.1), ``compare`` (the
 embedded task trained with several estimators), ``values`` (an SVEB-style value-estimation
 benchmark). Each writes ``config.json``, ``metrics.json``, PNG plots and ``summary.md`` under
 ``runs/<name>/<time>/`` (``--out`` to change) and has a ``--quick`` smoke mode.

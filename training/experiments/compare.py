@@ -2,7 +2,8 @@
 and budget; held-out pass@k for k = 1..n, token entropy over training, the Adam-moment gradient
 variance proxy, response length.
 
-Claims under test (seeds 001, 002, 004): MaxPO beats PKPO at large k and lowers the variance
+Claims under test (Takashiro et al. for MaxPO, Wang et al. for covariance, Sun et al. for
+KTAE; see the spec pages): MaxPO beats PKPO at large k and lowers the variance
 proxy; covariance reweighting keeps entropy stable; KTAE shortens responses. The summary reports
 what was measured, whichever way it goes.
 """

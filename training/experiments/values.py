@@ -1,5 +1,5 @@
-"""``advest experiment values``: an SVEB-style value-estimation benchmark (notes token_level.md §4)
-on the embedded task and model, or a local checkpoint.
+"""``advest experiment values``: an SVEB-style value-estimation benchmark (after the SVEB of
+Chen et al., arXiv:2605.29782) on the embedded task and model, or a local checkpoint.
 
 States are (problem, rollout i, prefix of t response tokens); the ground truth V_MC is the mean
 reward of M Monte Carlo continuations of the state by the same policy (binomial SE reported).
