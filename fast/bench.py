@@ -1,4 +1,4 @@
-"""``advest bench estimators``: median time per call of every fast estimator, side by side.
+"""``advest bench``: median time per call of every fast estimator, side by side.
 
 Ratios are to ``fast.group.grpo`` on the same tensor, and for ``canonical`` also to a
 straightforward per-group Python loop (the same sorted prefix-sum formulas, one group at a time,
@@ -130,7 +130,7 @@ def run(
     if threads:
         torch.set_num_threads(threads)
     threads = torch.get_num_threads()
-    print(f"advest bench estimators: device={dev}, torch {torch.__version__}, threads={threads}")
+    print(f"advest bench: device={dev}, torch {torch.__version__}, threads={threads}")
     print(f"median of {repeats} calls; float32 input; '× grpo' = time / grpo's on the same tensor")
     names = outcome_names()
     shapes = QUICK_SHAPES if quick else SHAPES

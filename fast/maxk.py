@@ -133,7 +133,7 @@ def _delta(s: _Sorted) -> Tensor:
     return torch.where(_flat(s), 0.0, delta)
 
 
-@register("ei", "maxk", needs_k=True)
+@register("ei", "maxk", needs_k=True, k_range="k<=n")
 def ei(rewards: Tensor, k: int) -> Tensor:
     """Expected improvement EI (MaxPO Eq. 5); r at K = 1. rewards: [B, G] -> [B, G]; 1 <= K <= G."""
     s = _sort(rewards, k, "ei", k_max_offset=0)
@@ -141,7 +141,7 @@ def ei(rewards: Tensor, k: int) -> Tensor:
     return _unsort(e + _k1_shift(s), s, rewards)
 
 
-@register("l2o_baseline", "maxk", needs_k=True)
+@register("l2o_baseline", "maxk", needs_k=True, k_range="k<=n-1")
 def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
     """Leave-two-out baseline b = M⁻ − C (MaxPO Eq. 6). rewards: [B, G]; 1 <= K <= G−1."""
     s = _sort(rewards, k, "l2o_baseline", k_max_offset=1)
@@ -149,7 +149,7 @@ def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
     return _unsort(b + _k1_shift(s), s, rewards)
 
 
-@register("maxpo", "maxk", needs_k=True)
+@register("maxpo", "maxk", needs_k=True, k_range="k<=n-1")
 def maxpo(rewards: Tensor, k: int) -> Tensor:
     """MaxPO advantage EI − b (MaxPO Eq. 7), computed as EI and b. rewards: [B, G]; K <= G−1."""
     s = _sort(rewards, k, "maxpo", k_max_offset=1)
@@ -157,14 +157,14 @@ def maxpo(rewards: Tensor, k: int) -> Tensor:
     return _unsort(torch.where(_flat(s), 0.0, ei_minus_b), s, rewards)
 
 
-@register("canonical", "maxk", needs_k=True)
+@register("canonical", "maxk", needs_k=True, k_range="k<=n-1")
 def canonical(rewards: Tensor, k: int) -> Tensor:
     """Canonical centred advantage Δ = M⁺ − M⁻ (MaxPO Eq. 8). rewards: [B, G]; K <= G−1."""
     s = _sort(rewards, k, "canonical", k_max_offset=1)
     return _unsort(_delta(s), s, rewards)
 
 
-@register("ei_l1o", "maxk", needs_k=True)
+@register("ei_l1o", "maxk", needs_k=True, k_range="k<=n")
 def ei_l1o(rewards: Tensor, k: int) -> Tensor:
     """EI − mean of the others' full-batch EI = G/(G−1)(EI − mean EI); biased for K >= 2.
 
@@ -178,7 +178,7 @@ def ei_l1o(rewards: Tensor, k: int) -> Tensor:
     return _unsort(G / (G - 1) * (e - e.mean(dim=-1, keepdim=True)), s, rewards)
 
 
-@register("tang_passk", "maxk", needs_k=False)
+@register("tang_passk", "maxk", needs_k=False, k_range="k=n")
 def tang_passk(rewards: Tensor) -> Tensor:
     """Tang et al.: EI at K = G, i.e. r_max − r_second on a unique arg-max, 0 elsewhere.
 
@@ -193,7 +193,7 @@ def tang_passk(rewards: Tensor) -> Tensor:
     return torch.zeros_like(r).scatter_(-1, index[:, :1], gap).to(rewards.dtype)
 
 
-@register("pkpo_s", "maxk", needs_k=True)
+@register("pkpo_s", "maxk", needs_k=True, k_range="k<=n")
 def pkpo_s(rewards: Tensor, k: int) -> Tensor:
     """PKPO s = (K/G)·M⁺ (PKPO Eqs. 19-21). rewards: [B, G]; 1 <= K <= G."""
     s = _sort(rewards, k, "pkpo_s", k_max_offset=0)
@@ -201,7 +201,7 @@ def pkpo_s(rewards: Tensor, k: int) -> Tensor:
     return _unsort(s.k / rewards.shape[1] * (m_plus + s.shift), s, rewards)
 
 
-@register("pkpo_sloo", "maxk", needs_k=True)
+@register("pkpo_sloo", "maxk", needs_k=True, k_range="k<=n-1")
 def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
     """PKPO sloo = (K/G)M⁺ − (K/(G−1))M⁻ (PKPO Eq. 29). rewards: [B, G]; 1 <= K <= G−1."""
     s = _sort(rewards, k, "pkpo_sloo", k_max_offset=1)
@@ -212,7 +212,7 @@ def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
     return _unsort(value, s, rewards)
 
 
-@register("pkpo_sloo_minus_one", "maxk", needs_k=True)
+@register("pkpo_sloo_minus_one", "maxk", needs_k=True, k_range="k<=n")
 def pkpo_sloo_minus_one(rewards: Tensor, k: int) -> Tensor:
     """PKPO Eq. 33 = (K/G)·EI; r/G at K = 1. rewards: [B, G]; 1 <= K <= G."""
     s = _sort(rewards, k, "pkpo_sloo_minus_one", k_max_offset=0)
@@ -220,7 +220,7 @@ def pkpo_sloo_minus_one(rewards: Tensor, k: int) -> Tensor:
     return _unsort(s.k / rewards.shape[1] * (e + _k1_shift(s)), s, rewards)
 
 
-@register("chen_passk", "maxk", needs_k=True)
+@register("chen_passk", "maxk", needs_k=True, k_range="k<=n-1")
 def chen_passk(rewards: Tensor, k: int, *, normalize: bool = True) -> Tensor:
     """Chen et al.'s analytical pass@K advantage; binary rewards. rewards: [B, G]; K <= G−1.
 
@@ -260,7 +260,7 @@ def _comb_ratio(top: Tensor, k: int, n: int, kk: int) -> Tensor:
     return torch.where(valid, ratio, 0.0)
 
 
-@register("bagirov_transform", "maxk", needs_k=True)
+@register("bagirov_transform", "maxk", needs_k=True, k_range="k<=n")
 def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
     """Bagirov Eq. 9 all-subsets transform, = (K/G)·M⁺. rewards: [B, G]; 1 <= K <= G."""
     s = _sort(rewards, k, "bagirov_transform", k_max_offset=0)
@@ -268,7 +268,7 @@ def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
     return _unsort(s.k / rewards.shape[1] * (m_plus + s.shift), s, rewards)
 
 
-@register("bagirov_centered", "maxk", needs_k=True)
+@register("bagirov_centered", "maxk", needs_k=True, k_range="k<=n-1")
 def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
     """Mean-centred Bagirov transform = K(G−K)/G²·Δ. rewards: [B, G]; 1 <= K <= G−1."""
     s = _sort(rewards, k, "bagirov_centered", k_max_offset=1)
@@ -276,7 +276,7 @@ def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
     return _unsort(s.k * (G - s.k) / G**2 * _delta(s), s, rewards)
 
 
-@register("bagirov_zscore", "maxk", needs_k=True)
+@register("bagirov_zscore", "maxk", needs_k=True, k_range="k<=n-1")
 def bagirov_zscore(rewards: Tensor, k: int, *, ddof: int = 1) -> Tensor:
     """Bagirov "BoN mean": Δ/std_ddof(Δ), no ε; exact zeros on flat groups. K <= G−1."""
     d = check_ddof(ddof, "bagirov_zscore")

@@ -1,7 +1,7 @@
 """The MaxPO paper's dense O(G²) forms of EI and the L2O baseline (MaxPO Thms E.1 and E.2).
 
 A second fast implementation, kept to cross-check ``fast.maxk`` and to measure it against in
-``advest bench estimators``; not registered. Valid for K >= 2 only (at K = 1 every weight is
+``advest bench``; not registered. Valid for K >= 2 only (at K = 1 every weight is
 C(·, −1) = 0 and the forms return 0 instead of r). On the sorted rewards,
 D_pℓ = max(r_(p) − r_(ℓ), 0):
 

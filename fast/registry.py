@@ -33,6 +33,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 Family = Literal["maxk", "group", "token", "history"]
+KDomain = Literal["k<=n", "k<=n-1", "k=n"]
+"""The K an estimator accepts for a group of n = G samples: 1 ≤ K ≤ G, 1 ≤ K ≤ G − 1, or only
+K = G (an estimator that takes no K argument but is defined at K = G)."""
+K_DOMAIN_TEXT = {"k<=n": "1 ≤ K ≤ G", "k<=n-1": "1 ≤ K ≤ G−1", "k=n": "K = G"}
 INPUTS = (
     "rewards",
     "k",
@@ -68,6 +72,18 @@ class Entry:
     needs_lengths: bool = False
     inputs: tuple[str, ...] = ()
     stateful: bool = False
+    k_range: KDomain | None = None
+    """Where K may lie (None: the estimator has no K)."""
+
+    @property
+    def k_domain(self) -> str | None:
+        """The K domain as text, e.g. ``1 ≤ K ≤ G−1``; None when the estimator has no K."""
+        return None if self.k_range is None else K_DOMAIN_TEXT[self.k_range]
+
+    @property
+    def spec(self) -> str:
+        """The spec page that documents the estimator: ``spec/<family module>.md``."""
+        return f"spec/{self.fn.__module__.rsplit('.', 1)[-1]}.md"
 
 
 _REGISTRY: dict[str, Entry] = {}
@@ -81,9 +97,13 @@ def register(
     needs_lengths: bool = False,
     inputs: tuple[str, ...] | None = None,
     stateful: bool = False,
+    k_range: KDomain | None = None,
 ) -> Callable[[F], F]:
     """Register ``fn`` as ``name``. ``inputs`` defaults to what the family implies: rewards,
-    then k if ``needs_k``, then lengths if ``needs_lengths`` (token estimators must list theirs)."""
+    then k if ``needs_k``, then lengths if ``needs_lengths`` (token estimators must list theirs).
+    An estimator that takes K must say where K may lie (``k_range``)."""
+    if needs_k and k_range is None:
+        raise ValueError(f"estimator {name!r} takes K and must give its k_range")
     if inputs is None:
         if family in ("token", "history"):
             raise ValueError(f"{family} estimator {name!r} must list its inputs")
@@ -95,7 +115,7 @@ def register(
     def add(fn: F) -> F:
         if name in _REGISTRY:
             raise ValueError(f"estimator {name!r} is registered twice")
-        _REGISTRY[name] = Entry(name, family, fn, needs_k, needs_lengths, inputs, stateful)
+        _REGISTRY[name] = Entry(name, family, fn, needs_k, needs_lengths, inputs, stateful, k_range)
         return fn
 
     return add

@@ -32,11 +32,11 @@ import advest.reference.maxk
 import advest.reference.numca  # noqa: F401  (binds the submodule used as reference.numca)
 from advest import fast, reference
 from advest.fast import registry
+from advest.fast.registry import KDomain
 
 FAMILIES = registry.FAMILIES
 """One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""
 
-KDomain = Literal["k<=n", "k<=n-1", "k=n"]
 Scale = Callable[[int, int], Fraction]
 
 

@@ -97,5 +97,5 @@ def test_quick_run_writes_well_formed_config_metrics_plots_and_summary(tmp_path:
 
 def test_bad_sizes_exit_with_a_message_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["experiment", "bandit", "--quick", "--k", "8"]) == 2
-    assert "--k" in capsys.readouterr().out
+    assert "--k" in capsys.readouterr().err
     assert cli_main(["experiment", "nope"]) == 2

@@ -399,7 +399,7 @@ def test_a_run_killed_mid_way_resumes_to_the_same_parameters(
     killed.communicate()
     done_at_kill = torch.load(ckpt, weights_only=False)["advest"]["rollout_step"]
     assert 0 < done_at_kill < 24 and done_at_kill % 4 == 0, "the kill did not land mid-run"
-    resumed = _cli([*_run_args(model_path, tmp_path, "killed"), "--resume", "true"])
+    resumed = _cli([*_run_args(model_path, tmp_path, "killed"), "--resume"])
     out, _ = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, out
     assert _max_diff(_params(tmp_path / "killed"), _params(tmp_path / "straight")) == 0.0

@@ -1,146 +1,233 @@
-"""The ``advest`` command line: one subcommand per job; heavy imports happen inside each."""
+"""The ``advest`` command line: one subcommand per job, each parsed by jsonargparse
+(``advest.training.parsing`` fixes the conventions: described settings, ``--flag``/``--no_flag``
+switches, snake_case flags, errors to stderr with exit code 2 naming the flag).
+
+The first word picks the subcommand, and only that subcommand's parser is built: ``train``'s
+parser imports Lightning (seconds), which ``advest list`` or ``advest check`` must not pay.
+"""
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from advest.training.parsing import Parser, fail, new_parser, switch
+
+ESTIMATOR_HELP = "registered advantage estimator (`advest list` shows every name)"
 
 
-def _demo(args: argparse.Namespace) -> int:
+# ----------------------------------------------------------------------------- list
+def list_parser() -> Parser:
+    return new_parser(
+        "advest list", "Every registered estimator: family, inputs, K domain and spec page."
+    )
+
+
+def _list(ns: Any) -> int:
+    from advest.fast import registry
+
+    rows = [("name", "family", "inputs", "K", "spec")]
+    for name in registry.names():
+        e = registry.entry(name)
+        rows.append((name, e.family, ", ".join(e.inputs), e.k_domain or "-", e.spec))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    return 0
+
+
+# ----------------------------------------------------------------------------- demo
+def demo_parser() -> Parser:
+    p = new_parser("advest demo", "The max@K estimators side by side on one group.")
+    p.add_argument(
+        "--rewards",
+        type=float,
+        nargs="+",
+        default=[3.0, 1.0, 4.0, 1.0, 5.0],
+        help="one group of rewards",
+    )
+    p.add_argument("--k", type=int, default=2, help="comparator size K")
+    return p
+
+
+def _demo(ns: Any) -> int:
     from advest.training.demo import run
 
-    run(args.rewards, args.k)
+    run(list(ns.rewards), ns.k)
     return 0
 
 
-def _bench(args: argparse.Namespace) -> int:
+# ----------------------------------------------------------------------------- bench
+def bench_parser() -> Parser:
+    p = new_parser(
+        "advest bench",
+        "Estimator benchmarks (sequence level, then token level against a forward pass): "
+        "printed numbers and ratios.",
+    )
+    p.add_argument("--repeats", type=int, default=15, help="timed rounds (median per cell)")
+    switch(p, "quick", False, "smaller shapes, for a smoke run")
+    p.add_argument(
+        "--device", type=str | None, default=None, help="cpu or cuda (default: cuda if available)"
+    )
+    p.add_argument(
+        "--threads", type=int | None, default=None, help="torch CPU threads (default: all)"
+    )
+    return p
+
+
+def _bench(ns: Any) -> int:
     from advest.fast.bench import run
 
-    run(repeats=args.repeats, quick=args.quick, device=args.device, threads=args.threads)
+    run(repeats=ns.repeats, quick=ns.quick, device=ns.device, threads=ns.threads)
     from advest.training.bench import run as run_tokens
 
-    run_tokens(T=64 if args.quick else 256, repeats=3 if args.quick else 5)
+    run_tokens(T=64 if ns.quick else 256, repeats=3 if ns.quick else 5)
     return 0
 
 
-def _prove(args: argparse.Namespace) -> int:
+# ----------------------------------------------------------------------------- prove
+def prove_parser() -> Parser:
+    p = new_parser("advest prove", "Run the machine-checked proofs and print the claims.")
+    p.add_argument("--max_n", type=int, default=7, help="largest N for the z3 proofs")
+    p.add_argument(
+        "--unbiased_max_n", type=int, default=4, help="largest N for the bandit identities"
+    )
+    p.add_argument("--json", type=str | None, default=None, help="write every record to this file")
+    switch(p, "progress", True, "show a progress bar")
+    return p
+
+
+def _prove(ns: Any) -> int:
     from pathlib import Path
 
     from advest.proofs.run import print_table, run, write_json
 
-    records = run(args.max_n, args.unbiased_max_n, progress=not args.no_progress)
+    records = run(ns.max_n, ns.unbiased_max_n, progress=ns.progress)
     print_table(records)
-    if args.json:
-        write_json(records, Path(args.json))
-        print(f"wrote {len(records)} records to {args.json}")
+    if ns.json:
+        write_json(records, Path(ns.json))
+        print(f"wrote {len(records)} records to {ns.json}")
     failed = [r for r in records if r.status != r.expected]
     print(f"{len(records) - len(failed)} of {len(records)} claims as expected")
     return 1 if failed else 0
 
 
-def _check(args: argparse.Namespace) -> int:
+# ----------------------------------------------------------------------------- check
+# The check command's options live in this one function (advest.spec.oracle grows them).
+def check_parser() -> Parser:
+    from typing import Literal
+
+    p = new_parser("advest check", "Report the properties of any advantage estimator.")
+    p.add_argument("target", type=str, help="MODULE:FUNCTION, a callable on rewards [B, G] (and K)")
+    p.add_argument(
+        "--family",
+        type=Literal["outcome", "maxk"],
+        default="outcome",
+        help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator taking K",
+    )
+    p.add_argument("--k", type=int, default=2, help="K for the max@K family")
+    p.add_argument(
+        "--signature",
+        type=str | None,
+        default=None,
+        help="argument order, e.g. 'rewards, k' (maxk default), 'rewards' (outcome default), "
+        "'rewards, k=', 'rewards, lengths'",
+    )
+    p.add_argument(
+        "--json", type=str | None, default=None, help="also write the findings to this file"
+    )
+    return p
+
+
+def _check(ns: Any) -> int:
     import json
 
     from advest.spec import oracle
 
     try:
-        fn = oracle.load(args.target)
+        fn = oracle.load(ns.target)
     except (ImportError, AttributeError) as error:
-        print(f"advest check: cannot import {args.target}: {error}", file=sys.stderr)
-        return 2
+        return fail("advest check", f"cannot import {ns.target}: {error}")
     try:
-        findings = oracle.check(fn, args.family, args.k, args.signature)
+        findings = oracle.check(fn, ns.family, ns.k, ns.signature)
     except Exception as error:  # the user's callable could not be called at all
-        print(
-            f"advest check: cannot call {args.target}: {type(error).__name__}: {error}",
-            file=sys.stderr,
-        )
-        return 2
+        return fail("advest check", f"cannot call {ns.target}: {type(error).__name__}: {error}")
     width = max(len(f.prop) for f in findings)
-    print(f"advest check {args.target} (family {args.family}, K={args.k})\n")
+    print(f"advest check {ns.target} (family {ns.family}, K={ns.k})\n")
     for f in findings:
         print(f"{f.prop:<{width}}  {f.verdict}\n{'':<{width}}  ({f.evidence})")
-    if args.json:
-        with open(args.json, "w") as out:
+    if ns.json:
+        with open(ns.json, "w") as out:
             json.dump(oracle.as_json(findings), out, indent=1)
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="advest", description="Verified advantage estimators for LLM RL."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("train", help="RL training with any registered estimator (see: advest train -h)")
-    sub.add_parser("eval", help="held-out pass@k curves of a checkpoint (see: advest eval -h)")
-    sub.add_parser(
-        "experiment",
-        help="reproduce the papers' claims: bandit, compare, values (advest experiment NAME -h)",
-    )
-    demo = sub.add_parser("demo", help="print the max@K estimators side by side on one group")
-    demo.add_argument(
-        "--rewards",
-        type=float,
-        nargs="+",
-        default=[3.0, 1.0, 4.0, 1.0, 5.0],
-        help="one group of rewards (default: 3 1 4 1 5)",
-    )
-    demo.add_argument("--k", type=int, default=2, help="comparator size K (default: 2)")
-    demo.set_defaults(func=_demo)
-    bench = sub.add_parser("bench", help="benchmarks that print numbers and ratios")
-    bench.add_argument("what", choices=["estimators"], help="what to benchmark")
-    bench.add_argument("--repeats", type=int, default=15, help="timed rounds (median per cell)")
-    bench.add_argument("--quick", action="store_true", help="smaller shapes, for a smoke run")
-    bench.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
-    bench.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all)")
-    bench.set_defaults(func=_bench)
-    prove = sub.add_parser("prove", help="run the machine-checked proofs and print the claims")
-    prove.add_argument("--max-n", type=int, default=7, help="largest N for the z3 proofs (7)")
-    prove.add_argument(
-        "--unbiased-max-n", type=int, default=4, help="largest N for the bandit identities (4)"
-    )
-    prove.add_argument("--json", default=None, help="write every record to this file")
-    prove.add_argument("--no-progress", action="store_true", help="no progress bar")
-    prove.set_defaults(func=_prove)
-    check = sub.add_parser("check", help="report the properties of any advantage estimator")
-    check.add_argument("target", help="MODULE:FUNCTION, a callable on rewards [B, G] (and K)")
-    check.add_argument("--family", choices=["outcome", "maxk"], default="outcome")
-    check.add_argument("--k", type=int, default=2, help="K for the max@K family (2)")
-    check.add_argument(
-        "--signature",
-        default=None,
-        help="argument order, e.g. 'rewards, k' (maxk default), 'rewards' (outcome default), "
-        "'rewards, k=', 'rewards, lengths'",
-    )
-    check.add_argument("--json", default=None, help="also write the findings to this file")
-    check.set_defaults(func=_check)
-    return parser
+# ----------------------------------------------------------------------------- dispatch
+Local = tuple[Callable[[], Parser], Callable[[Any], int]]
+LOCAL: dict[str, Local] = {
+    "list": (list_parser, _list),
+    "demo": (demo_parser, _demo),
+    "bench": (bench_parser, _bench),
+    "prove": (prove_parser, _prove),
+    "check": (check_parser, _check),
+}
+"""Subcommands parsed here: (parser, run)."""
 
-
-PASS_THROUGH = {
+DELEGATED = {
     "train": "advest.training.train",
     "eval": "advest.training.evaluate",
     "experiment": "advest.training.experiments",
 }
-"""Subcommands with their own (jsonargparse) parser: the rest of the line goes to them."""
+"""Subcommands whose module builds its own jsonargparse parser in ``main(argv)``."""
+
+SUMMARY = {
+    "train": "RL training of a local checkpoint with any registered estimator",
+    "eval": "held-out pass@k curves of a checkpoint",
+    "experiment": "reproduce the papers' claims: bandit, compare, values",
+    "list": "every registered estimator: family, inputs, K domain, spec page",
+    "demo": "the max@K estimators side by side on one group",
+    "bench": "estimator benchmarks that print numbers and ratios",
+    "prove": "run the machine-checked proofs and print the claims",
+    "check": "report the properties of any advantage estimator (MODULE:FUNCTION)",
+}
+
+
+def usage() -> str:
+    width = max(map(len, SUMMARY))
+    lines = [f"  {name:<{width}}  {text}" for name, text in SUMMARY.items()]
+    return (
+        "usage: advest COMMAND [options]   (advest COMMAND -h: the command's settings)\n\n"
+        "Verified advantage estimators for LLM RL.\n\ncommands:\n" + "\n".join(lines)
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in PASS_THROUGH:
+    if argv and argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0
+    if argv and argv[0] == "--version":
+        from advest import __version__
+
+        print(f"advest {__version__}")
+        return 0
+    if not argv or argv[0] not in SUMMARY:
+        got = f"unknown command {argv[0]!r}" if argv else "no command given"
+        print(usage(), file=sys.stderr)
+        return fail("advest", f"{got}; valid: {', '.join(SUMMARY)}")
+    command, rest = argv[0], argv[1:]
+    if command in DELEGATED:
         import importlib
 
-        module = importlib.import_module(PASS_THROUGH[argv[0]])
-        code: int = module.main(argv[1:])
+        code: int = importlib.import_module(DELEGATED[command]).main(rest)
         return code
-    args = build_parser().parse_args(argv)
+    build, run = LOCAL[command]
+    ns = build().parse_args(rest)
     try:
-        code = args.func(args)
-    except ValueError as error:  # bad user input: say what, no traceback
-        print(f"advest: error: {error}", file=sys.stderr)
-        return 2
-    return code
+        return run(ns)
+    except ValueError as error:  # bad user input found while running: say what, no traceback
+        return fail(f"advest {command}", str(error))
 
 
 if __name__ == "__main__":

@@ -27,11 +27,12 @@ class RLConfig:
     """Embedded task: draw training prompts from this many problems (0: an endless stream). A
     finite pool makes prompts recur, which history estimators (kae) need."""
     reward: str = "exact"
-    """Verifier: ``exact`` (string equality) or ``math`` (math-verify)."""
+    """Verifier: ``exact`` (string equality), ``digits`` (partial credit per character) or
+    ``math`` (math-verify)."""
     reward_timeout: float = 5.0
     """Seconds per reward call; a timeout scores 0 and is counted."""
     estimator: str = "maxpo"
-    """Registered advantage estimator (``advest bench estimators`` lists them)."""
+    """Registered advantage estimator (``advest list`` shows every name, family and K domain)."""
     base_estimator: str = "grpo"
     """For reweighters that take ``advantages`` (e.g. covariance_weights): the estimator they
     reweight."""
@@ -48,7 +49,9 @@ class RLConfig:
     max_new_tokens: int = 5
     """Response budget L in tokens (also Dr.GRPO's constant normaliser)."""
     temperature: float = 1.0
+    """Sampling temperature (> 0); log-probs for the ratio are taken at the same temperature."""
     top_p: float = 1.0
+    """Nucleus sampling: sample from the smallest token set of probability ≥ top_p (1: all)."""
     ppo_epochs: int = 2
     """Optimisation passes over each rollout batch."""
     minibatches: int = 1
@@ -56,19 +59,25 @@ class RLConfig:
     micro_batches: int = 1
     """Gradient-accumulation splits of each mini-batch (exact: same gradient)."""
     clip_low: float = 0.2
+    """Lower clip of the ratio: 1 − clip_low (0 ≤ clip_low < 1)."""
     clip_high: float = 0.28
     """Clip range [1 − clip_low, 1 + clip_high] (clip-higher when they differ)."""
     kl_coef: float = 0.0
     """KL coefficient; 0 loads no reference model at all."""
     kl_estimator: KLEstimator = "k3"
+    """KL estimator to the reference (Schulman's k1, k2 or k3), used when kl_coef > 0."""
     loss_aggregation: Aggregation = "token-mean"
     """``token-mean``, ``seq-mean-token-sum``, ``seq-mean-token-mean`` or ``dr-grpo`` (÷ S·L)."""
     lr: float = 3e-4
+    """AdamW learning rate."""
     weight_decay: float = 0.0
+    """AdamW decoupled weight decay."""
     max_grad_norm: float = 1.0
+    """Clip the total gradient norm of each optimiser step to this (> 0)."""
     warmup_steps: int = 0
     """Linear learning-rate warm-up, in optimiser steps."""
     seed: int = 0
+    """Seeds everything random: prompts, sampling (per step and rank), held-out set."""
     eval_prompts: int = 128
     """Held-out prompts for the before/after pass@k (0 skips it)."""
     eval_samples: int = 16

@@ -106,14 +106,10 @@ def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk"
     plt.close(fig)
 
 
-def main(argv: list[str]) -> int:
-    """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
-    from jsonargparse import ArgumentParser
+def parser() -> Any:
+    from advest.training.parsing import new_parser
 
-    from advest.training.embedded import build
-    from advest.training.module import load_policy
-
-    p = ArgumentParser(prog="advest eval", description="held-out pass@k curves of a checkpoint")
+    p = new_parser("advest eval", "Held-out pass@k curves of a checkpoint.")
     p.add_argument(
         "--model", type=str | None, default=None, help="checkpoint folder (default: embedded)"
     )
@@ -123,15 +119,23 @@ def main(argv: list[str]) -> int:
         default=None,
         help="JSONL prompts/answers (default: embedded held-out)",
     )
-    p.add_argument("--reward", type=str, default="exact", help="exact or math")
+    p.add_argument("--reward", type=str, default="exact", help="verifier: exact, digits or math")
     p.add_argument("--prompts", type=int, default=64, help="held-out prompts (embedded task)")
     p.add_argument(
         "--samples", type=int, default=64, help="n samples per prompt: pass@k for k = 1..n"
     )
-    p.add_argument("--max_new_tokens", type=int, default=5)
-    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--max_new_tokens", type=int, default=5, help="response budget in tokens")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
     p.add_argument("--out", type=str, default="runs/eval", help="output folder")
-    ns = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
+    from advest.training.embedded import build
+    from advest.training.module import load_policy
+
+    ns = parser().parse_args(argv)
     model_path = ns.model or str(build())
     model, tokenizer = load_policy(model_path)
     items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)

@@ -195,51 +195,113 @@ def plot_metrics(folder: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- command line
-def parser() -> Any:
-    from jsonargparse import ActionConfigFile, ArgumentParser  # type: ignore[attr-defined]
+TRAINER_FLAGS = (
+    "accelerator",
+    "strategy",
+    "devices",
+    "num_nodes",
+    "precision",
+    "max_time",
+    "log_every_n_steps",
+    "enable_progress_bar",
+    "enable_model_summary",
+    "deterministic",
+    "benchmark",
+    "profiler",
+    "detect_anomaly",
+    "plugins",
+    "sync_batchnorm",
+)
+"""The ``--trainer.*`` flags passed to Lightning's ``Trainer`` as LightningCLI passes them."""
 
-    p = ArgumentParser(
-        prog="advest train",
-        description="RL post-training with any registered advantage estimator (Lightning).",
-        default_env=False,
+REFUSED_TRAINER_FLAGS = {
+    "gradient_clip_val": "--max_grad_norm (clipping runs inside each optimiser step)",
+    "gradient_clip_algorithm": "--max_grad_norm (always clips the total gradient norm)",
+    "accumulate_grad_batches": "--micro_batches (exact accumulation inside a mini-batch)",
+    "max_epochs": "--steps (one epoch is the whole run)",
+    "min_epochs": "--steps (one epoch is the whole run)",
+    "max_steps": "--steps (rollout steps)",
+    "min_steps": "--steps (rollout steps)",
+    "limit_train_batches": "--steps (rollout steps)",
+    "fast_dev_run": "--steps 1 --no_eval",
+    "overfit_batches": "--data with the few prompts to overfit",
+    "limit_val_batches": "--eval_prompts (there is no validation loop)",
+    "limit_test_batches": "advest eval (there is no test loop)",
+    "limit_predict_batches": "advest eval (there is no predict loop)",
+    "val_check_interval": "--eval_prompts (held-out pass@k before and after)",
+    "check_val_every_n_epoch": "--eval_prompts (held-out pass@k before and after)",
+    "num_sanity_val_steps": "nothing (there is no validation loop)",
+    "reload_dataloaders_every_n_epochs": "nothing (one epoch; prompts follow the rollout step)",
+    "enable_checkpointing": "--checkpoint_every",
+    "default_root_dir": "--out and --name",
+    "callbacks": "the Python API: advest.training.train.train(..., callbacks=[...])",
+    "logger": "nothing (CSV, and TensorBoard when installed, are always written)",
+    "use_distributed_sampler": "nothing (each rank draws its own prompts)",
+    "barebones": "nothing (the metrics log is what the plots are made of)",
+    "inference_mode": "nothing (there is no validation loop)",
+    "enable_autolog_hparams": "nothing (config.json holds every setting)",
+    "model_registry": "nothing (the run folder holds the checkpoint)",
+}
+"""Trainer arguments that cannot work with this trainer (manual optimisation; one epoch whose
+batches are rollout steps; no validation loop), with the advest setting to use instead. They are
+accepted by the parser (on the command line or in a YAML file) only to be refused by name."""
+
+
+def parser() -> Any:
+    import argparse
+
+    from jsonargparse import ActionConfigFile  # type: ignore[attr-defined]
+
+    from advest.training.parsing import add_settings, new_parser, switch
+
+    p = new_parser(
+        "advest train",
+        "RL post-training with any registered advantage estimator (Lightning).",
+        usage="advest train [-h] [--config FILE] [--SETTING VALUE ...] [--trainer.FLAG VALUE ...]",
     )
     p.add_argument("--config", action=ActionConfigFile, help="YAML file of settings")
-    p.add_class_arguments(RLConfig, nested_key=None, fail_untyped=False)
+    add_settings(p, RLConfig)
     p.add_argument("--name", type=str | None, default=None, help="run folder name under --out")
-    p.add_argument("--resume", type=bool, default=False, help="resume --name from its last.ckpt")
-    p.add_argument("--no_eval", type=bool, default=False, help="skip the held-out pass@k")
+    switch(p, "resume", False, "continue --name from its checkpoints/last.ckpt")
+    switch(p, "eval", True, "held-out pass@k before and after training")
     p.add_class_arguments(
         L.Trainer,
         "trainer",
-        skip={
-            "callbacks",
-            "logger",
-            "max_epochs",
-            "max_steps",
-            "default_root_dir",
-            "enable_checkpointing",
-            "use_distributed_sampler",
-            "num_sanity_val_steps",
-        },
+        skip=set(REFUSED_TRAINER_FLAGS) | {"callbacks", "logger"},
         fail_untyped=False,
     )
     p.set_defaults({f"trainer.{k}": v for k, v in TRAINER_DEFAULTS.items()})
+    for flag in REFUSED_TRAINER_FLAGS:  # parsed (any value) so that they can be refused by name
+        p.add_argument(f"--trainer.{flag}", type=Any, default=None, help=argparse.SUPPRESS)
     return p
 
 
+def trainer_arguments(ns: Any, defaults: Any) -> dict[str, Any]:
+    """The ``--trainer.*`` settings that differ from Lightning's defaults (plus advest's own
+    defaults). Raises ``ConfigError`` naming a refused flag and what to use instead."""
+    given = vars(ns.trainer)
+    for flag, instead in REFUSED_TRAINER_FLAGS.items():
+        if given.get(flag) is not None:
+            raise ConfigError(
+                f"--trainer.{flag} cannot work with advest's trainer (manual optimisation, one "
+                f"epoch of rollout steps); use {instead}"
+            )
+    return {
+        k: v
+        for k, v in given.items()
+        if k not in REFUSED_TRAINER_FLAGS and (v != defaults.get(k) or k in TRAINER_DEFAULTS)
+    }
+
+
 def main(argv: Sequence[str]) -> int:
+    from advest.training.parsing import fail, settings
+
     p = parser()
     ns = p.parse_args(list(argv))
-    fields = set(RLConfig.__dataclass_fields__)
-    cfg = RLConfig(**{k: v for k, v in vars(ns).items() if k in fields})
-    trainer_args = {
-        k: v
-        for k, v in vars(ns.trainer).items()
-        if v != p.get_defaults().trainer.get(k) or k in TRAINER_DEFAULTS
-    }
     try:
-        train(cfg, trainer_args, name=ns.name, resume=ns.resume, evaluate=not ns.no_eval)
+        trainer_args = trainer_arguments(ns, p.get_defaults().trainer)
+        cfg = settings(RLConfig, ns)
+        train(cfg, trainer_args, name=ns.name, resume=ns.resume, evaluate=ns.eval)
     except ConfigError as error:
-        print(f"advest train: {error}", flush=True)
-        return 2
+        return fail("advest train", str(error))
     return 0

@@ -1,4 +1,4 @@
-"""The MaxPO softmax-bandit experiment (Takashiro et al., arXiv:2606.06080, §5.1 and App. G.1).
+"""The MaxPO softmax-bandit experiment (seed 002 §5.1 and App. G.1; notes maxk.md §8).
 
 A actions with rewards r ~ N(0, I_A) and logits θ ~ N(0, I_A), policy π = softmax(θ), objective
 J = E[max of K i.i.d. rewards]. One gradient estimate from N i.i.d. actions a_1..a_N ~ π is
@@ -26,7 +26,6 @@ Three measurements (mean ± standard error over seeds, one fresh instance (r, θ
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -52,16 +51,27 @@ class Config:
     """Every size of one run (written to config.json). Full mode: about 1 CPU-minute."""
 
     seeds: int = 20
-    n: int = 8  # batch size N (samples per gradient estimate)
-    k: int = 4  # max@K comparator size for the bias and variance-vs-A sweeps
+    """Bandit instances (independent reward vectors and policies)."""
+    n: int = 8
+    """Batch size N: samples per gradient estimate."""
+    k: int = 4
+    """max@K comparator size for the bias and variance-vs-A sweeps."""
     bias_actions: int = 100
-    bias_batches: int = 10_000  # the largest M of the bias sweep
-    var_batches: int = 10_000  # M for each total-variance estimate
+    """Actions A of the bias sweep."""
+    bias_batches: int = 10_000
+    """The largest M (estimates averaged) of the bias sweep."""
+    var_batches: int = 10_000
+    """M: estimates per total-variance measurement."""
     actions: list[int] = field(default_factory=lambda: [2**i for i in range(1, 11)])
+    """Action counts A of the variance-vs-A sweep (each ≥ 2)."""
     ks: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5, 6, 7])
+    """K values of the variance-vs-K sweep (1 … N−1)."""
     k_sweep_actions: int = 100
+    """Actions A of the variance-vs-K sweep."""
     estimators: list[str] = field(default_factory=lambda: [*UNBIASED, *BIASED, *NORMALISED])
+    """Registered estimator names compared (must include ei)."""
     quick: bool = False
+    """Small sizes: under 30 s on one core (flags given explicitly still apply)."""
 
 
 QUICK = Config(
@@ -87,13 +97,13 @@ def _sorted_cdf(pi: Tensor, r: Tensor) -> tuple[Tensor, Tensor, Tensor]:
 
 
 def objective(pi: Tensor, r: Tensor, k: int) -> Tensor:
-    """J = r_(A) − Σ_{j<A} (r_(j+1) − r_(j)) F_j^K (MaxPO App. G.1), float64 scalar. pi, r: [A]."""
+    """J = r_(A) − Σ_{j<A} (r_(j+1) − r_(j)) F_j^K (notes §8), float64 scalar. pi, r: [A]."""
     _, gaps, cdf = _sorted_cdf(pi.to(F64), r.to(F64))
     return r.to(F64).max() - (gaps * cdf**k).sum()
 
 
 def exact_gradient(logits: Tensor, r: Tensor, k: int) -> Tensor:
-    """∂J/∂θ_c = −K π_c Σ_{j<A} d_j F_j^{K−1} ([rank(c) ≤ j] − F_j) (MaxPO App. G.1). [A] float64.
+    """∂J/∂θ_c = −K π_c Σ_{j<A} d_j F_j^{K−1} ([rank(c) ≤ j] − F_j) (notes §8). [A] float64.
 
     The indicator sum is a suffix sum of w_j = d_j F_j^{K−1} over j ≥ rank(c): O(A log A).
     """
@@ -338,7 +348,7 @@ def summary(metrics: dict[str, Any]) -> str:
     """summary.md: the fitted slopes, the fits to ∇J, and the variance tables."""
     cfg, bias = metrics["config"], metrics["bias"]
     lines = [
-        "# MaxPO softmax bandit (MaxPO paper §5.1, App. G.1)",
+        "# MaxPO softmax bandit (seed §5.1, App. G.1)",
         "",
         f"N = {cfg['n']}, K = {cfg['k']}, seeds = {cfg['seeds']} (mean ± standard error over "
         f"seeds), quick = {cfg['quick']}, wall time {metrics['wall_seconds']:.1f} s.",
@@ -411,44 +421,40 @@ def check(cfg: Config) -> None:
     if not 1 <= cfg.k <= cfg.n - 1 or any(not 1 <= k <= cfg.n - 1 for k in cfg.ks):
         raise ValueError(f"--k and --ks must lie in 1 … N−1 = {cfg.n - 1}: {cfg.k}, {cfg.ks}")
     if min([cfg.bias_actions, cfg.k_sweep_actions, *cfg.actions]) < 2:
-        raise ValueError("every action count (--actions, --bias-actions, ...) must be >= 2")
+        raise ValueError("every action count (--actions, --bias_actions, ...) must be >= 2")
     if cfg.bias_batches < 10 or cfg.var_batches < 2:
-        raise ValueError("--bias-batches must be >= 10 and --var-batches >= 2")
+        raise ValueError("--bias_batches must be >= 10 and --var_batches >= 2")
     unknown = [e for e in cfg.estimators if e not in names()]
     if unknown or "ei" not in cfg.estimators:
         raise ValueError(f"--estimators must include ei and name registered ones; bad: {unknown}")
 
 
-def parse(argv: Sequence[str]) -> tuple[Config, Path]:
-    p = argparse.ArgumentParser(
-        prog="advest experiment bandit",
-        description="MaxPO softmax bandit: bias vs M, total variance vs A and vs K (MaxPO §5.1)",
+def parser() -> Any:
+    from advest.training.parsing import add_settings, new_parser
+
+    p = new_parser(
+        "advest experiment bandit",
+        "MaxPO softmax bandit: bias vs M, total variance vs A and vs K (MaxPO §5.1).",
     )
-    full = Config()
-    p.add_argument("--quick", action="store_true", help="small sizes: < 30 s on one core")
-    p.add_argument("--out", default=None, help="output folder (default runs/bandit/<timestamp>/)")
-    p.add_argument("--seeds", type=int, default=None, help=f"bandit instances ({full.seeds})")
-    p.add_argument("--n", type=int, default=None, help=f"batch size N ({full.n})")
-    p.add_argument("--k", type=int, default=None, help=f"K of the bias / A sweeps ({full.k})")
-    p.add_argument("--actions", type=int, nargs="+", default=None, help="A values (2 … 1024)")
-    p.add_argument("--ks", type=int, nargs="+", default=None, help="K values (1 … N−1)")
-    p.add_argument("--bias-actions", type=int, default=None, help=f"A ({full.bias_actions})")
-    p.add_argument("--bias-batches", type=int, default=None, help=f"max M ({full.bias_batches})")
-    p.add_argument("--var-batches", type=int, default=None, help=f"M ({full.var_batches})")
-    p.add_argument("--k-sweep-actions", type=int, default=None, help=f"({full.k_sweep_actions})")
-    p.add_argument("--estimators", nargs="+", default=None, help="registered names (incl. ei)")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1)")
+    add_settings(p, Config)
+    p.add_argument(
+        "--out", type=str | None, default=None, help="output folder (default runs/bandit/<time>/)"
+    )
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    return p
+
+
+def parse(argv: Sequence[str]) -> tuple[Config, Path]:
+    from advest.training.parsing import settings
+
+    p = parser()
     ns = p.parse_args(list(argv))
-    cfg = QUICK if ns.quick else full
-    overrides = {
-        key: getattr(ns, key)
-        for key in asdict(cfg)
-        if key != "quick" and getattr(ns, key, None) is not None
-    }
-    cfg = Config(**{**asdict(cfg), **overrides})
+    if ns.quick:  # the quick sizes become the defaults; explicit flags still win
+        p.set_defaults(asdict(QUICK))
+        ns = p.parse_args(list(argv))
     torch.set_num_threads(ns.threads)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return cfg, Path(ns.out or f"runs/bandit/{stamp}")
+    return settings(Config, ns), Path(ns.out or f"runs/bandit/{stamp}")
 
 
 def main(argv: Sequence[str]) -> int:
@@ -457,8 +463,9 @@ def main(argv: Sequence[str]) -> int:
     try:
         check(cfg)
     except ValueError as error:
-        print(f"advest experiment bandit: error: {error}")
-        return 2
+        from advest.training.parsing import fail
+
+        return fail("advest experiment bandit", str(error))
     metrics = run(cfg, out)
     print((out / "summary.md").read_text())
     print(f"wrote {out}/: config.json, metrics.json, {', '.join(metrics['plots'])}, summary.md")

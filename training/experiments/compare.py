@@ -10,7 +10,6 @@ what was measured, whichever way it goes.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import statistics
@@ -95,17 +94,27 @@ def summarise(results: dict[str, list[dict[str, Any]]], samples: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="advest experiment compare", description=__doc__)
-    p.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--steps", type=int, default=RLConfig().steps)
+def parser() -> Any:
+    from advest.training.parsing import new_parser, switch
+
+    p = new_parser("advest experiment compare", __doc__ or "")
+    p.add_argument(
+        "--arms", type=str, nargs="+", choices=list(ARMS), default=list(ARMS), help="arms to train"
+    )
+    p.add_argument("--seeds", type=int, default=3, help="seeds per arm")
+    p.add_argument("--steps", type=int, default=RLConfig().steps, help="rollout steps per run")
     p.add_argument("--samples", type=int, default=64, help="held-out samples per prompt (pass@k)")
-    p.add_argument("--model", default=None, help="checkpoint folder (default: embedded)")
+    p.add_argument(
+        "--model", type=str | None, default=None, help="checkpoint folder (default: embedded)"
+    )
     p.add_argument("--pool", type=int, default=1024, help="training prompts (recurring)")
-    p.add_argument("--quick", action="store_true", help="2 arms, 1 seed, 3 steps: a smoke run")
-    p.add_argument("--out", default=None, help="default runs/compare/<timestamp>")
-    args = p.parse_args(argv)
+    switch(p, "quick", False, "2 arms, 1 seed, 3 steps: a smoke run")
+    p.add_argument("--out", type=str | None, default=None, help="default runs/compare/<timestamp>")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
     out = Path(args.out or f"runs/compare/{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     # a finite pool so that prompts recur (kae's history needs it), the same for every arm

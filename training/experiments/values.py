@@ -14,7 +14,6 @@ the prompt.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import time
@@ -99,7 +98,7 @@ def _bootstrap(rows: list[dict[str, Any]], key: str, m: int, reps: int, seed: in
 
 
 @torch.no_grad()
-def states_benchmark(model: Any, tok: Any, a: argparse.Namespace) -> dict[str, Any]:
+def states_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
     items = embedded_held_out(a.problems, seed=7)
     rng = random.Random(a.seed)
     torch.manual_seed(a.seed)
@@ -178,7 +177,7 @@ def states_benchmark(model: Any, tok: Any, a: argparse.Namespace) -> dict[str, A
 
 
 @torch.no_grad()
-def kae_benchmark(model: Any, tok: Any, a: argparse.Namespace) -> dict[str, Any]:
+def kae_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
     """Fixed policy, I iterations of n samples per prompt: KAE's value from the history before
     the last iteration vs the last iteration's group mean, both against V_MC (M samples)."""
     items = embedded_held_out(a.problems, seed=11)
@@ -211,21 +210,29 @@ def kae_benchmark(model: Any, tok: Any, a: argparse.Namespace) -> dict[str, Any]
     return out
 
 
-def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="advest experiment values", description=__doc__)
-    p.add_argument("--model", default=None, help="checkpoint folder (default: embedded)")
-    p.add_argument("--problems", type=int, default=100)
-    p.add_argument("--group", type=int, default=16)
-    p.add_argument("--states", type=int, default=5)
+def parser() -> Any:
+    from advest.training.parsing import new_parser, switch
+
+    p = new_parser("advest experiment values", __doc__ or "")
+    p.add_argument(
+        "--model", type=str | None, default=None, help="checkpoint folder (default: embedded)"
+    )
+    p.add_argument("--problems", type=int, default=100, help="held-out problems")
+    p.add_argument("--group", type=int, default=16, help="G: rollouts per problem")
+    p.add_argument("--states", type=int, default=5, help="states (prefixes) per rollout")
     p.add_argument("--mc", type=int, default=16, help="M continuations per state")
     p.add_argument("--iterations", type=int, default=8, help="KAE: iterations of history")
-    p.add_argument("--max_new_tokens", type=int, default=5)
+    p.add_argument("--max_new_tokens", type=int, default=5, help="response budget in tokens")
     p.add_argument("--hista_w", type=int, default=1, help="Hista block size (responses are short)")
-    p.add_argument("--bootstrap", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--out", default=None, help="default runs/values/<timestamp>")
-    a = p.parse_args(argv)
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (95% CI)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the sampling")
+    switch(p, "quick", False, "tiny sizes: a smoke run")
+    p.add_argument("--out", type=str | None, default=None, help="default runs/values/<timestamp>")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    a = parser().parse_args(argv)
     if a.quick:
         a.problems, a.group, a.states, a.mc, a.iterations, a.bootstrap = 4, 4, 2, 4, 2, 20
     out = Path(a.out or f"runs/values/{time.strftime('%Y%m%d-%H%M%S')}")

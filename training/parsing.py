@@ -1,0 +1,77 @@
+"""The one parser system of every ``advest`` subcommand: jsonargparse (the engine of Lightning's
+CLI), with the conventions fixed once here.
+
+* Every setting's ``--help`` shows its description: dataclass fields are documented by the
+  docstring under them, which jsonargparse reads only when attribute-docstring parsing is on.
+* Booleans are switches: ``--flag`` / ``--no_flag``.
+* Multi-word flags are snake_case everywhere (``--max_new_tokens``, ``--max_n``), as the dataclass
+  fields and Lightning's ``--trainer.*`` flags already are.
+* A bad value goes to stderr with exit code 2 and names the flag (``--steps: Expected a <class
+  'int'>. Got value: abc``), not jsonargparse's internal key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+from typing import Any, NoReturn
+
+import jsonargparse
+from jsonargparse import ActionYesNo
+from jsonargparse import ArgumentParser as _ArgumentParser
+
+jsonargparse.set_parsing_settings(docstring_parse_attribute_docstrings=True)
+
+
+class Parser(_ArgumentParser):
+    """A jsonargparse parser whose errors name the flag as the user types it."""
+
+    def error(self, message: str, ex: Exception | None = None) -> NoReturn:
+        message = re.sub(r'Parser key "([^"]+)":\s*', r"--\1: ", message)
+        super().error(message, ex)
+
+
+def new_parser(prog: str, description: str, usage: str | None = None) -> Parser:
+    return Parser(
+        prog=prog, description=description, usage=usage, default_env=False, exit_on_error=True
+    )
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """``{field: its docstring}`` of a dataclass, as jsonargparse reads them for ``--help``."""
+    import docstring_parser
+
+    doc = docstring_parser.parse_from_object(cls)
+    return {p.arg_name: " ".join((p.description or "").split()) for p in doc.params}
+
+
+def add_settings(parser: _ArgumentParser, cls: type) -> None:
+    """One flag per field of the dataclass ``cls`` (help from the field's docstring); ``bool``
+    fields become ``--field`` / ``--no_field`` switches."""
+    fields = dataclasses.fields(cls)
+    flags = {f.name for f in fields if f.type in (bool, "bool")}
+    parser.add_class_arguments(cls, nested_key=None, skip=flags, fail_untyped=False)
+    docs = field_docs(cls)
+    for f in fields:
+        if f.name in flags:
+            parser.add_argument(
+                f"--{f.name}", action=ActionYesNo, default=f.default, help=docs.get(f.name, "")
+            )
+
+
+def switch(parser: _ArgumentParser, name: str, default: bool, help: str) -> None:
+    """``--name`` / ``--no_name``."""
+    parser.add_argument(f"--{name}", action=ActionYesNo, default=default, help=help)
+
+
+def settings(cls: type[Any], namespace: Any) -> Any:
+    """The dataclass ``cls`` built from the fields of a parsed namespace."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in vars(namespace).items() if k in names})
+
+
+def fail(prog: str, message: str) -> int:
+    """A user mistake found after parsing: to stderr, exit code 2."""
+    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    return 2
