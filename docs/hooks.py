@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,25 +45,17 @@ def _usage(help_text: str) -> str:
     return " ".join(paragraph.split())
 
 
-def subcommands(path: tuple[str, ...], help_text: str) -> list[str]:
-    """The subcommands that ``advest <path> --help`` offers, read from its usage line.
+def subcommands(path: tuple[str, ...]) -> list[str]:
+    """The subcommands of ``advest <path>``, from the command line's own dispatch tables (the
+    names ``main`` dispatches on), so a new command gets its page without touching this file."""
+    from advest.training.cli import SUMMARY
+    from advest.training.experiments import EXPERIMENTS
 
-    argparse (and jsonargparse, which builds on it) writes a subcommand group as ``{a,b,c} ...``;
-    a group of plain choices (``--kl_estimator {k1,k2,k3}``, ``bench {estimators}``) has no
-    ``...`` after it. A group written right after the command's own name is a subcommand group
-    too (a hand-written usage line such as ``advest experiment {bandit,compare,values} [flags]``).
-    """
-    usage = _usage(help_text)
-    prog = " ".join(("advest", *path))
-    found: list[str] = []
-    # Not after "[" (the repeat of an nargs="+" choice list), and "..." not closing a bracket.
-    for match in re.finditer(r"(?<!\[)\{([\w,-]+)\}( \.\.\.(?!\]))?", usage):
-        preceded_by_prog = usage.startswith(f"usage: {prog} {{{match.group(1)}}}")
-        if match.group(2) or preceded_by_prog:
-            found += [name for name in match.group(1).split(",") if name not in found]
-    if len(path) >= 3 or set(found) & set(path):  # a misread usage line must not recurse forever
-        raise RuntimeError(f"`advest {' '.join(path)} --help`: unexpected subcommands {found}")
-    return found
+    tables: dict[tuple[str, ...], list[str]] = {
+        (): list(SUMMARY),
+        ("experiment",): list(EXPERIMENTS),
+    }
+    return tables.get(path, [])
 
 
 def _capture_help(path: tuple[str, ...]) -> str:
@@ -96,7 +87,7 @@ def collect_help() -> dict[str, str]:
         path = todo.pop(0)
         text = _capture_help(path)
         pages[" ".join(path)] = text
-        todo += [(*path, name) for name in subcommands(path, text)]
+        todo += [(*path, name) for name in subcommands(path)]
     return pages
 
 

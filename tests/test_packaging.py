@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -119,6 +120,10 @@ def test_the_wheel_installs_as_users_do_beside_their_own_spec_fast_and_training(
     """Build the wheel, install it non-editable into a fresh target, and run the README's
     example and ``advest --help`` from a folder holding the user's own packages named like
     ours."""
+    # Build from a copy: setuptools writes build/ and *.egg-info/ beside the sources.
+    source = tmp_path / "source"
+    skip = shutil.ignore_patterns(".git", "build", "runs", ".venv*", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
     dist = tmp_path / "dist"
     subprocess.run(
         [
@@ -130,7 +135,7 @@ def test_the_wheel_installs_as_users_do_beside_their_own_spec_fast_and_training(
             "--no-build-isolation",
             "-w",
             str(dist),
-            str(ROOT),
+            str(source),
         ],
         check=True,
         capture_output=True,
