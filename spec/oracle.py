@@ -573,8 +573,10 @@ def _run_dtype(
         permutation_equivariant(est, used, dtype),
         unbiasedness(est, n, k_obj, binary, objective, dtype),
     ]
-    if family == "maxk":
+    if family == "maxk" and k_obj < n:
         findings.append(relation_to_canonical(est, used, k_obj, dtype))
+    elif family == "maxk":
+        findings.append(Finding("relation to canonical", "not checked", "canonical needs K < N"))
     for f in findings:
         f.dtype, f.n = name, n
         if skipped:
@@ -660,3 +662,94 @@ def table(findings: list[Finding]) -> str:
                 row.append("; ".join(f"N={f.n}: {f.verdict}" for f in got))
         lines.append(f"| {prop} | " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the command
+
+
+def add_arguments(parser: Any) -> None:
+    """``advest check``'s options, on any argparse-compatible parser (argparse, jsonargparse)."""
+    parser.add_argument(
+        "target",
+        help="MODULE:FUNCTION (a callable on rewards [B, G], and K for --family maxk), or "
+        "verl:NAME for an estimator from verl's registry (implies --convention verl)",
+    )
+    parser.add_argument("--family", choices=["outcome", "maxk"], default="outcome")
+    parser.add_argument("--k", type=int, default=2, help="K for the max@K family (2)")
+    parser.add_argument(
+        "--n",
+        type=int,
+        nargs="+",
+        default=None,
+        help="group sizes N to check (several allowed); default N = K, K+1 and max(2K+2, 8) "
+        "for maxk, 2, 3 and 8 for outcome",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=list(DTYPES),
+        default="float32",
+        help="the estimator's own dtype (float32); float64 is checked too when accepted",
+    )
+    parser.add_argument(
+        "--convention",
+        choices=["plain", "verl"],
+        default="plain",
+        help="plain: fn(rewards [B, G], ...) -> [B, G]; verl: fn(token_level_rewards, "
+        "response_mask, index, config=...) -> (advantages, returns)",
+    )
+    parser.add_argument(
+        "--signature",
+        default=None,
+        help="argument order for --convention plain, e.g. 'rewards, k' (passes K even to a "
+        "parameter not named k), 'rewards', 'rewards, k=', 'rewards, lengths'",
+    )
+    parser.add_argument("--json", default=None, help="also write the findings to this file")
+
+
+def command(args: Any) -> int:
+    """Run ``advest check`` from parsed ``args``: print the report; 0, or 2 on a usage error."""
+    import json
+    import sys
+
+    target: str = args.target
+    convention: Convention = args.convention
+    try:
+        if target.startswith("verl:"):
+            from advest.integrations.verl import verl_estimator
+
+            fn = verl_estimator(target.removeprefix("verl:"))
+            convention = "verl"
+        else:
+            fn = load(target)
+    except (ImportError, AttributeError, ValueError) as error:
+        print(f"advest check: cannot import {target}: {error}", file=sys.stderr)
+        return 2
+    try:
+        findings = check(
+            fn,
+            args.family,
+            args.k,
+            args.signature,
+            ns=args.n,
+            dtype=args.dtype,
+            convention=convention,
+        )
+    except OracleError as error:
+        print(f"advest check: {target}: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # the user's callable could not be called at all
+        print(f"advest check: cannot call {target}: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
+    ns = sorted({f.n for f in findings if f.n is not None})
+    print(f"advest check {target} (family {args.family}, K={args.k}, N={ns}, {convention})")
+    dtypes = list(dict.fromkeys(f.dtype for f in findings if f.dtype))
+    print("tolerance: " + "; ".join(rule(DTYPES[d]) for d in dtypes) + " (spec/oracle.md)\n")
+    print(table(findings))
+    print()
+    for f in findings:
+        where = f" [{f.dtype}{'' if f.n is None else f', N={f.n}'}]" if f.dtype else ""
+        print(f"- {f.prop}{where}: {f.evidence}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(as_json(findings), out, indent=1)
+    return 0

@@ -40,31 +40,9 @@ def _prove(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    import json
-
     from advest.spec import oracle
 
-    try:
-        fn = oracle.load(args.target)
-    except (ImportError, AttributeError) as error:
-        print(f"advest check: cannot import {args.target}: {error}", file=sys.stderr)
-        return 2
-    try:
-        findings = oracle.check(fn, args.family, args.k, args.signature)
-    except Exception as error:  # the user's callable could not be called at all
-        print(
-            f"advest check: cannot call {args.target}: {type(error).__name__}: {error}",
-            file=sys.stderr,
-        )
-        return 2
-    width = max(len(f.prop) for f in findings)
-    print(f"advest check {args.target} (family {args.family}, K={args.k})\n")
-    for f in findings:
-        print(f"{f.prop:<{width}}  {f.verdict}\n{'':<{width}}  ({f.evidence})")
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(oracle.as_json(findings), out, indent=1)
-    return 0
+    return oracle.command(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,16 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     prove.add_argument("--no-progress", action="store_true", help="no progress bar")
     prove.set_defaults(func=_prove)
     check = sub.add_parser("check", help="report the properties of any advantage estimator")
-    check.add_argument("target", help="MODULE:FUNCTION, a callable on rewards [B, G] (and K)")
-    check.add_argument("--family", choices=["outcome", "maxk"], default="outcome")
-    check.add_argument("--k", type=int, default=2, help="K for the max@K family (2)")
-    check.add_argument(
-        "--signature",
-        default=None,
-        help="argument order, e.g. 'rewards, k' (maxk default), 'rewards' (outcome default), "
-        "'rewards, k=', 'rewards, lengths'",
-    )
-    check.add_argument("--json", default=None, help="also write the findings to this file")
+    from advest.spec.oracle import add_arguments
+
+    add_arguments(check)
     check.set_defaults(func=_check)
     return parser
 
