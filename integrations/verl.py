@@ -78,7 +78,9 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
     """advest's ``name`` with verl's calling convention (sequence-level estimators only)."""
     entry = registry.entry(name)
     if name in SKIPPED or entry.stateful or entry.family == "token":
-        raise ValueError(f"advest_{name} cannot run inside verl: {SKIPPED.get(name, 'token level')}")
+        raise ValueError(
+            f"advest_{name} cannot run inside verl: {SKIPPED.get(name, 'token level')}"
+        )
 
     # verl's compute_advantage passes keywords this estimator has no use for
     # (reward_baselines, future additions); accepting **kwargs is verl's own convention.

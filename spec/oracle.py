@@ -105,7 +105,8 @@ class Guard:
                 same = before.shape == after.shape and bool(
                     ((before == after) | (before.isnan() & after.isnan())).all()
                 )
-                if not same and len(self.mutations) < 3:
+                seen = any(m.startswith(f"{name} ") for m in self.mutations)
+                if not same and not seen:
                     self.mutations.append(f"{name} changed in place {_first_change(before, after)}")
             elif not _equal(before, after) and len(self.mutations) < 3:
                 self.mutations.append(f"{name} changed in place")
@@ -319,7 +320,9 @@ def shift_invariant(
         shifted = r + 0.75
         a, b = est(r), est(shifted)
         err = (a.double() - b.double()).abs()
-        worst = max(worst, _excess(err, allowance(r, a, dtype=dtype) + allowance(shifted, b, dtype=dtype)))
+        worst = max(
+            worst, _excess(err, allowance(r, a, dtype=dtype) + allowance(shifted, b, dtype=dtype))
+        )
     return Finding(
         "shift invariant", _verdict(worst), f"max |A(r + 0.75) − A(r)| = {worst:.2g} × allowance"
     )
@@ -405,6 +408,8 @@ def unbiasedness(
         rr = [Fraction(int(x > Fraction(1, 2))) for x in r] if binary else r
         grad = torch.tensor([float(g) for g in bandit.gradient(pi, rr, k)], dtype=torch.float64)
         got, bound = _expected(est, pi, rr, n, dtype)
+        if not bool(got.isfinite().all()):
+            return Finding("unbiased", "no: NaN or inf in the advantages", f"{what}, N={n}")
         norm = float(grad.norm())
         if norm == 0:
             continue
@@ -425,12 +430,12 @@ def unbiasedness(
             f"no {what}",
             f"E[ĝ] vs c·∇J: c = {[f'{x:.4g}' for x in ratios]}, off-direction residual up to "
             f"{max(residuals):.2e}; {precision}",
-            data,
+            data=data,
         )
     if min(abs(c) for c in ratios) <= max(deltas):
-        return Finding("unbiased", f"inconclusive {what}", f"c ≈ 0 within {precision}", data)
+        return Finding("unbiased", f"inconclusive {what}", f"c ≈ 0 within {precision}", data=data)
     shown = _simplest(ratios[0], max(deltas) + 1e-9 * abs(ratios[0]))
-    return Finding("unbiased", f"yes, E[ĝ] = {shown}·∇J {what}", precision, data)
+    return Finding("unbiased", f"yes, E[ĝ] = {shown}·∇J {what}", precision, data=data)
 
 
 def _simplest(x: float, tol: float) -> str:
@@ -477,13 +482,13 @@ def relation_to_canonical(
             "relation to canonical",
             f"proportional, c = {frac} ({lo:.6g})",
             "A = c·Δ with one constant c in every group",
-            {"c": lo},
+            data={"c": lo},
         )
     return Finding(
         "relation to canonical",
         "normalised canonical (per-group positive scale)",
         f"A = s_g·Δ with s_g in [{lo:.3g}, {hi:.3g}]",
-        {"min": lo, "max": hi},
+        data={"min": lo, "max": hi},
     )
 
 
@@ -551,9 +556,7 @@ def _accepts(est: Estimator, probe: Tensor, lenient: bool = False) -> str | None
     return None
 
 
-def _run_dtype(
-    est: Estimator, family: Family, k: int, n: int, dtype: torch.dtype
-) -> list[Finding]:
+def _run_dtype(est: Estimator, family: Family, k: int, n: int, dtype: torch.dtype) -> list[Finding]:
     name = _dtype_name(dtype)
     batches = _batches(n, binary=False)
     binary = False
@@ -738,7 +741,9 @@ def command(args: Any) -> int:
         print(f"advest check: {target}: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # the user's callable could not be called at all
-        print(f"advest check: cannot call {target}: {type(error).__name__}: {error}", file=sys.stderr)
+        print(
+            f"advest check: cannot call {target}: {type(error).__name__}: {error}", file=sys.stderr
+        )
         return 2
     ns = sorted({f.n for f in findings if f.n is not None})
     print(f"advest check {target} (family {args.family}, K={args.k}, N={ns}, {convention})")

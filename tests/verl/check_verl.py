@@ -37,7 +37,9 @@ def _batch(
 
 
 NAMES = sorted(
-    n for n in registry.names() if n not in integration.SKIPPED and registry.entry(n).family != "token"
+    n
+    for n in registry.names()
+    if n not in integration.SKIPPED and registry.entry(n).family != "token"
 )
 
 
@@ -67,13 +69,19 @@ def test_k_comes_from_the_algorithm_config() -> None:
     data, rewards, perm = _batch(3, 6, 4, seed=1)
     fn = integration.adapter("maxpo")  # no default K: the config must give it
     adv, _ = fn(
-        data.batch["token_level_rewards"], data.batch["response_mask"], data.non_tensor_batch["uid"],
+        data.batch["token_level_rewards"],
+        data.batch["response_mask"],
+        data.non_tensor_batch["uid"],
         config={"advest_k": 3},
     )
     direct = registry.get("maxpo")(rewards, 3).reshape(-1)[perm]
     torch.testing.assert_close(adv[:, 0], direct, rtol=0, atol=0)
     with pytest.raises(ValueError, match="advest_k"):
-        fn(data.batch["token_level_rewards"], data.batch["response_mask"], data.non_tensor_batch["uid"])
+        fn(
+            data.batch["token_level_rewards"],
+            data.batch["response_mask"],
+            data.non_tensor_batch["uid"],
+        )
 
 
 def test_unequal_groups_are_refused_with_the_uids() -> None:
@@ -86,7 +94,9 @@ def test_unequal_groups_are_refused_with_the_uids() -> None:
         compute_advantage(data, "advest_rloo", config=AlgoConfig())
 
 
-def _verdicts(name: str, family: oracle.Family, k: int, ns: list[int]) -> dict[tuple[str, str], str]:
+def _verdicts(
+    name: str, family: oracle.Family, k: int, ns: list[int]
+) -> dict[tuple[str, str], str]:
     fn = integration.verl_estimator(name)
     findings = oracle.check(fn, family, k, ns=ns, convention="verl")
     return {(f.prop, f.dtype): f.verdict for f in findings}
@@ -108,4 +118,3 @@ def test_verls_grpo_is_biased_and_its_singleton_group_gives_r_over_one_plus_eps(
 def test_verls_grpo_passk_is_checked_at_k_equal_n() -> None:
     v = _verdicts("grpo_passk", "maxk", 4, [4])
     assert ("unbiased", "float32") in v and not v[("unbiased", "float32")].startswith("not")
-
