@@ -10,6 +10,7 @@ import pytest
 import torch
 from datasets import Dataset
 from transformers import LlamaConfig, LlamaForCausalLM
+from trl import GRPOConfig, GRPOTrainer
 
 from advest.fast import registry
 from advest.integrations.trl import AdvestGRPOConfig, AdvestGRPOTrainer
@@ -46,9 +47,9 @@ def _tiny_model(folder: Path) -> Path:
     return folder
 
 
-class Recording(AdvestGRPOTrainer):
-    """Keeps, per generation batch, the rows in the order the reward function saw them, and every
-    batch the loss was given (TRL shuffles rows in between)."""
+class Recorder:
+    """Mixin: keeps, per generation batch, the rows in the order the reward function saw them,
+    and every batch the loss was given (TRL shuffles rows in between)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.generated: list[dict[str, torch.Tensor]] = []
@@ -66,7 +67,18 @@ class Recording(AdvestGRPOTrainer):
         return super().compute_loss(model, inputs, *args, **kwargs)
 
 
-def _train(tmp_path: Path, estimator: str, k: int | None) -> tuple[Recording, list[torch.Tensor]]:
+class Recording(Recorder, AdvestGRPOTrainer):
+    pass
+
+
+class RecordingTRL(Recorder, GRPOTrainer):
+    pass
+
+
+def _train(
+    tmp_path: Path, estimator: str | None, k: int | None
+) -> tuple[Recorder, list[torch.Tensor]]:
+    """Two steps with advest's ``estimator`` (None: TRL's own GRPO advantage)."""
     rewards_seen: list[torch.Tensor] = []
 
     def reward(completion_ids: list[list[int]], **kwargs: Any) -> list[float]:
@@ -75,10 +87,13 @@ def _train(tmp_path: Path, estimator: str, k: int | None) -> tuple[Recording, li
         rewards_seen.append(torch.tensor(values, dtype=torch.float32))
         return values
 
-    args = AdvestGRPOConfig(
+    advest = {} if estimator is None else {"advest_estimator": estimator, "advest_k": k}
+    config, trainer_class = (
+        (GRPOConfig, RecordingTRL) if estimator is None else (AdvestGRPOConfig, Recording)
+    )
+    args = config(
         output_dir=str(tmp_path / "out"),
-        advest_estimator=estimator,
-        advest_k=k,
+        **advest,
         num_generations=G,
         per_device_train_batch_size=2 * G,  # 2 prompts per step
         max_completion_length=6,
@@ -93,7 +108,7 @@ def _train(tmp_path: Path, estimator: str, k: int | None) -> tuple[Recording, li
         logging_steps=1,
         seed=0,
     )
-    trainer = Recording(
+    trainer = trainer_class(
         model=str(_tiny_model(tmp_path / "model")),
         reward_funcs=[reward],
         args=args,
@@ -139,6 +154,18 @@ def test_trl_trains_with_advests_advantages(tmp_path: Path, estimator: str, k: i
     assert differs_from_trl, (
         "the rewards gave TRL's own advantages: the test cannot tell them apart"
     )
+
+
+def test_trls_own_advantage_is_advests_grpo_with_eps_1e_4(tmp_path: Path) -> None:
+    """TRL's formula, through TRL's own trainer: (r − mean)/(std_ddof=1 + 1e-4) per group, i.e.
+    ``grpo(rewards, eps=1e-4)``; no convention option is needed to match it."""
+    trainer, rewards_seen = _train(tmp_path, None, None)
+    for generated, rewards, fed in zip(trainer.generated, rewards_seen, trainer.fed, strict=True):
+        expected = registry.get("grpo")(rewards.view(-1, G), eps=1e-4).reshape(-1)
+        by_row = dict(zip(_rows(generated), expected.tolist(), strict=True))
+        want = torch.tensor([by_row[row] for row in _rows(fed)])
+        # TRL divides in float32 with a float32 std; advest reduces in float64: rounding apart
+        torch.testing.assert_close(fed["advantages"], want, rtol=1e-5, atol=1e-5)
 
 
 def test_misconfiguration_is_refused_before_training(tmp_path: Path) -> None:
