@@ -9,6 +9,8 @@ rewards (max == min), never by testing a float std against 0.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from torch import Tensor
 
@@ -16,6 +18,21 @@ from advest.fast._checks import check_companion, check_ddof, check_rewards
 from advest.fast.registry import register
 
 __all__ = ["dr_grpo", "ebpo", "grpo", "james_stein", "opo", "reinforce_pp", "rloo"]
+
+Convention = Literal["advest", "verl-0.9.1"]
+"""Whose numeric conventions an estimator follows: advest's (spec/group.md), or a peer's, named
+with the version whose code it reproduces (spec/group.md, "Peer conventions")."""
+
+VERL_WHITEN_EPS = 1e-8
+"""verl 0.9.1's ``masked_whiten``: A = (x − mean)·rsqrt(var + 1e-8), the ε inside the root."""
+
+
+def _check_convention(convention: object, name: str) -> Convention:
+    if convention not in ("advest", "verl-0.9.1"):
+        raise ValueError(
+            f"{name} needs convention in ('advest', 'verl-0.9.1'); got convention={convention!r}"
+        )
+    return "verl-0.9.1" if convention == "verl-0.9.1" else "advest"
 
 
 def _centred(rewards: Tensor) -> Tensor:
@@ -45,10 +62,24 @@ def _std(centred: Tensor, ddof: int, dim: int | None) -> Tensor:
 
 
 @register("grpo", "group", needs_k=False)
-def grpo(rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1) -> Tensor:
-    """(r − mean)/(std_ddof + ε) per group; constant groups (and G = 1) give exact zeros."""
+def grpo(
+    rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1, convention: Convention = "advest"
+) -> Tensor:
+    """(r − mean)/(std_ddof + ε) per group; constant groups (and G = 1) give exact zeros.
+
+    ``convention="verl-0.9.1"``: a group of one sample (G = 1) gives r/(1 + ε) instead, as verl's
+    ``compute_grpo_outcome_advantage`` does (mean 0, std 1), with 1 + ε rounded to float32 as
+    verl's ``torch.tensor(1.0) + epsilon`` is.
+    """
     check_rewards(rewards)
     d = check_ddof(ddof, "grpo")
+    if _check_convention(convention, "grpo") == "verl-0.9.1" and rewards.shape[1] == 1:
+        e = _check_eps(eps, "grpo")
+        one_plus_eps = torch.tensor(1.0, dtype=torch.float32, device=rewards.device) + e
+        # verl divides a 0-dim score by this float32 0-dim tensor: the quotient is in the wider
+        # of the two dtypes (float32 for bfloat16 scores), then stored back in the scores' dtype.
+        wide = torch.promote_types(rewards.dtype, torch.float32)
+        return (rewards.to(wide) / one_plus_eps).to(rewards.dtype)
     centred = _centred(rewards)
     constant = _constant(rewards)
     std = torch.where(constant, 1.0, _std(centred, d, dim=-1))
@@ -73,26 +104,67 @@ def rloo(rewards: Tensor) -> Tensor:
 
 
 @register("reinforce_pp", "group", needs_k=False)
-def reinforce_pp(rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1) -> Tensor:
+def reinforce_pp(
+    rewards: Tensor,
+    lengths: Tensor | None = None,
+    *,
+    eps: float = 1e-6,
+    ddof: int = 1,
+    convention: Convention = "advest",
+) -> Tensor:
     """REINFORCE++ (group baseline): c = r − group mean; c/(std_ddof over all B·G of c + ε).
 
     The mean of c is exactly 0, so there is no re-centring; all c = 0 gives exact zeros.
+
+    ``convention="verl-0.9.1"`` reproduces verl's ``compute_reinforce_plus_plus_baseline_outcome_
+    advantage``: c = r − group mean (c = r for G = 1), then whitened over the *tokens* of the
+    batch (``masked_whiten``): each response counts ``lengths [B, G]`` times (required), m and v
+    are the token-weighted mean and the variance with Bessel's correction over the token count
+    L, A = (c − m)/sqrt(v + 1e-8). ``eps`` and ``ddof`` must keep their defaults there (verl
+    hard-codes both; its own ``epsilon`` argument is unused).
     """
     check_rewards(rewards)
     d = check_ddof(ddof, "reinforce_pp")
     if rewards.shape[0] == 0:
         raise ValueError("reinforce_pp needs at least one group in rewards; got B=0")
+    if _check_convention(convention, "reinforce_pp") == "verl-0.9.1":
+        if eps != 1e-6 or d != 1:
+            raise ValueError(
+                "reinforce_pp with convention='verl-0.9.1' whitens with verl's fixed ε = 1e-8 in "
+                f"the root and Bessel's correction over tokens; got eps={eps!r}, ddof={ddof!r}"
+            )
+        return _reinforce_pp_verl(rewards, lengths)
+    if lengths is not None:
+        raise ValueError("reinforce_pp takes lengths only with convention='verl-0.9.1'")
     c = torch.where(_constant(rewards), 0.0, _centred(rewards))
     if not bool(c.any()):
         return torch.zeros_like(rewards)
     return (c / (_std(c, d, dim=None) + eps)).to(rewards.dtype)
 
 
-@register("opo", "group", needs_k=False, needs_lengths=True)
-def opo(rewards: Tensor, lengths: Tensor) -> Tensor:
-    """r − Σ_j l_j r_j / Σ_j l_j (OPO, self included). lengths: [B, G] valid tokens, each >= 1."""
-    check_rewards(rewards)
+def _reinforce_pp_verl(rewards: Tensor, lengths: Tensor | None) -> Tensor:
+    """verl 0.9.1's REINFORCE++ baseline on ``[B, G]`` rewards and ``[B, G]`` token counts."""
+    if lengths is None:
+        raise ValueError(
+            "reinforce_pp with convention='verl-0.9.1' whitens over tokens: pass lengths [B, G]"
+        )
     check_companion(lengths, rewards, "lengths")
+    _check_lengths(lengths)
+    G = rewards.shape[1]
+    # verl's singleton group has mean 0; a constant group gives exact zeros (on the rewards).
+    c = rewards.to(torch.float64) if G == 1 else _centred(rewards)
+    c = torch.where(_constant(rewards) & (G > 1), 0.0, c)
+    w = lengths.to(torch.float64)
+    L = w.sum()
+    if int(L) == 1:
+        raise ValueError("reinforce_pp (verl-0.9.1) needs at least 2 tokens in the batch; got 1")
+    m = (w * c).sum() / L
+    x = c - m
+    var = (w * x * x).sum() / (L - 1)
+    return (x / torch.sqrt(var + VERL_WHITEN_EPS)).to(rewards.dtype)
+
+
+def _check_lengths(lengths: Tensor) -> None:
     short = lengths < 1
     if bool(short.any()):
         group, sample = short.nonzero()[0].tolist()
@@ -100,6 +172,14 @@ def opo(rewards: Tensor, lengths: Tensor) -> Tensor:
             f"lengths must be >= 1; group {group} has {lengths[group, sample].item()} "
             f"at sample {sample}"
         )
+
+
+@register("opo", "group", needs_k=False, needs_lengths=True)
+def opo(rewards: Tensor, lengths: Tensor) -> Tensor:
+    """r − Σ_j l_j r_j / Σ_j l_j (OPO, self included). lengths: [B, G] valid tokens, each >= 1."""
+    check_rewards(rewards)
+    check_companion(lengths, rewards, "lengths")
+    _check_lengths(lengths)
     x = rewards.to(torch.float64)
     x = x - x.amin(dim=-1, keepdim=True)
     w = lengths.to(torch.float64)

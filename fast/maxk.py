@@ -18,7 +18,7 @@ estimators built on Δ write exact zeros there, decided on the rewards, never on
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 from torch import Tensor
@@ -220,13 +220,32 @@ def pkpo_sloo_minus_one(rewards: Tensor, k: int) -> Tensor:
     return _unsort(s.k / rewards.shape[1] * (e + _k1_shift(s)), s, rewards)
 
 
+PasskConvention = Literal["advest", "passk_training@00474d7"]
+"""``chen_passk``'s conventions: advest's (σ, no ε) or the paper code's (spec/maxk.md)."""
+
+PASSK_TRAINING_EPS = 1e-6
+"""RUCAIBox/Passk_Training code/passk_adv.py (commit 00474d7): A/(σ + 1e-6)."""
+
+
 @register("chen_passk", "maxk", needs_k=True, k_range="k<=n-1")
-def chen_passk(rewards: Tensor, k: int, *, normalize: bool = True) -> Tensor:
+def chen_passk(
+    rewards: Tensor, k: int, *, normalize: bool = True, convention: PasskConvention = "advest"
+) -> Tensor:
     """Chen et al.'s analytical pass@K advantage; binary rewards. rewards: [B, G]; K <= G−1.
 
     1 − R̄ = C(N_neg, K)/C(G, K); correct: 1 − R̄; incorrect: 1 − R̄ − C(N_neg−1, K−1)/C(G−1, K−1).
     ``normalize`` divides by sqrt(R̄(1 − R̄)) without ε; exact zeros when R̄ ∈ {0, 1} (on counts).
+    ``convention="passk_training@00474d7"`` divides by σ + 1e-6, as the paper's code does
+    (RUCAIBox/Passk_Training, code/passk_adv.py at commit 00474d7); needs ``normalize``.
     """
+    if convention not in ("advest", "passk_training@00474d7"):
+        raise ValueError(
+            "chen_passk needs convention in ('advest', 'passk_training@00474d7'); "
+            f"got convention={convention!r}"
+        )
+    if convention != "advest" and not normalize:
+        raise ValueError(f"chen_passk with convention={convention!r} always normalizes")
+    eps = PASSK_TRAINING_EPS if convention != "advest" else 0.0
     check_rewards(rewards)
     G = rewards.shape[1]
     K = check_k(k, G, "chen_passk", k_max=G - 1)
@@ -245,7 +264,8 @@ def chen_passk(rewards: Tensor, k: int, *, normalize: bool = True) -> Tensor:
     if normalize:
         degenerate = (n_neg < K) | (n_neg == G)  # R̄ = 1 or R̄ = 0
         sigma = torch.sqrt(fail_all * (1 - fail_all))
-        raw = torch.where(degenerate, 0.0, raw / torch.where(degenerate, 1.0, sigma))
+        # (the paper code's σ + ε is ε at R̄ ∈ {0, 1}, where its numerators are exactly 0 too)
+        raw = torch.where(degenerate, 0.0, raw / torch.where(degenerate, 1.0, sigma + eps))
     return raw.to(rewards.dtype)
 
 

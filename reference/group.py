@@ -14,10 +14,12 @@ guanning03/JSPO-Official); EBPO, arXiv:2602.05165 (Algorithm 1). Full citations:
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Literal
 
-from advest.reference._exact import Number, mean, std, to_fractions
+from advest.reference._exact import Number, mean, sqrt, std, to_fractions
 
 __all__ = [
     "dr_grpo",
@@ -32,6 +34,24 @@ __all__ = [
 
 EPS = Fraction(1, 10**6)
 
+Convention = Literal["advest", "verl-0.9.1"]
+"""advest's conventions, or those of verl 0.9.1 (spec/group.md, "Peer conventions")."""
+
+VERL_WHITEN_EPS = Fraction(1e-8)
+"""verl 0.9.1's ``masked_whiten``: (x − mean)·rsqrt(var + 1e-8), the double 1e-8 exactly."""
+
+
+def _check_convention(convention: object, name: str) -> None:
+    if convention not in ("advest", "verl-0.9.1"):
+        raise ValueError(
+            f"{name} needs convention in ('advest', 'verl-0.9.1'); got convention={convention!r}"
+        )
+
+
+def _float32(x: float) -> Fraction:
+    """The float32 nearest to the double x, exactly."""
+    return Fraction(struct.unpack("f", struct.pack("f", x))[0])
+
 
 def _centred(r: Sequence[Fraction]) -> list[Fraction]:
     mu = mean(r)
@@ -43,14 +63,28 @@ def _check_ddof(ddof: int, name: str) -> None:
         raise ValueError(f"{name} needs ddof in (0, 1); got ddof={ddof!r}")
 
 
-def grpo(rewards: Sequence[Number], *, eps: float = 1e-6, ddof: int = 1) -> list[Fraction]:
+def grpo(
+    rewards: Sequence[Number],
+    *,
+    eps: float = 1e-6,
+    ddof: int = 1,
+    convention: Convention = "advest",
+) -> list[Fraction]:
     """A_i = (r_i − mean r)/(std_ddof(r) + ε); a constant group (including G = 1) gives zeros.
 
     The std is irrational in general: exact up to its 60-digit square root. ``eps`` is converted
     exactly (1e-6 as a double).
+
+    ``convention="verl-0.9.1"`` (verl/trainer/ppo/core_algos.py, compute_grpo_outcome_advantage):
+    a group of one sample takes mean 0 and std 1, A = r/(1 + ε), where verl forms 1 + ε in
+    float32 (``torch.tensor(1.0) + epsilon``): the float32 nearest to 1 + float32(ε).
     """
     _check_ddof(ddof, "grpo")
+    _check_convention(convention, "grpo")
     r = to_fractions(rewards)
+    if convention == "verl-0.9.1" and len(r) == 1:
+        one_plus_eps = _float32(1.0 + float(_float32(eps)))
+        return [r[0] / one_plus_eps]
     if max(r) == min(r):
         return [Fraction(0)] * len(r)
     scale = std(r, ddof) + Fraction(eps)
@@ -72,22 +106,71 @@ def rloo(rewards: Sequence[Number]) -> list[Fraction]:
 
 
 def reinforce_pp(
-    rewards: Sequence[Sequence[Number]], *, eps: float = 1e-6, ddof: int = 1
+    rewards: Sequence[Sequence[Number]],
+    lengths: Sequence[Sequence[int]] | None = None,
+    *,
+    eps: float = 1e-6,
+    ddof: int = 1,
+    convention: Convention = "advest",
 ) -> list[list[Fraction]]:
     """REINFORCE++ with group baseline: c = r − group mean; A = c/(std_ddof(all c) + ε).
 
-    ``rewards`` is a batch of groups (``[B][G]``); the std runs over all B·G centred values, whose
-    mean is exactly 0 (no re-centring). All c = 0 (or B·G = 1) gives exact zeros.
+    ``rewards`` is a batch of groups ([B][G]); the std runs over all B·G centred values, whose mean
+    is exactly 0 (no re-centring). All c = 0 (or B·G = 1) gives exact zeros.
+
+    ``convention="verl-0.9.1"`` (verl/trainer/ppo/core_algos.py,
+    compute_reinforce_plus_plus_baseline_outcome_advantage, and verl/utils/torch_functional.py,
+    masked_whiten): c_i = r_i − group mean (c_i = r_i in a group of one), broadcast to the l_i
+    tokens of response i (``lengths``, required), then whitened over all L = Σ l_i tokens:
+    m = Σ l_i c_i / L, v = Σ l_i (c_i − m)² / (L − 1), A_i = (c_i − m)/sqrt(v + 1e-8).
     """
     _check_ddof(ddof, "reinforce_pp")
+    _check_convention(convention, "reinforce_pp")
     if len(rewards) == 0:
         raise ValueError("reinforce_pp needs at least one group in rewards; got B=0")
+    if convention == "verl-0.9.1":
+        if eps != 1e-6 or ddof != 1:
+            raise ValueError(
+                "reinforce_pp with convention='verl-0.9.1' whitens with verl's fixed ε = 1e-8 in "
+                f"the root and Bessel's correction over tokens; got eps={eps!r}, ddof={ddof!r}"
+            )
+        return _reinforce_pp_verl(rewards, lengths)
+    if lengths is not None:
+        raise ValueError("reinforce_pp takes lengths only with convention='verl-0.9.1'")
     centred = [_centred(to_fractions(group)) for group in rewards]
     flat = [c for group in centred for c in group]
     if all(c == 0 for c in flat):
         return [[Fraction(0)] * len(group) for group in centred]
     scale = std(flat, ddof) + Fraction(eps)
     return [[c / scale for c in group] for group in centred]
+
+
+def _reinforce_pp_verl(
+    rewards: Sequence[Sequence[Number]], lengths: Sequence[Sequence[int]] | None
+) -> list[list[Fraction]]:
+    if lengths is None:
+        raise ValueError(
+            "reinforce_pp with convention='verl-0.9.1' whitens over tokens: pass lengths [B][G]"
+        )
+    groups = [to_fractions(group) for group in rewards]
+    ells = [to_fractions(group, "lengths") for group in lengths]
+    if [len(g) for g in ells] != [len(g) for g in groups]:
+        raise ValueError("lengths must have the shape of rewards ([B][G])")
+    for b, group in enumerate(ells):
+        for i, length in enumerate(group):
+            if length < 1:
+                raise ValueError(f"lengths must be >= 1; group {b} has {length} at sample {i}")
+    c = [g if len(g) == 1 else _centred(g) for g in groups]
+    total = sum((l_i for group in ells for l_i in group), Fraction(0))
+    if total == 1:
+        raise ValueError("reinforce_pp (verl-0.9.1) needs at least 2 tokens in the batch; got 1")
+    pairs = [
+        (l_i, c_i) for lg, cg in zip(ells, c, strict=True) for l_i, c_i in zip(lg, cg, strict=True)
+    ]
+    m = sum((l_i * c_i for l_i, c_i in pairs), Fraction(0)) / total
+    v = sum((l_i * (c_i - m) ** 2 for l_i, c_i in pairs), Fraction(0)) / (total - 1)
+    scale = sqrt(v + VERL_WHITEN_EPS)
+    return [[(c_i - m) / scale for c_i in group] for group in c]
 
 
 def opo(rewards: Sequence[Number], lengths: Sequence[int]) -> list[Fraction]:

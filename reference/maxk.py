@@ -208,13 +208,25 @@ def pkpo_sloo_minus_one(rewards: Sequence[Number], k: int) -> list[Fraction]:
 # --- Chen et al. (arXiv:2508.10751) --------------------------------------------------------------
 
 
-def chen_passk(rewards: Sequence[Number], k: int, *, normalize: bool = True) -> list[Fraction]:
+def chen_passk(
+    rewards: Sequence[Number], k: int, *, normalize: bool = True, convention: str = "advest"
+) -> list[Fraction]:
     """Chen et al.'s analytical pass@K advantage (Eqs. 14-15); binary rewards only. K <= N−1.
 
     R̄ = 1 − C(N_neg, K)/C(N, K); correct: 1 − R̄; incorrect: 1 − R̄ − C(N_neg−1, K−1)/C(N−1, K−1).
     ``normalize`` divides by σ = sqrt(R̄(1 − R̄)) (no ε) and gives exact zeros when R̄ ∈ {0, 1}.
     σ is irrational in general: the result is then exact up to the 60-digit square root.
+    ``convention="passk_training@00474d7"``: divides by σ + 1e-6 (the double, exactly), as
+    RUCAIBox/Passk_Training code/passk_adv.py (commit 00474d7) ``calc_adv`` does.
     """
+    if convention not in ("advest", "passk_training@00474d7"):
+        raise ValueError(
+            "chen_passk needs convention in ('advest', 'passk_training@00474d7'); "
+            f"got convention={convention!r}"
+        )
+    if convention != "advest" and not normalize:
+        raise ValueError(f"chen_passk with convention={convention!r} always normalizes")
+    eps = Fraction(1e-6) if convention != "advest" else Fraction(0)
     r = _group(rewards, k, "chen_passk", k_max_offset=1)
     for i, value in enumerate(r):
         if value not in (0, 1):
@@ -236,7 +248,7 @@ def chen_passk(rewards: Sequence[Number], k: int, *, normalize: bool = True) -> 
     if r_bar in (0, 1):
         return [Fraction(0)] * n
     sigma = sqrt(r_bar * (1 - r_bar))
-    return [a / sigma for a in raw]
+    return [a / (sigma + eps) for a in raw]
 
 
 # --- Bagirov et al. (arXiv:2510.23393) -----------------------------------------------------------

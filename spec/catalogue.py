@@ -163,12 +163,25 @@ CATALOGUE: list[Row] = [
         **_FLAT,
     ),
     _maxk("chen_passk", "k<=n-1", binary_only=True, shift=None, scale_power=None, **_IRRATIONAL),
+    _maxk(
+        "chen_passk",
+        "k<=n-1",
+        options={"convention": "passk_training@00474d7"},
+        binary_only=True,
+        shift=None,
+        scale_power=None,
+        **_IRRATIONAL,
+    ),
     _maxk("bagirov_transform", "k<=n", shift=_k_over_n, pg_scale=_const(1)),
     _maxk("bagirov_centered", "k<=n-1", pg_scale=lambda n, k: Fraction(n - k, n), **_FLAT),
     _maxk("bagirov_zscore", "k<=n-1", scale_power=0, **_IRRATIONAL),
     _maxk("bagirov_zscore", "k<=n-1", options={"ddof": 0}, scale_power=0, **_IRRATIONAL),
     _group("grpo", scale_power=None, **_IRRATIONAL),
     _group("grpo", options={"ddof": 0}, scale_power=None, **_IRRATIONAL),
+    # verl's G = 1 group gives r/(1 + ε): not zero, not centred, not shift-invariant at G = 1
+    _group(
+        "grpo", options={"convention": "verl-0.9.1"}, shift=None, scale_power=None, rational=False
+    ),
     _group("dr_grpo", pg_scale=lambda n, k: Fraction(n - 1), **_FLAT),
     _group("rloo", min_n=2, pg_scale=lambda n, k: Fraction(n), **_FLAT),
     _group("reinforce_pp", batch_coupled=True, scale_power=None, **_IRRATIONAL),

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
 import pytest
+import torch
 
 import advest.fast.group
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
@@ -17,7 +17,10 @@ from advest.training.cli import main
 
 
 def _verdicts(fn: object, family: oracle.Family, k: int = 2) -> dict[str, str]:
-    return {f.prop: f.verdict for f in oracle.check(fn, family, k)}  # type: ignore[arg-type]
+    """float64 verdicts at N = 4 (maxk, K = 2) or 8 (outcome), the notes' reference setting."""
+    n = 4 if family == "maxk" else 8
+    findings = oracle.check(fn, family, k, ns=[n], dtype="float64")  # type: ignore[arg-type]
+    return {f.prop: f.verdict for f in findings}
 
 
 def test_maxpo_is_the_canonical_advantage_and_unbiased() -> None:
@@ -28,8 +31,11 @@ def test_maxpo_is_the_canonical_advantage_and_unbiased() -> None:
 
 
 def test_chen_raw_is_proportional_with_n_minus_k_over_n() -> None:
-    raw = functools.partial(fast.maxk.chen_passk, normalize=False)
-    v = _verdicts(raw, "maxk")
+    def raw(rewards: object, k: int) -> object:
+        return fast.maxk.chen_passk(rewards, k, normalize=False)  # type: ignore[arg-type]
+
+    findings = oracle.check(raw, "maxk", 2, ns=[8], dtype="float64")
+    v = {f.prop: f.verdict for f in findings}
     assert v["relation to canonical"].startswith("proportional, c = 3/4")  # (N−K)/N, N = 8, K = 2
 
 
@@ -47,9 +53,9 @@ def test_ei_is_unbiased_but_not_centred_and_ei_l1o_is_biased() -> None:
 
 
 def test_group_baselines_for_the_mean_reward() -> None:
-    assert _verdicts(fast.group.rloo, "outcome")["unbiased"].startswith("yes, E[ĝ] = 4·∇J")
-    # dr_grpo: unbiased up to the fixed factor (G−1)/G of RLOO's: 3 = 4 · 3/4
-    assert _verdicts(fast.group.dr_grpo, "outcome")["unbiased"].startswith("yes, E[ĝ] = 3·∇J")
+    assert _verdicts(fast.group.rloo, "outcome")["unbiased"].startswith("yes, E[ĝ] = 8·∇J")
+    # dr_grpo: unbiased up to the fixed factor (G−1)/G of RLOO's: 7 = 8 · 7/8
+    assert _verdicts(fast.group.dr_grpo, "outcome")["unbiased"].startswith("yes, E[ĝ] = 7·∇J")
     grpo = _verdicts(fast.group.grpo, "outcome")
     assert grpo["centred"] == "yes" and grpo["unbiased"].startswith("no")
 
@@ -57,8 +63,8 @@ def test_group_baselines_for_the_mean_reward() -> None:
 @pytest.mark.parametrize("name", ["grpo", "dr_grpo", "rloo"])
 def test_no_group_baseline_is_unbiased_for_max_at_k(name: str) -> None:
     fn = getattr(fast.group, name)
-    findings = oracle.check(fn, "maxk", 2, signature="rewards")
-    unbiased = next(f for f in findings if f.prop == "unbiased")
+    findings = oracle.check(fn, "maxk", 2, signature="rewards", ns=[4], dtype="float64")
+    unbiased = next(f for f in findings if f.prop == "unbiased")  # one N, one dtype
     assert unbiased.verdict.startswith("no")
 
 
@@ -97,7 +103,7 @@ def test_check_command_prints_a_table_writes_json_and_uses_exit_codes(
         )
         == 0
     )
-    assert "relation to canonical    canonical" in capsys.readouterr().out
+    assert "| relation to canonical | canonical (N = 2, 3, 6)" not in capsys.readouterr().err
     assert {f["prop"] for f in json.loads(out.read_text())} >= {"centred", "unbiased"}
     assert main(["check", "no_such_module:fn"]) == 2
     assert "cannot import" in capsys.readouterr().err
@@ -108,3 +114,96 @@ def test_check_command_prints_a_table_writes_json_and_uses_exit_codes(
         == 2
     )
     assert "cannot call" in capsys.readouterr().err
+    assert main(["check", "advest.fast.maxk:canonical", "--family", "maxk", "--k", "0"]) == 2
+    assert "--k must be an integer >= 1; got 0" in capsys.readouterr().err
+
+
+def _naive_rloo(rewards: torch.Tensor) -> torch.Tensor:
+    """RLOO in the rewards' own dtype, as users write it."""
+    G = rewards.shape[-1]
+    return rewards - (rewards.sum(-1, keepdim=True) - rewards) / (G - 1)
+
+
+def _by(findings: list[oracle.Finding], prop: str, dtype: str) -> list[str]:
+    return [f.verdict for f in findings if f.prop == prop and f.dtype == dtype]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_correct_low_precision_rloo_passes_every_check(dtype: str) -> None:
+    for fn in (fast.group.rloo, _naive_rloo):
+        findings = oracle.check(fn, "outcome", ns=[3, 8], dtype=dtype)
+        for prop in ("centred", "shift invariant", "permutation equivariant"):
+            assert _by(findings, prop, dtype) == ["yes", "yes"], (fn, prop)
+        assert all(v.startswith("yes") for v in _by(findings, "unbiased", dtype)), fn
+        assert _by(findings, "unbiased", "float64")  # float64 is run too, and reported
+
+
+def test_a_biased_float32_rloo_still_comes_out_biased() -> None:
+    def std_normalised(rewards: torch.Tensor) -> torch.Tensor:
+        return _naive_rloo(rewards) / (rewards.std(-1, keepdim=True) + 1e-6)
+
+    findings = oracle.check(std_normalised, "outcome", ns=[3], dtype="float32")
+    assert _by(findings, "unbiased", "float32")[0].startswith("no")
+
+
+def test_in_place_modification_is_reported_and_checks_run_on_copies() -> None:
+    def in_place(rewards: torch.Tensor) -> torch.Tensor:
+        G = rewards.shape[-1]
+        rewards -= rewards.mean(-1, keepdim=True)
+        rewards *= G / (G - 1)
+        return rewards
+
+    findings = oracle.check(in_place, "outcome", ns=[3])
+    first = findings[0]
+    assert first.prop == "modifies its inputs" and first.verdict.startswith("yes")
+    assert "rewards changed in place" in first.evidence
+    assert _by(findings, "shift invariant", "float32") == ["yes"]  # judged on copies
+    assert oracle.check(_naive_rloo, "outcome", ns=[3])[0].verdict == "no"
+
+
+def test_outputs_of_the_wrong_shape_dtype_or_device_are_refused() -> None:
+    def transposed(rewards: torch.Tensor) -> torch.Tensor:
+        return _naive_rloo(rewards).T.contiguous()
+
+    def as_float64(rewards: torch.Tensor) -> torch.Tensor:
+        return _naive_rloo(rewards).double()
+
+    with pytest.raises(oracle.OracleError, match=r"got shape \[3, 32\], expected \[32, 3\]"):
+        oracle.check(transposed, "outcome", ns=[3])
+    wrong_dtype = r"got dtype torch\.float64, expected torch\.float32"
+    with pytest.raises(oracle.OracleError, match=wrong_dtype):
+        oracle.check(as_float64, "outcome", ns=[3])
+    with pytest.raises(oracle.OracleError, match="got device meta, expected cpu"):
+        oracle.check(lambda r: _naive_rloo(r).to("meta"), "outcome", ns=[3])
+
+
+def test_k_and_n_are_validated_before_the_users_code_runs() -> None:
+    calls: list[int] = []
+
+    def spy(rewards: torch.Tensor, k: int) -> torch.Tensor:
+        calls.append(k)
+        return fast.maxk.maxpo(rewards, k)
+
+    with pytest.raises(oracle.OracleError, match="--k must be an integer >= 1; got 0"):
+        oracle.check(spy, "maxk", 0)
+    with pytest.raises(oracle.OracleError, match="--n 3 is below --k 4"):
+        oracle.check(spy, "maxk", 4, ns=[3])
+    assert calls == []
+
+
+def test_k_goes_only_into_a_parameter_named_k_unless_the_signature_says_so() -> None:
+    def passk(rewards: torch.Tensor, epsilon: float = 1e-6) -> torch.Tensor:
+        return fast.maxk.canonical(rewards, 2)
+
+    with pytest.raises(oracle.OracleError, match="its second parameter is 'epsilon', not 'k'"):
+        oracle.check(passk, "maxk", 2, ns=[4])
+    findings = oracle.check(passk, "maxk", 2, signature="rewards, k", ns=[4])
+    assert _by(findings, "relation to canonical", "float32") == ["canonical"]
+
+
+def test_k_equal_n_is_checked_for_estimators_that_accept_it() -> None:
+    findings = oracle.check(fast.maxk.ei, "maxk", 3, ns=[3, 4, 8], dtype="float64")
+    assert [f.n for f in findings if f.prop == "unbiased"] == [3, 4, 8]
+    assert _by(findings, "unbiased", "float64")[0].startswith("yes")
+    refused = oracle.check(fast.maxk.maxpo, "maxk", 3, ns=[3, 4], dtype="float64")
+    assert _by(refused, "accepts N", "float64")[0] == "refused"  # maxpo claims K <= N - 1

@@ -116,51 +116,17 @@ def _prove(ns: Any) -> int:
 # ----------------------------------------------------------------------------- check
 # The check command's options live in this one function (advest.spec.oracle grows them).
 def check_parser() -> Parser:
-    from typing import Literal
+    from advest.spec.oracle import add_arguments
 
     p = new_parser("advest check", "Report the properties of any advantage estimator.")
-    p.add_argument("target", type=str, help="MODULE:FUNCTION, a callable on rewards [B, G] (and K)")
-    p.add_argument(
-        "--family",
-        type=Literal["outcome", "maxk"],
-        default="outcome",
-        help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator taking K",
-    )
-    p.add_argument("--k", type=int, default=2, help="K for the max@K family")
-    p.add_argument(
-        "--signature",
-        type=str | None,
-        default=None,
-        help="argument order, e.g. 'rewards, k' (maxk default), 'rewards' (outcome default), "
-        "'rewards, k=', 'rewards, lengths'",
-    )
-    p.add_argument(
-        "--json", type=str | None, default=None, help="also write the findings to this file"
-    )
+    add_arguments(p)
     return p
 
 
 def _check(ns: Any) -> int:
-    import json
-
     from advest.spec import oracle
 
-    try:
-        fn = oracle.load(ns.target)
-    except (ImportError, AttributeError) as error:
-        return fail("advest check", f"cannot import {ns.target}: {error}")
-    try:
-        findings = oracle.check(fn, ns.family, ns.k, ns.signature)
-    except Exception as error:  # the user's callable could not be called at all
-        return fail("advest check", f"cannot call {ns.target}: {type(error).__name__}: {error}")
-    width = max(len(f.prop) for f in findings)
-    print(f"advest check {ns.target} (family {ns.family}, K={ns.k})\n")
-    for f in findings:
-        print(f"{f.prop:<{width}}  {f.verdict}\n{'':<{width}}  ({f.evidence})")
-    if ns.json:
-        with open(ns.json, "w") as out:
-            json.dump(oracle.as_json(findings), out, indent=1)
-    return 0
+    return oracle.command(ns)
 
 
 # ----------------------------------------------------------------------------- dispatch

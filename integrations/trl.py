@@ -1,0 +1,211 @@
+"""advest inside TRL's ``GRPOTrainer`` (tested against TRL 1.16.0).
+
+Usage::
+
+    from advest.integrations.trl import AdvestGRPOConfig, AdvestGRPOTrainer
+
+    args = AdvestGRPOConfig(output_dir="out", num_generations=8, advest_estimator="maxpo",
+                            advest_k=4)
+    trainer = AdvestGRPOTrainer(model="Qwen/Qwen2-0.5B-Instruct", reward_funcs=[my_reward],
+                                args=args, train_dataset=dataset)
+    trainer.train()
+
+Every sequence-level advest estimator can be named (families ``maxk`` and ``group``, and the
+history estimator ``kae``); K is the setting ``advest_k`` (``--advest_k`` on TRL's command line,
+which parses config dataclasses). TRL's own ``scale_rewards`` is then ignored: the estimator
+decides the whole advantage.
+
+Where the hook sits, and why. TRL computes GRPO's advantages inline, in the middle of the ~600
+lines of ``GRPOTrainer._generate_and_score_completions``; there is no method that computes only the
+advantage. Copying that method would break with every TRL release, so this subclass wraps two
+narrow contracts instead:
+
+* ``_calculate_rewards(...)`` returns the rewards of every reward function for every completion,
+  gathered over processes, ``[N, F]`` (N = B·G over all processes). The wrapper keeps that
+  return value and passes it on unchanged.
+* ``_generate_and_score_completions(inputs)`` returns a dict whose ``"advantages"`` entry,
+  ``[n]`` (this process's completions, groups of G contiguous), is what the loss reads. The
+  wrapper calls it, then replaces that one entry by advest's advantages of the same rewards,
+  sliced to the process exactly as TRL slices its own.
+
+Both names are private, but their contracts (one return value, one dict key) have held since
+TRL 0.16, while the code around them is rewritten often; the test
+(``tests/test_trl.py``) trains two steps and compares what reached the loss, so a TRL release
+that moves either point fails it instead of silently training with TRL's formula.
+
+The rewards advest receives are TRL's weighted sum over reward functions (``reward_weights``,
+NaN from a function that returned None counted as 0, as TRL's ``sum_then_normalize`` does), viewed
+as ``[B, G]``. Refused with a ``ValueError``: ``multi_objective_aggregation="normalize_then_sum"``
+(its per-function z-scores are TRL's own advantage convention, not rewards), a completion for
+which every reward function returned None (advest has no convention for a missing reward), token
+level estimators (TRL gives the estimator no token ids, log-probs or hidden states at this point).
+``kae`` gets a stable id per distinct prompt (in order of first appearance); its history lives
+in the trainer and is saved in, and restored from, each checkpoint (``advest_kae.pt``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+from trl.trainer.grpo_config import GRPOConfig
+from trl.trainer.grpo_trainer import GRPOTrainer
+
+from advest.fast import registry
+
+__all__ = ["AdvestGRPOConfig", "AdvestGRPOTrainer", "advantage_fn"]
+
+STATE_FILE = "advest_kae.pt"
+
+
+@dataclass
+class AdvestGRPOConfig(GRPOConfig):
+    """``GRPOConfig`` plus the advest estimator that replaces GRPO's advantage."""
+
+    advest_estimator: str = field(
+        default="grpo",
+        metadata={"help": "advest estimator by registry name (maxk, group, or kae)."},
+    )
+    advest_k: int | None = field(
+        default=None,
+        metadata={
+            "help": "K of a max@K / pass@K estimator (required by those, refused by others)."
+        },
+    )
+
+
+class Advantage:
+    """One advest estimator resolved once per run: ``rewards [B, G]`` (+ ``lengths [B, G]`` for
+    OPO, ``prompt_ids [B]`` for kae) -> advantages ``[B, G]``."""
+
+    def __init__(self, name: str, k: int | None, group_size: int) -> None:
+        entry = registry.entry(name)
+        if entry.family == "token":
+            raise ValueError(
+                f"advest_estimator={name!r} is token level: TRL's GRPOTrainer gives the "
+                "estimator no token ids, log-probs or hidden states; use a sequence-level one"
+            )
+        if entry.needs_k and k is None:
+            raise ValueError(f"advest_estimator={name!r} is a max@K estimator: set advest_k")
+        if not entry.needs_k and k is not None:
+            raise ValueError(f"advest_k={k} is set but advest_estimator={name!r} takes no K")
+        self.name, self.entry, self.k = name, entry, k
+        self.state: Any = entry.fn() if entry.stateful else None
+        if not entry.stateful:
+            # Fail at construction, with the estimator's own message, if K does not fit G.
+            zeros = torch.zeros(2, group_size)
+            self(zeros, torch.ones(2, group_size, dtype=torch.int64), torch.arange(2))
+
+    def __call__(self, rewards: Tensor, lengths: Tensor, prompt_ids: Tensor) -> Tensor:
+        """rewards, lengths: ``[B, G]``; prompt_ids: ``[B]`` -> ``[B, G]``."""
+        args: dict[str, Any] = {}
+        for name in self.entry.inputs:
+            args[name] = {
+                "rewards": rewards,
+                "k": self.k,
+                "lengths": lengths,
+                "prompt_ids": prompt_ids,
+            }[name]
+        fn = self.state if self.state is not None else self.entry.fn
+        out: Tensor = fn(**args)
+        return out
+
+
+def advantage_fn(name: str, k: int | None, group_size: int) -> Advantage:
+    """The callable ``AdvestGRPOTrainer`` uses, for use outside TRL (e.g. to compare)."""
+    return Advantage(name, k, group_size)
+
+
+class AdvestGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` whose advantages are advest's ``args.advest_estimator`` (module docstring).
+
+    Takes the arguments of ``GRPOTrainer``; ``args`` must be an ``AdvestGRPOConfig``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        config = self.args
+        if not isinstance(config, AdvestGRPOConfig):
+            raise TypeError(
+                f"AdvestGRPOTrainer needs args=AdvestGRPOConfig(...); got {type(config).__name__}"
+            )
+        aggregation = getattr(self, "multi_objective_aggregation", "sum_then_normalize")
+        if aggregation != "sum_then_normalize":
+            raise ValueError(
+                f"multi_objective_aggregation={aggregation!r}: advest's estimators take one reward "
+                "per completion; use 'sum_then_normalize' (the weighted sum of the reward funcs)"
+            )
+        G = self.num_generations  # GRPOConfig's __post_init__ has filled it in
+        assert G is not None
+        self.advest = Advantage(config.advest_estimator, config.advest_k, G)
+        self.advest_prompt_ids: dict[str, int] = {}
+        self._advest_rewards: Tensor | None = None
+
+    def _calculate_rewards(self, *args: Any, **kwargs: Any) -> Tensor:
+        rewards_per_func: Tensor = super()._calculate_rewards(*args, **kwargs)
+        self._advest_rewards = rewards_per_func  # [N, F], gathered over processes
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        from accelerate.utils import gather, gather_object
+
+        self._advest_rewards = None
+        output: dict[str, Any] = super()._generate_and_score_completions(inputs)
+        per_func = self._advest_rewards
+        if per_func is None:
+            raise RuntimeError(
+                "TRL did not call _calculate_rewards in _generate_and_score_completions: this TRL "
+                "version moved the hook advest relies on (tested with TRL 1.16)"
+            )
+        G = self.num_generations if self.model.training else self.num_generations_eval
+        N = per_func.shape[0]  # B·G over all processes
+        unscorable = torch.isnan(per_func).all(dim=1)
+        if bool(unscorable.any()):
+            i = int(unscorable.nonzero()[0])
+            raise ValueError(
+                f"completion {i} (group {i // G}) has no reward: every reward function returned "
+                "None, and advest's estimators need a reward for every completion"
+            )
+        weights = self.reward_weights.to(per_func.device)  # [F]
+        rewards = (per_func * weights.unsqueeze(0)).nansum(dim=1).view(N // G, G)  # [B, G]
+        mask: Tensor = output["completion_mask"]  # [n, T] on this process
+        lengths = gather(mask.sum(dim=1)).view(N // G, G)  # [B, G]
+        prompts = gather_object([json.dumps(x.get("prompt"), sort_keys=True) for x in inputs])
+        ids = [self.advest_prompt_ids.setdefault(p, len(self.advest_prompt_ids)) for p in prompts]
+        prompt_ids = torch.tensor(ids[::G], dtype=torch.int64, device=rewards.device)  # [B]
+        adv = self.advest(rewards, lengths, prompt_ids).reshape(-1)  # [N]
+        local: Tensor = output["advantages"]  # [n]
+        n = local.shape[0]
+        start = self.accelerator.process_index * n
+        output["advantages"] = adv[start : start + n].to(local.dtype).to(local.device)
+        logged = getattr(self, "_logs", {}).get("advantages")
+        if isinstance(logged, deque) and len(logged) >= N:
+            # The completions table logged TRL's advantages: show the ones that were used.
+            for j, value in enumerate(adv.tolist()):
+                logged[len(logged) - N + j] = value
+        return output
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        super()._save_checkpoint(model, trial)  # type: ignore[no-untyped-call]
+        if self.advest.state is not None and self.args.should_save:
+            folder = self._advest_checkpoint_folder(trial)
+            state = {"kae": self.advest.state.state_dict(), "prompts": self.advest_prompt_ids}
+            torch.save(state, folder / STATE_FILE)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+        path = Path(resume_from_checkpoint) / STATE_FILE
+        if self.advest.state is not None and path.exists():
+            state = torch.load(path, weights_only=True)
+            self.advest.state.load_state_dict(state["kae"])
+            self.advest_prompt_ids = dict(state["prompts"])
+
+    def _advest_checkpoint_folder(self, trial: Any) -> Path:
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+        run_dir = self._get_output_dir(trial=trial)
+        return Path(run_dir) / f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"

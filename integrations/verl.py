@@ -1,0 +1,202 @@
+"""advest inside verl (tested against verl 0.9.1), and verl's estimators inside ``advest check``.
+
+verl's advantage-estimator convention (``verl/trainer/ppo/core_algos.py``)::
+
+    fn(token_level_rewards [bs, T], response_mask [bs, T], index [bs] (uids), config=AlgoConfig,
+       **kwargs) -> (advantages [bs, T], returns [bs, T])
+
+with the outcome reward at the last valid token, and the samples of one prompt sharing a uid in
+``index``, in any order. ``register()`` adds every sequence-level advest estimator to verl's
+registry as ``advest_<name>``; ``VerlCall`` lets the oracle call any function of this shape on
+rewards ``[B, G]``. One grouping function (``groups``) serves both.
+
+Not registered, and why: verl's ``compute_advantage`` passes an estimator only
+``token_level_rewards``, ``response_mask``, ``index``, ``config`` (and ``reward_baselines``);
+token ids, log-probs, hidden states and decoded texts never reach it (only ``gdpo`` is handed the
+batch), so ``ktae`` (token ids), ``covariance_weights`` (log-probs), ``hista`` (hidden states)
+and ``numca`` (texts and offsets) cannot be fed; ``kae`` needs a stable id per prompt across
+steps, and verl's uids are fresh ``uuid4`` strings every step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from advest.fast import registry
+
+SKIPPED: dict[str, str] = {
+    "ktae": "needs token ids, which verl's compute_advantage does not pass to an estimator",
+    "covariance_weights": "needs rollout log-probs, which compute_advantage does not pass",
+    "hista": "needs hidden states, which verl's batch does not carry",
+    "numca": "needs decoded texts and character offsets, which compute_advantage does not pass",
+    "kae": "needs a stable id per prompt across steps; verl's uids are fresh uuid4s each step",
+}
+
+
+def groups(index: Sequence[Any] | np.ndarray) -> Tensor:
+    """``[B, G]`` int64: row b lists the positions in ``index`` of the b-th uid (in order of
+    first appearance). ValueError if the uids do not all have the same number of samples."""
+    positions: dict[Any, list[int]] = {}
+    for i, uid in enumerate(list(index)):
+        positions.setdefault(uid, []).append(i)
+    if not positions:
+        raise ValueError("index is empty: no samples to group")
+    sizes = {uid: len(p) for uid, p in positions.items()}
+    if len(set(sizes.values())) > 1:
+        (a, na), (b, nb) = sorted(sizes.items(), key=lambda kv: kv[1])[:: len(sizes) - 1]
+        raise ValueError(
+            f"advest needs groups of equal size: uid {a!r} has {na} samples, uid {b!r} has {nb} "
+            f"({len(sizes)} uids; sizes {sorted(set(sizes.values()))})"
+        )
+    return torch.tensor(list(positions.values()), dtype=torch.int64)
+
+
+def scatter(values: Tensor, order: Tensor, bs: int) -> Tensor:
+    """``[bs]``: ``values [B, G]`` put back at the positions ``order [B, G]``."""
+    out = values.new_empty(bs)
+    out[order.reshape(-1)] = values.reshape(-1)
+    return out
+
+
+def _k(config: Any, default: int | None, name: str) -> int:
+    k = config.get("advest_k", None) if config is not None and hasattr(config, "get") else None
+    k = default if k is None else k
+    if k is None:
+        raise ValueError(
+            f"advest_{name} is a max@K estimator: set algorithm.advest_k in verl's config, or "
+            "call advest.integrations.verl.register(k=K)"
+        )
+    return int(k)
+
+
+def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tensor]]:
+    """advest's ``name`` with verl's calling convention (sequence-level estimators only)."""
+    entry = registry.entry(name)
+    if name in SKIPPED or entry.stateful or entry.family == "token":
+        raise ValueError(
+            f"advest_{name} cannot run inside verl: {SKIPPED.get(name, 'token level')}"
+        )
+
+    # verl's compute_advantage passes keywords this estimator has no use for
+    # (reward_baselines, future additions); accepting **kwargs is verl's own convention.
+    def advantage(
+        token_level_rewards: Tensor,
+        response_mask: Tensor,
+        index: Sequence[Any] | np.ndarray,
+        config: Any = None,
+        **kwargs: Any,
+    ) -> tuple[Tensor, Tensor]:
+        bs = token_level_rewards.shape[0]
+        order = groups(index)  # [B, G]
+        scores = token_level_rewards.sum(dim=-1)  # [bs]: the outcome reward sits on one token
+        inputs: dict[str, Any] = {"rewards": scores[order]}  # [B, G]
+        if "k" in entry.inputs:
+            inputs["k"] = _k(config, k, name)
+        if "lengths" in entry.inputs:
+            inputs["lengths"] = response_mask.sum(dim=-1)[order]
+        adv = entry.fn(**inputs)  # [B, G]
+        per_sample = scatter(adv, order, bs)  # [bs]
+        out = per_sample.unsqueeze(-1) * response_mask  # [bs, T], zero on padding as in verl
+        return out, out
+
+    advantage.__name__ = f"advest_{name}"
+    advantage.__doc__ = f"advest's {name} in verl's advantage-estimator convention."
+    return advantage
+
+
+_ADAPTERS: dict[str, Callable[..., tuple[Tensor, Tensor]]] = {}
+
+
+def register(k: int | None = None) -> dict[str, str]:
+    """Add every sequence-level advest estimator to verl's registry as ``advest_<name>``.
+
+    ``k`` is the default K of the max@K estimators (``algorithm.advest_k`` in the config passed
+    to the estimator wins). Returns the estimators *not* registered, each with the reason.
+    Calling it again re-registers the same functions (verl refuses a different one)."""
+    from verl.trainer.ppo.core_algos import register_adv_est
+
+    for name in registry.names():
+        entry = registry.entry(name)
+        if name in SKIPPED or entry.stateful or entry.family == "token":
+            continue
+        key = f"{name}:{k}"
+        if key not in _ADAPTERS:
+            _ADAPTERS[key] = adapter(name, k)
+        register_adv_est(f"advest_{name}")(_ADAPTERS[key])
+    return dict(SKIPPED)
+
+
+def verl_estimator(name: str) -> Callable[..., Any]:
+    """verl's registered estimator ``name`` (``get_adv_estimator_fn``)."""
+    try:
+        from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+    except ImportError as error:
+        raise ImportError(
+            f"verl:{name} needs verl (pip install 'advest[verl]' next to verl 0.9.1): {error}"
+        ) from None
+    fn: Callable[..., Any] = get_adv_estimator_fn(name)
+    return fn
+
+
+class VerlCall:
+    """The oracle's bound estimator for a function in verl's convention: rewards ``[B, G]`` ->
+    advantages ``[B, G]``. Each call builds token-level rewards (the reward at the last valid
+    token of a response of random length 1..T), a response mask and string uids, shuffles the
+    B·G samples (groups in any order, as verl's batches are), passes copies, checks the
+    returned pair, and reads one advantage per response."""
+
+    T = 5
+
+    def __init__(self, fn: Callable[..., Any], guard: Any, k: int) -> None:
+        self.fn, self.guard, self.k = fn, guard, k
+        import inspect
+
+        try:
+            params = inspect.signature(fn).parameters
+            self.pass_config = "config" in params or any(
+                p.kind == p.VAR_KEYWORD for p in params.values()
+            )
+        except (TypeError, ValueError):
+            self.pass_config = True
+
+    def __call__(self, rewards: Tensor) -> Tensor:
+        from advest.spec.oracle import OracleError, check_output
+
+        B, G = rewards.shape
+        bs, T = B * G, self.T
+        gen = torch.Generator().manual_seed(B * 1000 + G)
+        perm = torch.randperm(bs, generator=gen)  # sample j of the batch is flat[perm[j]]
+        lengths = torch.randint(1, T + 1, (bs,), generator=gen)
+        mask = (torch.arange(T) < lengths[:, None]).to(torch.int64)  # [bs, T]
+        flat = rewards.reshape(-1)[perm]  # [bs]
+        tlr = torch.zeros(bs, T, dtype=rewards.dtype, device=rewards.device)
+        tlr[torch.arange(bs), lengths - 1] = flat
+        index = np.array([f"uid-{int(p) // G}" for p in perm], dtype=object)
+        inputs = {"token_level_rewards": tlr, "response_mask": mask, "index": index}
+        given = self.guard.copies(**inputs)
+        kwargs: dict[str, Any] = dict(given)
+        if self.pass_config:
+            kwargs["config"] = {"norm_adv_by_std_in_grpo": True, "advest_k": self.k}
+        out = self.fn(**kwargs)
+        self.guard.compare(inputs, given)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise OracleError(
+                f"verl convention: got {type(out).__name__}, expected a pair (advantages, returns)"
+            )
+        adv = check_output(out[0], tlr, "advantages (verl convention, [bs, T])")
+        valid = mask.bool()
+        last = adv[torch.arange(bs), lengths - 1]  # [bs]
+        spread = (adv - last[:, None]).abs().masked_fill(~valid, 0).amax()
+        if float(spread) > 0:
+            raise OracleError(
+                "advantages vary along a response: the oracle checks sequence-level estimators "
+                f"(max change within a response {float(spread):.3g})"
+            )
+        per_sample = torch.empty_like(last)
+        per_sample[perm] = last
+        return per_sample.reshape(B, G)

@@ -1,0 +1,80 @@
+"""Peer conventions reproduced by advest options, compared with the peer's own code.
+
+verl's (``convention="verl-0.9.1"`` on ``grpo`` and ``reinforce_pp``) run inside verl's
+environment (tests/verl/check_verl.py); TRL's GRPO formula runs through TRL's trainer in
+tests/test_trl.py. Here: the paper code of Chen et al., RUCAIBox/Passk_Training, which is not
+pip-installable, so its advantage function is transcribed below from ``code/passk_adv.py`` at
+commit 00474d78dc80afd0a3dde1bda476efec32db34ed, line for line.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import comb
+
+from advest import fast
+from advest.reference import maxk as reference_maxk
+
+
+def passk_training_calc_adv(val: np.ndarray, k: int) -> np.ndarray:
+    """``calc_adv`` of RUCAIBox/Passk_Training code/passk_adv.py @ 00474d7, verbatim."""
+    c = len(np.where(val == 1)[0])
+    n = len(val)
+    rho = 1 - comb(n - c, k) / comb(n, k)
+    sigma = np.sqrt(rho * (1 - rho))
+    adv_p = (1 - rho) / (sigma + 1e-6)
+    adv_n = (1 - rho - comb(n - c - 1, k - 1) / comb(n - 1, k - 1)) / (sigma + 1e-6)
+    new_val = np.where(val == 1, adv_p, val)
+    new_val = np.where(new_val == 0, adv_n, new_val)
+    return new_val
+
+
+@pytest.mark.parametrize("n", range(2, 9))
+def test_chen_passk_passk_training_convention_reproduces_the_paper_code(n: int) -> None:
+    """Every binary group of size n, every K <= n − 1 (advest's domain), float64."""
+    groups = np.array(list(product([0.0, 1.0], repeat=n)))  # [2^n, n]
+    rewards = torch.tensor(groups)
+    convention = "passk_training@00474d7"
+    for k in range(1, n):
+        theirs = torch.tensor(np.stack([passk_training_calc_adv(g, k) for g in groups]))
+        ours = fast.maxk.chen_passk(rewards, k, convention=convention)
+        # theirs: scipy's float binomials; ours: lgamma ratios: float64 rounding apart
+        torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
+        exact = [reference_maxk.chen_passk(list(g), k, convention=convention) for g in groups]
+        torch.testing.assert_close(
+            torch.tensor([[float(a) for a in row] for row in exact], dtype=torch.float64),
+            theirs,
+            rtol=1e-12,
+            atol=1e-12,
+        )
+        # and advest's own convention (σ without ε) differs from it wherever σ > 0
+        plain = fast.maxk.chen_passk(rewards, k)
+        moved = (plain - theirs).abs() > 1e-9
+        assert bool(moved.any()) == bool((plain != 0).any())
+
+
+def test_the_passk_training_convention_needs_normalize_and_a_known_name() -> None:
+    r = torch.tensor([[0.0, 1.0, 1.0]])
+    with pytest.raises(ValueError, match="always normalizes"):
+        fast.maxk.chen_passk(r, 1, normalize=False, convention="passk_training@00474d7")
+    with pytest.raises(ValueError, match="convention"):
+        fast.maxk.chen_passk(r, 1, convention="passk_training")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="convention"):
+        fast.group.grpo(r, convention="verl")  # type: ignore[arg-type]
+
+
+def test_reinforce_pp_verl_convention_needs_lengths_and_keeps_verls_constants() -> None:
+    r = torch.tensor([[0.0, 1.0], [0.5, 1.0]])
+    lengths = torch.tensor([[1, 2], [3, 1]])
+    with pytest.raises(ValueError, match="pass lengths"):
+        fast.group.reinforce_pp(r, convention="verl-0.9.1")
+    with pytest.raises(ValueError, match="eps"):
+        fast.group.reinforce_pp(r, lengths, eps=1e-4, convention="verl-0.9.1")
+    with pytest.raises(ValueError, match="only with convention"):
+        fast.group.reinforce_pp(r, lengths)
+    with pytest.raises(ValueError, match="lengths must be >= 1; group 1"):
+        fast.group.reinforce_pp(r, torch.tensor([[1, 2], [0, 1]]), convention="verl-0.9.1")

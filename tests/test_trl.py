@@ -1,0 +1,197 @@
+"""advest inside TRL's GRPOTrainer, run for real: two training steps of a tiny local Llama on CPU,
+comparing the advantages that reached TRL's loss with advest's on the rewards TRL computed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import LlamaConfig, LlamaForCausalLM
+from trl import GRPOConfig, GRPOTrainer
+
+from advest.fast import registry
+from advest.integrations.trl import AdvestGRPOConfig, AdvestGRPOTrainer
+from advest.training import embedded
+
+# TRL 1.16 reads transformers names that transformers 5 renamed (gradient -> activation
+# checkpointing): TRL's warnings, not advest's.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`.*` is deprecated and will be removed in v6:FutureWarning"
+)
+
+G = 4  # completions per prompt
+PROMPTS = ["1+2=", "3+4=", "5+6=", "7+8="]
+
+
+def _tiny_model(folder: Path) -> Path:
+    """A 1-layer Llama (hidden 32) and advest's character tokenizer, saved as a local checkpoint."""
+    tokenizer: Any = embedded.build_tokenizer()
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+class Recorder:
+    """Mixin: keeps, per generation batch, the rows in the order the reward function saw them,
+    and every batch the loss was given (TRL shuffles rows in between)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.generated: list[dict[str, torch.Tensor]] = []
+        self.fed: list[dict[str, torch.Tensor]] = []
+        super().__init__(*args, **kwargs)
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        out = super()._generate_and_score_completions(inputs)
+        self.generated.append({k: out[k].clone() for k in ("prompt_ids", "completion_ids")})
+        return out
+
+    def compute_loss(self, model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        keys = ("prompt_ids", "completion_ids", "advantages")
+        self.fed.append({k: inputs[k].detach().clone() for k in keys})
+        return super().compute_loss(model, inputs, *args, **kwargs)
+
+
+class Recording(Recorder, AdvestGRPOTrainer):
+    pass
+
+
+class RecordingTRL(Recorder, GRPOTrainer):
+    pass
+
+
+def _train(
+    tmp_path: Path, estimator: str | None, k: int | None
+) -> tuple[Recorder, list[torch.Tensor]]:
+    """Two steps with advest's ``estimator`` (None: TRL's own GRPO advantage)."""
+    rewards_seen: list[torch.Tensor] = []
+
+    def reward(completion_ids: list[list[int]], **kwargs: Any) -> list[float]:
+        # deterministic in the completion's tokens, with several levels so groups are not flat
+        values = [float(sum(ids) % 5) / 4 for ids in completion_ids]
+        rewards_seen.append(torch.tensor(values, dtype=torch.float32))
+        return values
+
+    advest = {} if estimator is None else {"advest_estimator": estimator, "advest_k": k}
+    config, trainer_class = (
+        (GRPOConfig, RecordingTRL) if estimator is None else (AdvestGRPOConfig, Recording)
+    )
+    args = config(
+        output_dir=str(tmp_path / "out"),
+        **advest,
+        num_generations=G,
+        per_device_train_batch_size=2 * G,  # 2 prompts per step
+        max_completion_length=6,
+        max_steps=2,
+        learning_rate=1e-2,
+        beta=0.0,
+        use_cpu=True,
+        bf16=False,
+        activation_checkpointing=False,  # TRL's default (on) only slows a 1-layer model
+        report_to=[],
+        save_strategy="no",
+        logging_steps=1,
+        seed=0,
+    )
+    trainer = trainer_class(
+        model=str(_tiny_model(tmp_path / "model")),
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=Dataset.from_dict({"prompt": PROMPTS}),
+    )
+    trainer.train()
+    return trainer, rewards_seen
+
+
+def _rows(batch: dict[str, torch.Tensor]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    return [
+        (tuple(p.tolist()), tuple(c.tolist()))
+        for p, c in zip(batch["prompt_ids"], batch["completion_ids"], strict=True)
+    ]
+
+
+@pytest.mark.parametrize(("estimator", "k"), [("maxpo", 2), ("kae", None)])
+def test_trl_trains_with_advests_advantages(tmp_path: Path, estimator: str, k: int | None) -> None:
+    trainer, rewards_seen = _train(tmp_path, estimator, k)
+    assert trainer.state.global_step == 2
+    assert len(trainer.generated) == len(rewards_seen) == len(trainer.fed) == 2
+    entry = registry.entry(estimator)
+    history = entry.fn() if entry.stateful else None  # kae: one instance across both steps
+    prompt_ids: dict[tuple[int, ...], int] = {}
+    differs_from_trl = False
+    for generated, rewards, fed in zip(trainer.generated, rewards_seen, trainer.fed, strict=True):
+        grouped = rewards.view(-1, G)  # [B, G]
+        if history is not None:
+            rows = _rows(generated)[::G]
+            ids = torch.tensor([prompt_ids.setdefault(p, len(prompt_ids)) for p, _ in rows])
+            expected = history(prompt_ids=ids, rewards=grouped).reshape(-1)
+        else:
+            expected = entry.fn(grouped, k).reshape(-1)  # [B·G] in the reward function's order
+        by_row: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = {}
+        for row, value in zip(_rows(generated), expected.tolist(), strict=True):
+            # identical rows have identical rewards and, estimators being equivariant, advantages
+            assert by_row.setdefault(row, value) == value
+        used = fed["advantages"]  # [B·G] as the loss received it, shuffled
+        want = torch.tensor([by_row[row] for row in _rows(fed)], dtype=used.dtype)
+        torch.testing.assert_close(used, want, rtol=0, atol=0)
+        trl = (grouped - grouped.mean(1, keepdim=True)) / (grouped.std(1, keepdim=True) + 1e-4)
+        differs_from_trl |= not torch.allclose(expected, trl.reshape(-1), atol=1e-3)
+    assert differs_from_trl, (
+        "the rewards gave TRL's own advantages: the test cannot tell them apart"
+    )
+
+
+def test_trls_own_advantage_is_advests_grpo_with_eps_1e_4(tmp_path: Path) -> None:
+    """TRL's formula, through TRL's own trainer: (r − mean)/(std_ddof=1 + 1e-4) per group, i.e.
+    ``grpo(rewards, eps=1e-4)``; no convention option is needed to match it."""
+    trainer, rewards_seen = _train(tmp_path, None, None)
+    for generated, rewards, fed in zip(trainer.generated, rewards_seen, trainer.fed, strict=True):
+        expected = registry.get("grpo")(rewards.view(-1, G), eps=1e-4).reshape(-1)
+        by_row = dict(zip(_rows(generated), expected.tolist(), strict=True))
+        want = torch.tensor([by_row[row] for row in _rows(fed)])
+        # TRL divides in float32 with a float32 std; advest reduces in float64: rounding apart
+        torch.testing.assert_close(fed["advantages"], want, rtol=1e-5, atol=1e-5)
+
+
+def test_misconfiguration_is_refused_before_training(tmp_path: Path) -> None:
+    model = str(_tiny_model(tmp_path / "model"))
+    data = Dataset.from_dict({"prompt": PROMPTS})
+
+    def build(**settings: Any) -> AdvestGRPOTrainer:
+        args = AdvestGRPOConfig(
+            output_dir=str(tmp_path / "out"),
+            num_generations=G,
+            per_device_train_batch_size=G,
+            use_cpu=True,
+            bf16=False,
+            activation_checkpointing=False,
+            report_to=[],
+            **settings,
+        )
+        return AdvestGRPOTrainer(
+            model=model, reward_funcs=[lambda **kw: []], args=args, train_dataset=data
+        )
+
+    with pytest.raises(ValueError, match="set advest_k"):
+        build(advest_estimator="maxpo")
+    with pytest.raises(ValueError, match="takes no K"):
+        build(advest_estimator="rloo", advest_k=2)
+    with pytest.raises(ValueError, match="token level"):
+        build(advest_estimator="ktae")
+    with pytest.raises(ValueError, match="K=5"):
+        build(advest_estimator="maxpo", advest_k=5)  # K > G

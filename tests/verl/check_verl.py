@@ -1,0 +1,188 @@
+"""Run inside an environment with verl 0.9.1 (``tests/test_verl.py`` builds it and runs this
+file with pytest there): advest's estimators through verl's own ``compute_advantage``, verl's
+estimators through ``advest check``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from verl import DataProto
+from verl.trainer.config import AlgoConfig
+from verl.trainer.ppo.ray_trainer import compute_advantage
+
+from advest.fast import group, registry
+from advest.integrations import verl as integration
+from advest.spec import oracle
+
+
+def _batch(
+    B: int, G: int, T: int, seed: int, binary: bool = False
+) -> tuple[DataProto, torch.Tensor, np.ndarray]:
+    """A verl batch of B prompts × G responses in shuffled order, and the [B, G] rewards."""
+    gen = torch.Generator().manual_seed(seed)
+    levels = 2 if binary else 5
+    rewards = torch.randint(0, levels, (B, G), generator=gen).float() / (levels - 1)  # [B, G]
+    perm = torch.randperm(B * G, generator=gen)
+    lengths = torch.randint(1, T + 1, (B * G,), generator=gen)
+    mask = (torch.arange(T) < lengths[:, None]).to(torch.int64)  # [bs, T]
+    tlr = torch.zeros(B * G, T)
+    tlr[torch.arange(B * G), lengths - 1] = rewards.reshape(-1)[perm]
+    uids = np.array([f"prompt-{int(p) // G}-{'x' * (int(p) // G)}" for p in perm], dtype=object)
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": tlr, "response_mask": mask},
+        non_tensors={"uid": uids},
+    )
+    return data, rewards, perm.numpy()
+
+
+NAMES = sorted(
+    n
+    for n in registry.names()
+    if n not in integration.SKIPPED and registry.entry(n).family != "token"
+)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_advest_estimator_through_verls_compute_advantage(name: str) -> None:
+    skipped = integration.register(k=2)
+    assert set(skipped) == {"ktae", "covariance_weights", "hista", "numca", "kae"}
+    B, G, T = 5, 4, 6
+    entry = registry.entry(name)
+    binary = name in ("chen_passk", "tang_passk")  # their domain is {0, 1}
+    data, rewards, perm = _batch(B, G, T, seed=len(name), binary=binary)
+    out = compute_advantage(data, f"advest_{name}", config=AlgoConfig())
+    args: dict[str, object] = {"rewards": rewards}
+    if "k" in entry.inputs:
+        args["k"] = 2
+    if "lengths" in entry.inputs:
+        lengths = data.batch["response_mask"].sum(-1)
+        inverse = np.argsort(perm)
+        args["lengths"] = lengths[inverse].reshape(B, G)
+    direct = entry.fn(**args).reshape(-1)[perm]  # [bs], in the batch's shuffled order
+    mask = data.batch["response_mask"]
+    torch.testing.assert_close(out.batch["advantages"], direct[:, None] * mask, rtol=0, atol=0)
+
+
+def test_k_comes_from_the_algorithm_config() -> None:
+    integration.register(k=2)
+    data, rewards, perm = _batch(3, 6, 4, seed=1)
+    fn = integration.adapter("maxpo")  # no default K: the config must give it
+    adv, _ = fn(
+        data.batch["token_level_rewards"],
+        data.batch["response_mask"],
+        data.non_tensor_batch["uid"],
+        config={"advest_k": 3},
+    )
+    direct = registry.get("maxpo")(rewards, 3).reshape(-1)[perm]
+    torch.testing.assert_close(adv[:, 0], direct, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="advest_k"):
+        fn(
+            data.batch["token_level_rewards"],
+            data.batch["response_mask"],
+            data.non_tensor_batch["uid"],
+        )
+
+
+def test_unequal_groups_are_refused_with_the_uids() -> None:
+    integration.register(k=2)
+    data, _, _ = _batch(2, 3, 4, seed=2)
+    uids = data.non_tensor_batch["uid"].copy()
+    uids[0] = "lonely"
+    data.non_tensor_batch["uid"] = uids
+    with pytest.raises(ValueError, match="groups of equal size: uid 'lonely' has 1"):
+        compute_advantage(data, "advest_rloo", config=AlgoConfig())
+
+
+def _verdicts(
+    name: str, family: oracle.Family, k: int, ns: list[int]
+) -> dict[tuple[str, str], str]:
+    fn = integration.verl_estimator(name)
+    findings = oracle.check(fn, family, k, ns=ns, convention="verl")
+    return {(f.prop, f.dtype): f.verdict for f in findings}
+
+
+def test_verls_rloo_checked_through_its_registry_is_unbiased_in_float32() -> None:
+    v = _verdicts("rloo", "outcome", 1, [3])
+    assert v[("unbiased", "float32")].startswith("yes, E[ĝ] = 3·∇J")
+    assert v[("centred", "float32")] == "yes"
+    assert v[("modifies its inputs", "")] == "no"
+
+
+def test_verls_grpo_is_biased_and_its_singleton_group_gives_r_over_one_plus_eps() -> None:
+    v = _verdicts("grpo", "outcome", 1, [3])
+    assert v[("unbiased", "float32")].startswith("no")
+    assert v[("on G = 1", "float32")] == "value [0.999999]"
+
+
+def test_verls_grpo_passk_is_checked_at_k_equal_n() -> None:
+    v = _verdicts("grpo_passk", "maxk", 4, [4])
+    assert ("unbiased", "float32") in v and not v[("unbiased", "float32")].startswith("not")
+
+
+# -- convention="verl-0.9.1": advest reproduces verl's own functions ---------------------------
+
+
+def _verl_inputs(
+    rewards: torch.Tensor, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, np.ndarray, torch.Tensor, torch.Tensor]:
+    """verl's (token_level_rewards, response_mask, index) for rewards [B, G] in shuffled order,
+    with the permutation and the response lengths [B, G]."""
+    B, G = rewards.shape
+    T = 5
+    gen = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(B * G, generator=gen)  # batch row j holds flat sample perm[j]
+    lengths = torch.randint(1, T + 1, (B * G,), generator=gen)  # by batch row
+    mask = (torch.arange(T) < lengths[:, None]).to(torch.int64)  # [bs, T]
+    tlr = torch.zeros(B * G, T, dtype=rewards.dtype)
+    tlr[torch.arange(B * G), lengths - 1] = rewards.reshape(-1)[perm]
+    index = np.array([f"uid-{int(p) // G}" for p in perm], dtype=object)
+    by_sample = torch.empty_like(lengths)
+    by_sample[perm] = lengths
+    return tlr, mask, index, perm, by_sample.reshape(B, G)
+
+
+DYADIC = [0.0, 0.25, 0.5, 0.75, 1.0]  # verl's float32 group means of these are exact
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("G", [1, 4])
+def test_grpo_verl_convention_reproduces_verls_grpo(G: int, dtype: torch.dtype) -> None:
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    gen = torch.Generator().manual_seed(G)
+    levels = torch.tensor(DYADIC, dtype=dtype)
+    rewards = levels[torch.randint(0, 5, (6, G), generator=gen)]  # [B, G]
+    rewards[0] = 0.5  # a constant group (a G = 1 group is always one)
+    rewards[-1, 0] = 0.3 if G == 1 else rewards[-1, 0]  # not dyadic: tests the float32 1 + ε
+    tlr, mask, index, perm, _ = _verl_inputs(rewards, seed=G)
+    theirs, _ = compute_grpo_outcome_advantage(tlr, mask, index, epsilon=1e-6)
+    ours = group.grpo(rewards, convention="verl-0.9.1").reshape(-1)[perm]  # [bs]
+    if G == 1:  # the convention itself: bit for bit, in both dtypes
+        torch.testing.assert_close(theirs, ours[:, None] * mask, rtol=0, atol=0)
+        advest = group.grpo(rewards).reshape(-1)[perm]
+        assert bool((advest == 0).all()) and not bool((ours == 0).all())
+    else:  # verl's float32 std vs advest's float64 one: the dtype's rounding
+        torch.testing.assert_close(theirs, ours[:, None] * mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("G", [1, 3])
+def test_reinforce_pp_verl_convention_reproduces_verls_baseline(G: int, dtype: torch.dtype) -> None:
+    from verl.trainer.ppo.core_algos import (
+        compute_reinforce_plus_plus_baseline_outcome_advantage as verl_rpp,
+    )
+
+    gen = torch.Generator().manual_seed(10 + G)
+    levels = torch.tensor(DYADIC, dtype=dtype)
+    rewards = levels[torch.randint(0, 5, (7, G), generator=gen)]  # [B, G]
+    tlr, mask, index, perm, lengths = _verl_inputs(rewards, seed=G)
+    theirs, _ = verl_rpp(tlr, mask, index)
+    ours = group.reinforce_pp(rewards, lengths, convention="verl-0.9.1").reshape(-1)[perm]
+    # float32: verl accumulates in float32, advest in float64. float64: verl's Bessel factor
+    # L/(L − 1) is an int64 division, hence float32 (a 6e-8 relative error, bounded, documented)
+    rtol, atol = (1e-6, 1e-6) if dtype == torch.float32 else (1e-6, 1e-9)
+    torch.testing.assert_close(theirs, ours[:, None] * mask, rtol=rtol, atol=atol)
+    # advest's own convention (per-sample std, ε outside the root) is visibly different here
+    plain = group.reinforce_pp(rewards).reshape(-1)[perm]
+    assert not torch.allclose(theirs[:, 0], plain * mask[:, 0], atol=1e-3)
