@@ -32,7 +32,7 @@ except ImportError:  # run as a script (the --help collector) without mkdocs ins
 
 ROOT = Path(__file__).resolve().parents[1]
 HELP_COLUMNS = "100"  # argparse wraps to $COLUMNS: pin it so pages do not depend on the terminal
-PACKAGES = ("fast", "reference", "spec", "training", "proofs")
+PACKAGES = ("fast", "reference", "spec", "training", "proofs", "integrations")
 
 
 # ---------------------------------------------------------------------------------------------
