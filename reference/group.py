@@ -115,8 +115,8 @@ def reinforce_pp(
 ) -> list[list[Fraction]]:
     """REINFORCE++ with group baseline: c = r − group mean; A = c/(std_ddof(all c) + ε).
 
-    ``rewards`` is a batch of groups (``[B][G]``); the std runs over all B·G centred values, whose mean
-    is exactly 0 (no re-centring). All c = 0 (or B·G = 1) gives exact zeros.
+    ``rewards`` is a batch of groups (``[B][G]``); the std runs over all B·G centred values,
+    whose mean is exactly 0 (no re-centring). All c = 0 (or B·G = 1) gives exact zeros.
 
     ``convention="verl-0.9.1"`` (verl/trainer/ppo/core_algos.py,
     compute_reinforce_plus_plus_baseline_outcome_advantage, and verl/utils/torch_functional.py,
