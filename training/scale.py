@@ -183,18 +183,23 @@ def trim_checkpoint(module: Any, checkpoint: dict[str, Any]) -> None:
 
 
 def check_loaded(module: Any, checkpoint: dict[str, Any]) -> None:
-    """Refuse a checkpoint whose weights do not match this run's trainable set (LoRA ↔ full
-    fine-tuning, another rank or other target modules)."""
-    if not is_lora(module.policy):
-        return
-    module.strict_loading = False  # the frozen base is not in the checkpoint, by design
-    want = {f"policy.{n}" for n, p in module.policy.named_parameters() if p.requires_grad}
-    have = set(checkpoint["state_dict"])
+    """Refuse a checkpoint whose weights do not fit this run (LoRA ↔ full fine-tuning, another
+    rank or other target modules), with the settings to change rather than a size mismatch."""
+    if is_lora(module.policy):
+        module.strict_loading = False  # the frozen base is not in the checkpoint, by design
+        want = {
+            f"policy.{n}": p.shape for n, p in module.policy.named_parameters() if p.requires_grad
+        }
+    else:
+        want = {k: v.shape for k, v in module.state_dict().items()}
+    have = {k: v.shape for k, v in checkpoint["state_dict"].items()}
     if have != want:
+        odd = sorted(k for k in have.keys() & want.keys() if have[k] != want[k])[:1]
         raise ConfigError(
-            f"--resume: the checkpoint holds {len(have)} weight tensors, this LoRA run trains "
-            f"{len(want)} (e.g. missing {sorted(want - have)[:2]}, unexpected "
-            f"{sorted(have - want)[:2]}); resume with the settings the run started with"
+            f"--resume: the checkpoint's {len(have)} weight tensors do not fit this run's "
+            f"{len(want)} (missing e.g. {sorted(want.keys() - have.keys())[:1]}, unexpected "
+            f"{sorted(have.keys() - want.keys())[:1]}, other shape {odd}); resume with the "
+            "settings the run started with (--lora_r, --lora_target_modules)"
         )
 
 
