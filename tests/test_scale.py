@@ -312,3 +312,19 @@ def test_fsdp_wraps_the_decoder_layers_of_plain_and_lora_policies(model_path: st
         args = scale.strategy({"strategy": "fsdp", "devices": 1}, module.policy)
         assert type(args["strategy"]).__name__ == "FSDPStrategy"
         assert scale.strategy({"strategy": "ddp"}, module.policy) == {"strategy": "ddp"}
+
+
+def test_the_rollout_forward_in_micro_batches_equals_one_pass(model_path: str) -> None:
+    """Chunking keeps the [S, T, V] logits from existing at once and changes nothing else."""
+    module = _module(model_path, micro_batches=4)
+    torch.manual_seed(5)
+    seqs, P = module.generate(["12+3=", "40+41="], 4)
+    mask = response_mask(seqs[:, P:], module.tokenizer.eos_token_id)
+    logp, ent, hidden = scale.rollout_forward(module, module.policy, seqs, P, mask, True)
+    with torch.no_grad():
+        whole, logits, states = module.forward_logprobs(module.policy, seqs, P, mask, hidden=True)
+    from advest.training.metrics import entropy
+
+    assert hidden is not None and states is not None
+    assert torch.allclose(logp, whole, atol=1e-6) and torch.allclose(ent, entropy(logits))
+    assert torch.allclose(hidden, states, atol=1e-6)

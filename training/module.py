@@ -183,13 +183,12 @@ class RLModule(L.LightningModule):
         ).view(B, G)
         reward_seconds = time.perf_counter() - start
         self.policy.eval()
-        logp, logits, hidden = self.forward_logprobs(
-            self.policy, sequences, P, mask, hidden=needs(cfg, "hidden")
+        logp, ent, hidden = scale.rollout_forward(
+            self, self.policy, sequences, P, mask, needs(cfg, "hidden")
         )
-        ent = metrics.entropy(logits)
         ref_logp = None
         if self.ref is not None:
-            ref_logp, _, _ = self.forward_logprobs(self.ref, sequences, P, mask)
+            ref_logp, _, _ = scale.rollout_forward(self, self.ref, sequences, P, mask, False)
         token_ids, tmask = resp.reshape(B, G, T), mask.reshape(B, G, T)
         grouped = [texts[b * G : (b + 1) * G] for b in range(B)]
         offsets = torch.zeros(0)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import Tensor
 
 from advest.training.config import ConfigError
 
@@ -170,6 +171,30 @@ def reference(cfg: RLConfig, policy: Any, load: Callable[[], Any]) -> Any:
 def trainable(model: Any) -> list[torch.nn.Parameter]:
     """The parameters the optimiser updates (all of them, or the LoRA adapters)."""
     return [p for p in model.parameters() if p.requires_grad]
+
+
+# ----------------------------------------------------------------------------- rollout forward
+@torch.no_grad()
+def rollout_forward(
+    module: Any, model: Any, sequences: Tensor, P: int, mask: Tensor, hidden: bool
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """``module.forward_logprobs`` in the update's micro-batch size, keeping per-token entropy
+    instead of the logits: the rollout's ``[S, T, V]`` float32 logits never exist at once
+    (S = 512, T = 512, V = 151,936 would be 159 GB). Returns ``[S, T]`` log-probs, ``[S, T]``
+    entropy and ``[S, T, D]`` hidden states (or None)."""
+    from advest.training.metrics import entropy
+
+    chunks = module.cfg.minibatches * module.cfg.micro_batches
+    logps, ents, states = [], [], []
+    for rows in torch.arange(sequences.shape[0], device=sequences.device).chunk(chunks):
+        logp, logits, state = module.forward_logprobs(
+            model, sequences[rows], P, mask[rows], hidden=hidden
+        )
+        logps.append(logp)
+        ents.append(entropy(logits))
+        if state is not None:
+            states.append(state)
+    return torch.cat(logps), torch.cat(ents), torch.cat(states) if states else None
 
 
 # ----------------------------------------------------------------------------- checkpoints
