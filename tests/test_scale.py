@@ -15,7 +15,7 @@ from advest.training import generation, losses, scale
 from advest.training.config import ConfigError, RLConfig
 from advest.training.data import Item
 from advest.training.module import RLModule, load_policy, response_mask
-from tests.test_training import _cfg, _initial, _max_diff, _params, _train, model_path
+from tests.test_training import ROOT, _cfg, _initial, _max_diff, _params, _train, model_path
 
 __all__ = ["model_path"]  # the module-scoped fixture, shared with test_training
 
@@ -328,3 +328,20 @@ def test_the_rollout_forward_in_micro_batches_equals_one_pass(model_path: str) -
     assert hidden is not None and states is not None
     assert torch.allclose(logp, whole, atol=1e-6) and torch.allclose(ent, entropy(logits))
     assert torch.allclose(hidden, states, atol=1e-6)
+
+
+def test_the_gpu_bench_script_runs_at_toy_size_on_cpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scripts/gpu_bench.py is the command for the GPU machine; this keeps it from rotting."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "scripts" / "gpu_bench.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--tiny", "--rows", "5,7", "--steps", "2", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if "| r=16 |" in line]
+    assert all(float(cell) >= 0 for cell in row.split("|")[7:-1])
+    assert "FSDP needs a GPU" in out
