@@ -57,7 +57,8 @@ def precision_reason(dtype: str, precision: str) -> str:
     if precision == "16-mixed":
         return (
             "16-mixed scales the loss, and the trainer clips gradients by hand before the "
-            "optimiser step, so it would clip the scaled gradients; use bf16-mixed, or "
+            "optimiser step, so it would clip the scaled gradients; use --dtype float32 with "
+            "bf16-mixed, or "
             "--dtype float16 with --trainer.precision 16-true"
         )
     if precision.endswith("-mixed"):
