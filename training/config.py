@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from advest.training.losses import Aggregation, KLEstimator
 
@@ -89,6 +89,32 @@ class RLConfig:
     out: str = "runs"
     """Run folders go under here."""
 
+    # ----- scale: weight dtype, memory, LoRA, generation engine (training/scale.py, generation.py)
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights of the policy and the reference. Log-probs (ratio, KL) are computed in float32
+    from the logits whatever this is. With ``--trainer.precision``: float32 takes 32-true or
+    bf16-mixed; bfloat16 takes 32-true or bf16-true; float16 takes 32-true or 16-true."""
+    gradient_checkpointing: bool = False
+    """Recompute each layer's activations in the backward pass (the model's own
+    ``gradient_checkpointing_enable``): less memory, same gradients, slower update."""
+    lora_r: int = 0
+    """LoRA rank (``peft``; pip install 'advest[lora]'); 0 trains every weight. With LoRA only
+    the adapters train and are checkpointed, and the KL reference is the base model with the
+    adapters switched off (no second copy)."""
+    lora_alpha: int = 16
+    """LoRA scale numerator: the update is (alpha / r)·B·A."""
+    lora_dropout: float = 0.0
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"]
+    )
+    """Module names that get adapters (``["all-linear"]``: every linear layer but the head)."""
+    lora_export: Literal["adapter", "merged"] = "merged"
+    """What a LoRA run writes to ``<run>/model`` at the end: the ``peft`` adapter, or the model
+    with the adapters merged in (loads with plain ``transformers``)."""
+    generator: Literal["generate", "continuous"] = "generate"
+    """Rollout engine: ``generate`` (``model.generate``) or ``continuous`` (transformers'
+    continuous batching, paged KV cache, ``generate_batch``)."""
+
     @property
     def optimizer_steps_per_rollout(self) -> int:
         return self.ppo_epochs * self.minibatches
@@ -126,6 +152,7 @@ def validate(cfg: RLConfig) -> None:
         raise ConfigError(f"--reward: {error.args[0]}") from None
     _check_paths(cfg)
     _check_estimator(cfg)
+    _check_scale(cfg)
 
 
 def _check_paths(cfg: RLConfig) -> None:
@@ -170,3 +197,16 @@ def _check_estimator(cfg: RLConfig) -> None:
             f"estimator {cfg.estimator!r} refuses group_size={cfg.group_size}, k={cfg.k}, "
             f"options={cfg.estimator_options}: {error}. Change --group_size, --k or --estimator."
         ) from None
+
+
+def _check_scale(cfg: RLConfig) -> None:
+    if cfg.lora_r < 0 or (cfg.lora_r > 0 and cfg.lora_alpha <= 0):
+        raise ConfigError(f"need lora_r ≥ 0 and lora_alpha > 0; got {cfg.lora_r}, {cfg.lora_alpha}")
+    if not 0 <= cfg.lora_dropout < 1:
+        raise ConfigError(f"need 0 ≤ lora_dropout < 1; got {cfg.lora_dropout}")
+    if cfg.generator not in ("generate", "continuous"):
+        raise ConfigError(f"--generator {cfg.generator!r}: choose generate or continuous")
+    if cfg.dtype not in ("float32", "bfloat16", "float16"):
+        raise ConfigError(f"--dtype {cfg.dtype!r}: choose float32, bfloat16 or float16")
+    if cfg.lora_r > 0 and not cfg.lora_target_modules:
+        raise ConfigError("--lora_target_modules is empty: name the modules that get adapters")

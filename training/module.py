@@ -19,7 +19,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from advest.fast.detokenize import texts_and_offsets
-from advest.training import losses, metrics, rewards
+from advest.training import generation, losses, metrics, rewards, scale
 from advest.training.config import RLConfig
 from advest.training.data import FromStep, Item, PromptSource, Steps
 from advest.training.rollout import Rollout, advantages, make_estimator, needs
@@ -29,15 +29,15 @@ class NonFiniteLoss(RuntimeError):
     pass
 
 
-def load_policy(path: str) -> tuple[Any, Any]:
-    """Model and tokenizer from a local folder (never the hub)."""
+def load_policy(path: str, dtype: torch.dtype = torch.float32) -> tuple[Any, Any]:
+    """Model (weights in ``dtype``) and tokenizer from a local folder (never the hub)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
     return model, tokenizer
 
 
@@ -64,13 +64,16 @@ class RLModule(L.LightningModule):
         self.rollout_step = 0  # the data position: rollout steps completed
         self.bad_steps = 0  # consecutive steps skipped for a non-finite loss
         self.skipped_total = 0
-        self.policy, self.tokenizer = load_policy(model_path)
+        dtype = scale.torch_dtype(cfg.dtype)
+        self.policy, self.tokenizer = load_policy(model_path, dtype)
         self.policy.config.use_cache = True
+        self.policy = scale.prepare(self.policy, cfg)  # gradient checkpointing, LoRA
+        self.generator = generation.get(cfg.generator)
         self.ref: Any = None
         if cfg.kl_coef != 0.0:
-            ref, _ = load_policy(model_path)
+            ref = scale.reference(cfg, self.policy, lambda: load_policy(model_path, dtype)[0])
             # not a registered submodule: kept out of checkpoints, DDP and the optimiser
-            object.__setattr__(self, "ref", ref.requires_grad_(False).eval())
+            object.__setattr__(self, "ref", ref)
 
     def on_fit_start(self) -> None:
         if self.ref is not None:
@@ -83,7 +86,7 @@ class RLModule(L.LightningModule):
 
     def configure_optimizers(self) -> Any:
         opt = torch.optim.AdamW(
-            self.policy.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay
+            scale.trainable(self.policy), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay
         )
         warm = max(self.cfg.warmup_steps, 0)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (warm + 1)))
@@ -127,17 +130,9 @@ class RLModule(L.LightningModule):
         bos = tok.bos_token or ""
         enc = tok([bos + p for p in prompts], return_tensors="pt", padding=True).to(self.device)
         self.policy.eval()
-        out = self.policy.generate(
-            **enc,
-            do_sample=True,
-            temperature=cfg.temperature,
-            top_p=cfg.top_p,
-            top_k=0,
-            max_new_tokens=cfg.max_new_tokens,
-            num_return_sequences=group_size,
-            pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id,
-        )
+        sampling = generation.Sampling(group_size, cfg.max_new_tokens, cfg.temperature, cfg.top_p)
+        with scale.full_parameters(self):
+            out = self.generator(self.policy, tok, enc, sampling)
         P = enc["input_ids"].shape[1]
         width = P + cfg.max_new_tokens  # pad every batch to the budget: fixed shapes
         out = torch.nn.functional.pad(out, (0, width - out.shape[1]), value=tok.pad_token_id)
@@ -188,13 +183,12 @@ class RLModule(L.LightningModule):
         ).view(B, G)
         reward_seconds = time.perf_counter() - start
         self.policy.eval()
-        logp, logits, hidden = self.forward_logprobs(
-            self.policy, sequences, P, mask, hidden=needs(cfg, "hidden")
+        logp, ent, hidden = scale.rollout_forward(
+            self, self.policy, sequences, P, mask, needs(cfg, "hidden")
         )
-        ent = metrics.entropy(logits)
         ref_logp = None
         if self.ref is not None:
-            ref_logp, _, _ = self.forward_logprobs(self.ref, sequences, P, mask)
+            ref_logp, _, _ = scale.rollout_forward(self, self.ref, sequences, P, mask, False)
         token_ids, tmask = resp.reshape(B, G, T), mask.reshape(B, G, T)
         grouped = [texts[b * G : (b + 1) * G] for b in range(B)]
         offsets = torch.zeros(0)
@@ -208,7 +202,7 @@ class RLModule(L.LightningModule):
             logprobs=logp.reshape(B, G, T),
             texts=grouped,
             offsets=offsets,
-            hidden=hidden.reshape(B, G, T, -1) if hidden is not None else None,
+            hidden=hidden.reshape(B, G, T, -1).float() if hidden is not None else None,
             k=cfg.k,
         )
         entropy = float((ent * mask).sum() / mask.sum().clamp(min=1))
@@ -354,12 +348,14 @@ class RLModule(L.LightningModule):
                 ],
             },
         }
+        scale.trim_checkpoint(self, checkpoint)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         import random
 
         import numpy as np
 
+        scale.check_loaded(self, checkpoint)
         state = checkpoint["advest"]
         self.rollout_step = int(state["rollout_step"])
         self.bad_steps = int(state["bad_steps"])

@@ -86,11 +86,12 @@ def train(
 ) -> Path:
     """Run one RL job; returns its folder. Raises ``ConfigError`` before loading anything when
     the settings cannot work."""
-    from advest.training import embedded
+    from advest.training import embedded, scale
     from advest.training.evaluate import embedded_held_out, write
     from advest.training.module import NonFiniteLoss, RLModule
 
     validate(cfg)
+    scale.check_trainer(cfg, {**TRAINER_DEFAULTS, **(trainer_args or {})})
     folder = run_folder(cfg, name)
     ckpt = folder / "checkpoints" / "last.ckpt"
     if resume and not ckpt.exists():
@@ -115,7 +116,7 @@ def train(
     checkpointer = Checkpointer(folder / "checkpoints", cfg.checkpoint_every)
     (folder / "checkpoints").mkdir(exist_ok=True)
     trainer = L.Trainer(
-        **{**TRAINER_DEFAULTS, **(trainer_args or {})},
+        **scale.strategy({**TRAINER_DEFAULTS, **(trainer_args or {})}, module.policy),
         max_epochs=1,
         default_root_dir=str(folder),
         logger=loggers(folder),
@@ -138,6 +139,7 @@ def train(
             )
             write(curves, folder, "passk")
         plot_metrics(folder)
+        scale.export(module, folder, cfg.lora_export)  # last: merging changes the policy
     return folder
 
 
