@@ -293,5 +293,7 @@ def ebpo(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
     raw = (u - mu) + S * (mu - mu_glob)  # = r − ((1 − S)μ_q + S μ_glob), in units of m
     centred = raw - raw.mean()
     std = torch.sqrt((centred**2).sum() / (B * G - 1))
-    # (m·c)/(m·std + ε) = c/(std + ε/m); ε/m stays finite for every normal or subnormal m.
-    return (centred / (std + e / m)).to(rewards.dtype)
+    # (m·c)/(m·std + ε) = c/(std + ε/m); ε/m stays finite for every normal or subnormal m. A
+    # tensor numerator: torch computes `float / tensor` as float · (1/tensor), and 1/m overflows
+    # to inf for a subnormal m (0 · inf = NaN with eps = 0; hypothesis found m = 2.2e-309).
+    return (centred / (std + m.new_tensor(e) / m)).to(rewards.dtype)

@@ -677,7 +677,12 @@ def add_arguments(parser: Any) -> None:
         help="MODULE:FUNCTION (a callable on rewards [B, G], and K for --family maxk), or "
         "verl:NAME for an estimator from verl's registry (implies --convention verl)",
     )
-    parser.add_argument("--family", choices=["outcome", "maxk"], default="outcome")
+    parser.add_argument(
+        "--family",
+        choices=["outcome", "maxk"],
+        default="outcome",
+        help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K",
+    )
     parser.add_argument("--k", type=int, default=2, help="K for the max@K family (2)")
     parser.add_argument(
         "--n",

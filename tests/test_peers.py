@@ -224,3 +224,15 @@ def test_james_stein_needs_two_samples_per_prompt() -> None:
         fg.james_stein(torch.tensor([[1.0], [0.0]]))
     # EBPO is defined for G = 1 (τ² is then the variance of the rewards themselves: S = 1/2)
     assert rg.ebpo_shrinkage([[1], [0]])[0] == Fraction(1, 2)
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-6])
+def test_ebpo_on_a_subnormal_spread_is_finite_and_standardised(eps: float) -> None:
+    # hypothesis found [[0], [2.2e-309]] with eps = 0 gave NaN: float / tensor is computed as
+    # float · (1 / tensor), and 1 / 2.2e-309 overflows.
+    rewards = torch.tensor([[0.0], [2.2e-309]], dtype=torch.float64)
+    out = fg.ebpo(rewards, eps=eps)
+    assert torch.isfinite(out).all()
+    if eps == 0.0:  # the same as at any normal scale: ±1/√2
+        assert torch.allclose(out, fg.ebpo(rewards * 1e300, eps=0.0), rtol=1e-12, atol=0)
+        assert out[1, 0] > 0.7

@@ -104,6 +104,7 @@ class RLConfig:
     lora_alpha: int = 16
     """LoRA scale numerator: the update is (alpha / r)·B·A."""
     lora_dropout: float = 0.0
+    """Dropout on the LoRA branch's input, in [0, 1)."""
     lora_target_modules: list[str] = field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"]
     )

@@ -1,4 +1,4 @@
-"""The MaxPO softmax-bandit experiment (seed 002 §5.1 and App. G.1; notes maxk.md §8).
+"""The MaxPO softmax-bandit experiment (Takashiro et al., arXiv:2606.06080, §5.1 and App. G.1).
 
 A actions with rewards r ~ N(0, I_A) and logits θ ~ N(0, I_A), policy π = softmax(θ), objective
 J = E[max of K i.i.d. rewards]. One gradient estimate from N i.i.d. actions a_1..a_N ~ π is
@@ -97,13 +97,14 @@ def _sorted_cdf(pi: Tensor, r: Tensor) -> tuple[Tensor, Tensor, Tensor]:
 
 
 def objective(pi: Tensor, r: Tensor, k: int) -> Tensor:
-    """J = r_(A) − Σ_{j<A} (r_(j+1) − r_(j)) F_j^K (notes §8), float64 scalar. pi, r: [A]."""
+    """J = r_(A) − Σ_{j<A} (r_(j+1) − r_(j)) F_j^K (MaxPO App. G.1), float64 scalar. pi, r: [A]."""
     _, gaps, cdf = _sorted_cdf(pi.to(F64), r.to(F64))
     return r.to(F64).max() - (gaps * cdf**k).sum()
 
 
 def exact_gradient(logits: Tensor, r: Tensor, k: int) -> Tensor:
-    """∂J/∂θ_c = −K π_c Σ_{j<A} d_j F_j^{K−1} ([rank(c) ≤ j] − F_j) (notes §8). [A] float64.
+    """∂J/∂θ_c = −K π_c Σ_{j<A} d_j F_j^{K−1} ([rank(c) ≤ j] − F_j) (MaxPO App. G.1). [A]
+    float64.
 
     The indicator sum is a suffix sum of w_j = d_j F_j^{K−1} over j ≥ rank(c): O(A log A).
     """
@@ -348,7 +349,7 @@ def summary(metrics: dict[str, Any]) -> str:
     """summary.md: the fitted slopes, the fits to ∇J, and the variance tables."""
     cfg, bias = metrics["config"], metrics["bias"]
     lines = [
-        "# MaxPO softmax bandit (seed §5.1, App. G.1)",
+        "# MaxPO softmax bandit (MaxPO paper §5.1, App. G.1)",
         "",
         f"N = {cfg['n']}, K = {cfg['k']}, seeds = {cfg['seeds']} (mean ± standard error over "
         f"seeds), quick = {cfg['quick']}, wall time {metrics['wall_seconds']:.1f} s.",
