@@ -249,4 +249,60 @@ Qed.
 Theorem canonical_sums_to_zero : \sum_i canonical i = 0.
 Proof. by rewrite /canonical sumrB sum_m_plus sum_m_minus subrr. Qed.
 
+Lemma sum_ei_on_others i :
+  \sum_(j in others i) ei_on j (others i :\ j) =
+  (K%:R * Sm i - (n.-1 - K.-1)%:R * Sc i) / 'C(n.-1.-1, K.-1)%:R.
+Proof.
+rewrite (eq_bigr (fun j => (\sum_(S in subsets (others i :\ j) K.-1) f (j |: S)
+    - \sum_(S in subsets (others i :\ j) K.-1) f S) / 'C(n.-1.-1, K.-1)%:R)); last first.
+  by move=> j jO; rewrite /ei_on /avg card_subsets card_others_minus // sumrB.
+rewrite -mulr_suml sumrB.
+rewrite (eq_bigr (fun j => \sum_(T in subsets (others i) K | j \in T) f T)); last first.
+  by move=> j jO; rewrite sum_subsets_in.
+rewrite double_count_in.
+rewrite (eq_bigr (fun j => \sum_(T in subsets (others i) K.-1 | j \notin T) f T)); last first.
+  by move=> j _; rewrite sum_subsets_notin.
+rewrite double_count_notin card_others -natrB //; lia.
+Qed.
+
+(* I3: EI_i − b_i = Δ_i (MaxPO: the leave-two-out baseline turns EI into the canonical
+   advantage). *)
+Theorem maxpo_equals_canonical i : maxpo i = canonical i.
+Proof.
+rewrite /maxpo ei_blocks /l2o_baseline sum_ei_on_others card_others /canonical.
+rewrite m_plusE comparatorE m_minusE.
+have b1 : 'C(n.-1, K)%:R = n.-1%:R * 'C(n.-1.-1, K.-1)%:R / K%:R :> R.
+  have := mul_bin_diag n.-1 K.-1; rewrite prednK // => /(congr1 (fun x => x%:R : R)).
+  rewrite !natrM => ->; field; nonzero.
+have b2 : 'C(n.-1, K.-1)%:R = n.-1%:R * 'C(n.-1.-1, K.-1)%:R / (n.-1 - K.-1)%:R :> R.
+  have := mul_bin_down n.-1 K.-1 => /(congr1 (fun x => x%:R : R)).
+  rewrite !natrM => ->; field; nonzero.
+rewrite b1 b2; field; nonzero.
+Qed.
+
+(* I13: mean EI = mean b. *)
+Theorem mean_ei_equals_mean_l2o : mean ei = mean l2o_baseline.
+Proof.
+rewrite /mean; congr (_ / _); apply/eqP; rewrite -subr_eq0 -sumrB.
+rewrite (eq_bigr _ (fun i _ => maxpo_equals_canonical i)).
+by rewrite canonical_sums_to_zero.
+Qed.
+
+(* I8: sloo_i = (K/N) M⁺_i − (K/(N−1)) M⁻_i. *)
+Theorem pkpo_sloo_closed_form i :
+  pkpo_sloo i = K%:R / n%:R * m_plus i - K%:R / n.-1%:R * m_minus i.
+Proof.
+rewrite /pkpo_sloo pkpo_s_m_plus /pkpo_S card_others -mulr_suml double_count_in m_minusE.
+rewrite -/(Sm i); field; nonzero.
+Qed.
+
+(* I10: r̃_i − mean r̃ = K(N−K)/N² Δ_i, with r̃ = PKPO's s = Bagirov's transform (I6). *)
+Theorem bagirov_centred_is_scaled_canonical i :
+  pkpo_s i - mean pkpo_s = (K * (n - K))%:R / (n * n)%:R * canonical i.
+Proof.
+rewrite /mean (eq_bigr _ (fun i _ => pkpo_s_m_plus i)) -mulr_sumr sum_m_plus pkpo_s_m_plus.
+have := m_plus_minus_m_hat_is_scaled_canonical i; move/eqP; rewrite subr_eq => /eqP ->.
+rewrite !natrM; field; nonzero.
+Qed.
+
 End Blocks.
