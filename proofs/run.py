@@ -16,11 +16,14 @@ from advest.proofs.records import Record
 Job = tuple[str, Callable[[], Record]]
 
 
-def jobs(max_n: int = 7, unbiased_max_n: int = 4, max_a: int = 3) -> list[Job]:
-    """Every claim with its parameters, cheapest first within each group."""
+def jobs(max_n: int = 7, unbiased_max_n: int = 4, max_a: int = 3, ci: bool = False) -> list[Job]:
+    """Every claim with its parameters, cheapest first within each group; with ``ci``, only the
+    cases within each claim's CI range (``bounded.CLAIMS``)."""
     out: list[Job] = [(c.__name__, c) for c in symbolic.CLAIMS]
     for n in range(1, max_n + 1):
-        for claim, ks in bounded.CLAIMS:
+        for claim, ks, ci_max_n in bounded.CLAIMS:
+            if ci and n > ci_max_n:
+                continue
             out += [(f"{claim.__name__} N={n} K={k}", partial(claim, n, k)) for k in ks(n)]
     for name, a, n, k in unbiased.claims(unbiased_max_n, max_a):
         label = f"{name} unbiased A={a} N={n} K={k}"
@@ -34,11 +37,12 @@ def run(
     progress: bool = True,
     budget_s: float | None = None,
     with_coq: bool = True,
+    ci: bool = False,
 ) -> list[Record]:
     """All records; with ``budget_s``, stops starting new claims once the budget is spent.
 
     The Coq theorems (general N) come first: one ``coqc`` run checks them all."""
-    todo = jobs(max_n, unbiased_max_n)
+    todo = jobs(max_n, unbiased_max_n, ci=ci)
     if progress and with_coq:
         print("checking the Coq proofs (coqc) ...", file=sys.stderr)
     records: list[Record] = list(coq.check_shipped()) if with_coq else []
