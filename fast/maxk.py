@@ -235,7 +235,7 @@ def chen_passk(rewards: Tensor, k: int, *, normalize: bool = True) -> Tensor:
     n_neg = incorrect.sum(dim=-1, keepdim=True).to(torch.float64)  # [B, 1]
     fail_all = ratio_at(CHEN_FAIL_ALL, n_neg, G, K)  # 1 − R̄
     fail_rest = ratio_at(CHEN_FAIL_REST, n_neg, G, K)
-    raw = chen_raw(correct.to(torch.float64), fail_all, fail_rest)  # [B, G]
+    raw: Tensor = chen_raw(correct.to(torch.float64), fail_all, fail_rest)  # [B, G]
     if normalize:
         degenerate = (n_neg < K) | (n_neg == G)  # R̄ = 1 or R̄ = 0
         sigma = torch.sqrt(fail_all * (1 - fail_all))

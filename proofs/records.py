@@ -21,7 +21,10 @@ def _rlimit_used(solver: Any) -> int:
     """Resources this query used. z3 counts per context, cumulatively across solvers (the limit
     itself is relative to the count at the start of each check), hence the difference."""
     stats = solver.statistics()
-    total = int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else 0
+    try:
+        total = int(stats.get_key_value("rlimit count"))
+    except z3.Z3Exception:  # a query settled before any search reports no count
+        total = _rlimit_seen[0]
     used, _rlimit_seen[0] = total - _rlimit_seen[0], total
     return max(used, 0)
 

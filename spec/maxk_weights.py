@@ -157,5 +157,5 @@ def evaluate(diag: Any, step: Any, above: Any, x: V, cumsum: Callable[[Any], Any
     x: [..., G] sorted ascending; diag, step: [S, G]; above: [G, S] -> [..., S, G].
     ``cumsum`` sums along the last axis (torch.cumsum(v, -1), numpy.cumsum(v, -1))."""
     xs: Any = x[..., None, :]  # type: ignore[index]
-    out: V = diag * xs + cumsum(step * xs) + (x @ above)[..., None]  # type: ignore[operator]
+    out: V = diag * xs + cumsum(step * xs) + (x @ above)[..., None]
     return out

@@ -9,6 +9,7 @@ from advest.proofs import bounded, symbolic, unbiased
 from advest.proofs.run import jobs, run, summary_rows
 from advest.spec import maxk_weights
 
+
 def test_every_claim_has_its_expected_status_over_the_ci_range() -> None:
     """N <= 7 for every claim except the measured exceptions of bounded.CI_EXCLUDED; the Coq
     theorems (general N) are part of the run."""
@@ -161,7 +162,7 @@ def test_every_fast_form_is_covered_by_the_algorithm_proof(monkeypatch: pytest.M
     for form in maxk_weights.FORMS:
         assert form in record.statement, form
         own, below, above = maxk_weights.FORMS[form]
-        broken = (own, below, above + ((maxk_weights.ALPHA, lambda n, k: 1),))
+        broken = (own, below, (*above, (maxk_weights.ALPHA, lambda n, k: 1)))
         monkeypatch.setattr(bounded, "FORMS", {**maxk_weights.FORMS, form: broken})
         assert bounded.fast_forms_equal_definitions(4, 2).status == "refuted", form
     monkeypatch.undo()
