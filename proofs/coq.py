@@ -25,7 +25,7 @@ from advest.proofs.records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"
-FILES = ("Counting.v",)  # in dependency order
+FILES = ("Counting.v", "Evaluation.v")  # in dependency order
 CLOSED = "Closed under the global context"
 
 
@@ -89,6 +89,13 @@ THEOREMS: tuple[Theorem, ...] = (
         "bagirov_centred_is_scaled_canonical",
         "r̃_i − mean r̃ = K(N−K)/N² Δ_i",
         "maxk.md I10",
+    ),
+    Theorem(
+        "Evaluation.fast_evaluation_is_the_linear_form",
+        "fast_evaluation_is_the_linear_form",
+        "(own−below)_p x_p + Σ_{q≤p}(below−above)_q x_q + Σ_q above_q x_q"
+        " = own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q",
+        "maxk.md §Algorithm",
     ),
 )
 

@@ -90,3 +90,39 @@ def test_each_spec_claim_links_to_its_coq_theorem(theorem: coq.Theorem) -> None:
     for claim_id in ids:
         row = next(r for r in rows if re.match(rf"\| ({claim_id}\b|I\d+, {claim_id}\b)", r))
         assert theorem.name in row, (claim_id, theorem.name)
+
+
+def test_the_shared_evaluation_is_the_linear_form_the_coq_theorem_states() -> None:
+    """spec.maxk_weights.evaluate (what fast and proofs call) on exact random data equals
+    Evaluation.linear_form: own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q, with
+    diag = own − below, step = below − above as Evaluation.fast_evaluation reads."""
+    import random
+    from fractions import Fraction
+
+    import numpy as np
+
+    from advest.spec.maxk_weights import evaluate
+
+    rng = random.Random(0)
+    for n in (1, 2, 5, 9):
+
+        def vec() -> list[Fraction]:
+            return [Fraction(rng.randint(-9, 9), rng.randint(1, 9)) for _ in range(n)]
+
+        own, below, above, x = vec(), vec(), vec(), vec()
+
+        def arr(v: list[Fraction]) -> np.ndarray:  # type: ignore[type-arg]
+            out = np.empty(len(v), dtype=object)
+            out[:] = v
+            return out
+
+        diag = arr([o - b for o, b in zip(own, below, strict=True)])[None, :]
+        step = arr([b - a for b, a in zip(below, above, strict=True)])[None, :]
+        got = evaluate(diag, step, arr(above)[:, None], arr(x), lambda v: np.cumsum(v, axis=-1))
+        want = [
+            own[p] * x[p]
+            + sum((below[q] * x[q] for q in range(p)), Fraction(0))
+            + sum((above[q] * x[q] for q in range(p + 1, n)), Fraction(0))
+            for p in range(n)
+        ]
+        assert list(got[0]) == want
