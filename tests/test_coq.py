@@ -106,10 +106,9 @@ def test_the_shared_evaluation_is_the_linear_form_the_coq_theorem_states() -> No
     rng = random.Random(0)
     for n in (1, 2, 5, 9):
 
-        def vec() -> list[Fraction]:
-            return [Fraction(rng.randint(-9, 9), rng.randint(1, 9)) for _ in range(n)]
-
-        own, below, above, x = vec(), vec(), vec(), vec()
+        own, below, above, x = (
+            [Fraction(rng.randint(-9, 9), rng.randint(1, 9)) for _ in range(n)] for _ in range(4)
+        )
 
         def arr(v: list[Fraction]) -> np.ndarray:  # type: ignore[type-arg]
             out = np.empty(len(v), dtype=object)
