@@ -105,7 +105,6 @@ def test_the_shared_evaluation_is_the_linear_form_the_coq_theorem_states() -> No
 
     rng = random.Random(0)
     for n in (1, 2, 5, 9):
-
         own, below, above, x = (
             [Fraction(rng.randint(-9, 9), rng.randint(1, 9)) for _ in range(n)] for _ in range(4)
         )
