@@ -18,8 +18,9 @@ _rlimit_seen = [0]
 
 
 def _rlimit_used(solver: Any) -> int:
-    """Resources this query used. z3 counts per context, cumulatively across solvers (the limit
-    itself is relative to the count at the start of each check), hence the difference."""
+    """Resources used since the previous ``z3_prove`` query, i.e. by this one unless other
+    solvers ran in between. z3 counts per context, cumulatively across solvers (the limit itself
+    is relative to the count at the start of each check), hence the difference."""
     stats = solver.statistics()
     try:
         total = int(stats.get_key_value("rlimit count"))

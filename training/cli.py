@@ -29,7 +29,7 @@ def _prove(args: argparse.Namespace) -> int:
 
     from advest.proofs.run import print_table, run, write_json
 
-    records = run(args.max_n, args.unbiased_max_n, progress=not args.no_progress)
+    records = run(args.max_n, args.unbiased_max_n, progress=not args.no_progress, ci=args.ci)
     print_table(records)
     if args.json:
         write_json(records, Path(args.json))
@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prove.add_argument("--json", default=None, help="write every record to this file")
     prove.add_argument("--no-progress", action="store_true", help="no progress bar")
+    prove.add_argument(
+        "--ci",
+        action="store_true",
+        help="only CI's range (each claim's largest N in proofs.bounded.CLAIMS)",
+    )
     prove.set_defaults(func=_prove)
     check = sub.add_parser("check", help="report the properties of any advantage estimator")
     check.add_argument("target", help="MODULE:FUNCTION, a callable on rewards [B, G] (and K)")
