@@ -7,13 +7,21 @@ No binomial coefficient is ever formed: C(1024, 512) ≈ 4.5e306 would overflow 
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-from advest.spec.maxk_weights import ALPHA, BETA, GAMMA, M_HAT, MU_HI, MU_LO, BinomRatio
+from advest.spec.maxk_weights import (
+    ALPHA,
+    BAGIROV_ABOVE,
+    BETA,
+    GAMMA,
+    M_HAT,
+    MU_HI,
+    MU_LO,
+    BinomRatio,
+)
 
 
 class Weights(NamedTuple):
@@ -25,28 +33,42 @@ class Weights(NamedTuple):
     mu_lo: Tensor
     mu_hi: Tensor
     m_hat: Tensor
+    bagirov_above: Tensor
 
 
-def _log_comb(n: float, k: float) -> float:
-    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+_TABLE = (ALPHA, BETA, GAMMA, MU_LO, MU_HI, M_HAT, BAGIROV_ABOVE)
+WEIGHT_NAMES: dict[BinomRatio, str] = dict(zip(_TABLE, Weights._fields, strict=True))
+
+
+def _log_comb(n: Tensor, k: Tensor) -> Tensor:
+    return torch.lgamma(n + 1) - torch.lgamma(k + 1) - torch.lgamma(n - k + 1)
 
 
 def _ratio(w: BinomRatio, n: int, k: int) -> Tensor:
-    """w_q for q = 1..N as float64, exp(log C(q+top, K+k) − log C(N+den_n, K+den_k))."""
+    """w_q for q = 1..N as float64."""
+    return ratio_at(w, torch.arange(1, n + 1, dtype=torch.float64), n, k)
+
+
+def ratio_at(w: BinomRatio, q: Tensor, n: int, k: int) -> Tensor:
+    """w at the float64 positions (or counts) ``q``, any shape, as
+    exp(log C(q+top, K+k) − log C(N+den_n, K+den_k)); 0 where either binomial is 0."""
     den_n, den_k = n + w.den_n, k + w.den_k
-    top = torch.arange(1, n + 1, dtype=torch.float64) + w.top
+    top = q + w.top
     kk = float(k + w.k)
     if not 0 <= den_k <= den_n or kk < 0:
-        return torch.zeros(n, dtype=torch.float64)
+        return torch.zeros_like(q)
     valid = top >= kk
     safe_top = torch.where(valid, top, torch.full_like(top, kk))
-    log_num = torch.lgamma(safe_top + 1) - math.lgamma(kk + 1) - torch.lgamma(safe_top - kk + 1)
-    return torch.where(valid, torch.exp(log_num - _log_comb(den_n, den_k)), 0.0)
+    log_num = _log_comb(safe_top, torch.full_like(safe_top, kk))
+    # the same torch.lgamma for numerator and denominator: equal binomials give exactly 1
+    den = torch.tensor([float(den_n), float(den_k)], dtype=torch.float64)
+    log_den = _log_comb(den[0], den[1])
+    return torch.where(valid, torch.exp(log_num - log_den.to(q.dtype)), 0.0)
 
 
 @functools.lru_cache(maxsize=512)
 def _table(n: int, k: int, device: torch.device) -> Weights:
-    table = [_ratio(w, n, k) for w in (ALPHA, BETA, GAMMA, MU_LO, MU_HI, M_HAT)]
+    table = [_ratio(w, n, k) for w in _TABLE]
     return Weights(*(t.to(device) for t in table))
 
 

@@ -24,9 +24,16 @@ import torch
 from torch import Tensor
 
 from advest.fast._checks import check_ddof, check_k, check_rewards
-from advest.fast._weights import weights
+from advest.fast._weights import WEIGHT_NAMES, ratio_at, weights
 from advest.fast.registry import register
-from advest.spec.maxk_weights import ALPHA, BETA, FORMS, GAMMA, MU_HI, MU_LO, Combo
+from advest.spec.maxk_weights import (
+    CHEN_FAIL_ALL,
+    CHEN_FAIL_REST,
+    FORMS,
+    chen_raw,
+    evaluate,
+    form_rows,
+)
 
 __all__ = [
     "bagirov_centered",
@@ -73,22 +80,10 @@ def _coefficients_cached(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The forms of ``spec.maxk_weights.FORMS`` as float64 ``[S, G]``, ``[S, G]``, ``[G, S]``:
     own − below, below − above, above (weights by log-gamma, see fast._weights)."""
-    w = weights(G, K, device)
-    table = dict(
-        zip(
-            (ALPHA, BETA, GAMMA, MU_LO, MU_HI),
-            (w.alpha, w.beta, w.gamma, w.mu_lo, w.mu_hi),
-            strict=True,
-        )
-    )
-
-    def combo(c: Combo) -> Tensor:
-        return sum(
-            (float(coef(G, K)) * table[ratio] for ratio, coef in c), torch.zeros_like(w.alpha)
-        )
-
-    own, below, above = (torch.stack([combo(FORMS[f][i]) for f in forms]) for i in range(3))
-    return own - below, below - above, above.T.contiguous()
+    table = weights(G, K, device)._asdict()
+    rows = [form_rows(FORMS[f], G, K, lambda w: table[WEIGHT_NAMES[w]], float) for f in forms]
+    diag, step, above = (torch.stack([r[i] for r in rows]) for i in range(3))
+    return diag, step, above.T.contiguous()
 
 
 @torch.compiler.disable  # type: ignore[untyped-decorator]
@@ -109,8 +104,7 @@ def _evaluate(s: _Sorted, *forms: str) -> list[Tensor]:
     """
     G = s.x.shape[1]
     diag, step, above = _coefficients(forms, G, s.k, s.x.device)
-    x = s.x.unsqueeze(1)  # [B, 1, G]
-    out = diag * x + torch.cumsum(step * x, dim=-1) + (s.x @ above).unsqueeze(-1)  # [B, S, G]
+    out = evaluate(diag, step, above, s.x, lambda v: torch.cumsum(v, dim=-1))  # [B, S, G]
     return list(out.unbind(1))
 
 
@@ -258,9 +252,9 @@ def chen_passk(
             f"{rewards[group, sample].item()} at sample {sample}"
         )
     n_neg = incorrect.sum(dim=-1, keepdim=True).to(torch.float64)  # [B, 1]
-    fail_all = _comb_ratio(n_neg, K, G, K)  # 1 − R̄
-    fail_rest = _comb_ratio(n_neg - 1, K - 1, G - 1, K - 1)
-    raw = torch.where(correct, fail_all, fail_all - fail_rest)  # [B, G]
+    fail_all = ratio_at(CHEN_FAIL_ALL, n_neg, G, K)  # 1 − R̄
+    fail_rest = ratio_at(CHEN_FAIL_REST, n_neg, G, K)
+    raw: Tensor = chen_raw(correct.to(torch.float64), fail_all, fail_rest)  # [B, G]
     if normalize:
         degenerate = (n_neg < K) | (n_neg == G)  # R̄ = 1 or R̄ = 0
         sigma = torch.sqrt(fail_all * (1 - fail_all))
@@ -269,23 +263,13 @@ def chen_passk(
     return raw.to(rewards.dtype)
 
 
-def _comb_ratio(top: Tensor, k: int, n: int, kk: int) -> Tensor:
-    """C(top, k)/C(n, kk) elementwise for a float64 count tensor ``top``; 0 where C(top, k) = 0."""
-    valid = top >= k
-    safe = torch.where(valid, top, float(k))
-    log_num = torch.lgamma(safe + 1) - torch.lgamma(torch.tensor(k + 1.0, dtype=torch.float64))
-    log_num = log_num - torch.lgamma(safe - k + 1)
-    log_den = torch.lgamma(torch.tensor([n + 1.0, kk + 1.0, n - kk + 1.0], dtype=torch.float64))
-    ratio = torch.exp(log_num - (log_den[0] - log_den[1] - log_den[2]).to(top.device))
-    return torch.where(valid, ratio, 0.0)
-
-
 @register("bagirov_transform", "maxk", needs_k=True, k_range="k<=n")
 def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
-    """Bagirov Eq. 9 all-subsets transform, = (K/G)·M⁺. rewards: [B, G]; 1 <= K <= G."""
+    """Bagirov Eq. 9 all-subsets transform (sorted weights C(q−1, K−1), C(q−2, K−2) over
+    C(G, K)), = (K/G)·M⁺ = PKPO's s (I6). rewards: [B, G]; 1 <= K <= G."""
     s = _sort(rewards, k, "bagirov_transform", k_max_offset=0)
-    (m_plus,) = _evaluate(s, "m_plus")
-    return _unsort(s.k / rewards.shape[1] * (m_plus + s.shift), s, rewards)
+    (transform,) = _evaluate(s, "bagirov")  # Eq. 9's sorted weights; they total K/G
+    return _unsort(transform + s.k / rewards.shape[1] * s.shift, s, rewards)
 
 
 @register("bagirov_centered", "maxk", needs_k=True, k_range="k<=n-1")

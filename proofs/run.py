@@ -1,4 +1,5 @@
-"""Run every proof: z3 bounded claims for N <= max_n, sympy identities, exact unbiasedness."""
+"""Run every proof: Coq general-N theorems, z3 bounded claims for N <= max_n, sympy identities,
+exact unbiasedness."""
 
 from __future__ import annotations
 
@@ -9,17 +10,20 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from advest.proofs import bounded, symbolic, unbiased
+from advest.proofs import bounded, coq, symbolic, unbiased
 from advest.proofs.records import Record
 
 Job = tuple[str, Callable[[], Record]]
 
 
-def jobs(max_n: int = 7, unbiased_max_n: int = 4, max_a: int = 3) -> list[Job]:
-    """Every claim with its parameters, cheapest first within each group."""
+def jobs(max_n: int = 7, unbiased_max_n: int = 4, max_a: int = 3, ci: bool = False) -> list[Job]:
+    """Every claim with its parameters, cheapest first within each group; with ``ci``, only the
+    cases within each claim's CI range (``bounded.CLAIMS``)."""
     out: list[Job] = [(c.__name__, c) for c in symbolic.CLAIMS]
     for n in range(1, max_n + 1):
-        for claim, ks in bounded.CLAIMS:
+        for claim, ks, ci_max_n in bounded.CLAIMS:
+            if ci and n > ci_max_n:
+                continue
             out += [(f"{claim.__name__} N={n} K={k}", partial(claim, n, k)) for k in ks(n)]
     for name, a, n, k in unbiased.claims(unbiased_max_n, max_a):
         label = f"{name} unbiased A={a} N={n} K={k}"
@@ -28,11 +32,20 @@ def jobs(max_n: int = 7, unbiased_max_n: int = 4, max_a: int = 3) -> list[Job]:
 
 
 def run(
-    max_n: int = 7, unbiased_max_n: int = 4, progress: bool = True, budget_s: float | None = None
+    max_n: int = 7,
+    unbiased_max_n: int = 4,
+    progress: bool = True,
+    budget_s: float | None = None,
+    with_coq: bool = True,
+    ci: bool = False,
 ) -> list[Record]:
-    """All records; with ``budget_s``, stops starting new claims once the budget is spent."""
-    todo = jobs(max_n, unbiased_max_n)
-    records: list[Record] = []
+    """All records; with ``budget_s``, stops starting new claims once the budget is spent.
+
+    The Coq theorems (general N) come first: one ``coqc`` run checks them all."""
+    todo = jobs(max_n, unbiased_max_n, ci=ci)
+    if progress and with_coq:
+        print("checking the Coq proofs (coqc) ...", file=sys.stderr)
+    records: list[Record] = list(coq.check_shipped()) if with_coq else []
     start = time.perf_counter()
     for i, (label, job) in enumerate(todo, 1):
         if budget_s is not None and time.perf_counter() - start > budget_s:
@@ -48,11 +61,11 @@ def run(
 
 def summary_rows(records: list[Record]) -> list[tuple[str, str, str, str, str, str]]:
     """One row per claim: claim, spec section, method, parameter range, status, seconds."""
-    groups: dict[str, list[Record]] = {}
+    groups: dict[tuple[str, str], list[Record]] = {}
     for r in records:
-        groups.setdefault(r.claim, []).append(r)
+        groups.setdefault((r.claim, _method(r)), []).append(r)
     rows = []
-    for claim, recs in groups.items():
+    for (claim, _), recs in groups.items():
         ok = all(r.status == r.expected for r in recs)
         status = (
             recs[0].expected
@@ -64,7 +77,7 @@ def summary_rows(records: list[Record]) -> list[tuple[str, str, str, str, str, s
             (
                 claim,
                 recs[0].spec,
-                recs[0].method.split(" (")[0],
+                _method(recs[0]),
                 _range(recs),
                 status,
                 f"{sum(r.seconds for r in recs):.1f}",
@@ -73,7 +86,13 @@ def summary_rows(records: list[Record]) -> list[tuple[str, str, str, str, str, s
     return rows
 
 
+def _method(record: Record) -> str:
+    return record.method.split(" (")[0]
+
+
 def _range(recs: list[Record]) -> str:
+    if all(r.parameters.get("N") == "all" for r in recs):
+        return "all N, K"
     keys = [k for k in ("A", "N", "K") if all(isinstance(r.parameters.get(k), int) for r in recs)]
     if not keys:
         return "symbolic N, K"

@@ -15,6 +15,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any, TypeVar
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,13 @@ MU_LO = BinomRatio(top=-1, k=-1, den_n=-1, den_k=0)
 MU_HI = BinomRatio(top=-2, k=-1, den_n=-1, den_k=0)
 """μhi_q = C(q−2, K−1)/C(N−1, K): leave-one-out K-max at q, above the removed sample."""
 M_HAT = BinomRatio(top=-1, k=-1, den_n=0, den_k=0)
-"""C(q−1, K−1)/C(N, K): weight of r_(q) in M̂_K."""
+"""C(q−1, K−1)/C(N, K): weight of r_(q) in M̂_K; also Bagirov's diagonal w_qq/C(N, K) (Eq. 9)."""
+BAGIROV_ABOVE = BinomRatio(top=-2, k=-2, den_n=0, den_k=0)
+"""C(q−2, K−2)/C(N, K): Bagirov's w_pq/C(N, K) for q > p (Eq. 9)."""
+CHEN_FAIL_ALL = BinomRatio(top=0, k=0, den_n=0, den_k=0)
+"""C(N_neg, K)/C(N, K) = 1 − R̄, evaluated at q = N_neg (Chen Eq. 14)."""
+CHEN_FAIL_REST = BinomRatio(top=-1, k=-1, den_n=-1, den_k=-1)
+"""C(N_neg − 1, K − 1)/C(N − 1, K − 1) at q = N_neg: an incorrect sample's extra term (Eq. 15)."""
 
 WEIGHTS: dict[str, BinomRatio] = {
     "alpha": ALPHA,
@@ -56,7 +65,17 @@ WEIGHTS: dict[str, BinomRatio] = {
     "mu_lo": MU_LO,
     "mu_hi": MU_HI,
     "m_hat": M_HAT,
+    "bagirov_above": BAGIROV_ABOVE,
+    "chen_fail_all": CHEN_FAIL_ALL,
+    "chen_fail_rest": CHEN_FAIL_REST,
 }
+
+
+def chen_raw(correct: Any, fail_all: Any, fail_rest: Any) -> Any:
+    """Chen's raw pass@K advantage (Eqs. 14–15) from the two ratios above at q = N_neg:
+    1 − R̄ for a correct sample, 1 − R̄ − C(N_neg−1, K−1)/C(N−1, K−1) for an incorrect one.
+    ``correct`` is 1 or 0 (or a tensor of them); works for floats, tensors and z3 terms."""
+    return fail_all - (1 - correct) * fail_rest
 
 
 # --- linear forms -------------------------------------------------------------------------------
@@ -105,11 +124,38 @@ FORMS: dict[str, Form] = {
     ),
 }
 FORMS["ei_minus_b"] = difference(FORMS["ei"], FORMS["b"])  # maxpo = EI − b
+FORMS["bagirov"] = (((M_HAT, _c(1)),), (), ((BAGIROV_ABOVE, _c(1)),))  # Bagirov Eq. 9 = (K/N) M⁺
 
 
-def exact_coefficients(form: Form, n: int, k: int) -> tuple[list[Fraction], ...]:
-    """(own, below, above) of ``form`` at positions q = 1..N, exactly."""
-    return tuple(
-        [sum((c(n, k) * w.exact(q, n, k) for w, c in combo), Fraction(0)) for q in range(1, n + 1)]
-        for combo in form
-    )
+def form_rows(
+    form: Form,
+    n: int,
+    k: int,
+    weight: Callable[[BinomRatio], Any],
+    scalar: Callable[[Fraction], Any] = lambda q: q,
+) -> tuple[Any, Any, Any]:
+    """(own − below, below − above, above) of ``form``, each a vector over q = 1..N, in the
+    caller's number type: ``weight(ratio)`` is the vector of one table entry (float64 tensor in
+    ``fast``, object array of Fractions in ``proofs``); ``scalar`` converts a coefficient."""
+
+    def combo(c: Combo) -> Any:
+        out = 0 * weight(ALPHA)
+        for ratio, coef in c:
+            out = out + scalar(coef(n, k)) * weight(ratio)
+        return out
+
+    own, below, above = (combo(c) for c in form)
+    return own - below, below - above, above
+
+
+def evaluate(diag: Any, step: Any, above: Any, x: V, cumsum: Callable[[Any], Any]) -> V:
+    """The one evaluation of the linear forms, used by ``fast`` and by ``proofs``:
+
+        out_p = (own − below)_p x_p + Σ_{q<=p} (below − above)_q x_q + Σ_q above_q x_q
+              = own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q.
+
+    x: [..., G] sorted ascending; diag, step: [S, G]; above: [G, S] -> [..., S, G].
+    ``cumsum`` sums along the last axis (torch.cumsum(v, -1), numpy.cumsum(v, -1))."""
+    xs: Any = x[..., None, :]  # type: ignore[index]
+    out: V = diag * xs + cumsum(step * xs) + (x @ above)[..., None]
+    return out

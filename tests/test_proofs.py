@@ -9,14 +9,16 @@ from advest.proofs import bounded, symbolic, unbiased
 from advest.proofs.run import jobs, run, summary_rows
 from advest.spec import maxk_weights
 
-CI_MAX_N = 6  # z3 range in CI; `advest prove` goes to N = 7 (see the issue note for timings)
-
 
 def test_every_claim_has_its_expected_status_over_the_ci_range() -> None:
-    records = run(max_n=CI_MAX_N, unbiased_max_n=4, progress=False)
+    """N <= 7 for every claim except the measured exceptions of bounded.CI_EXCLUDED; the Coq
+    theorems (general N) are part of the run."""
+    records = run(max_n=7, unbiased_max_n=4, progress=False, ci=True)
     wrong = [(r.claim, r.parameters, r.status) for r in records if r.status != r.expected]
     assert not wrong
     assert sum(r.status == "proved" for r in records) > 200
+    assert any(r.method.startswith("coq") for r in records)
+    assert {c.__name__ for c, _, m in bounded.CLAIMS if m < 7} == set(bounded.CI_EXCLUDED)
     rows = summary_rows(records)
     assert all(row[1].startswith("maxk.md") for row in rows)  # each claim names its spec section
 
@@ -74,3 +76,134 @@ def test_job_list_covers_n_up_to_the_requested_bound() -> None:
     labels = [label for label, _ in jobs(max_n=7, unbiased_max_n=4)]
     assert any("N=7" in label for label in labels)
     assert any("unbiased A=3 N=4" in label for label in labels)
+
+
+# --- proofs that cannot be weakened silently ---------------------------------------------------
+
+
+def _captured_premises(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, list[object]]:
+    """Every premise list any bounded claim hands to z3 at size n (claim -> premises)."""
+    seen: dict[str, list[object]] = {}
+    real = bounded.z3_prove
+
+    def spy(claim: str, *args: object, **kw: object) -> object:
+        premises = args[4] if len(args) > 4 else kw.get("premises")
+        if premises:
+            seen[claim] = list(premises)  # type: ignore[call-overload]
+        return real(claim, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bounded, "z3_prove", spy)
+    for claim, ks, _ in bounded.CLAIMS:
+        for k in ks(n):
+            claim(n, k)
+    return seen
+
+
+def test_every_premise_admits_non_constant_witnesses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A premise that (by a typo) admits only constant vectors would make its claim vacuous:
+    each premise must admit a non-constant vector; the sorted premise one with all values
+    distinct and one with a tie, the binary premise an unsorted one."""
+    import z3
+
+    n = 4
+    seen = _captured_premises(monkeypatch, n)
+    assert {"fast_forms_equal_definitions", "bagirov_eq9_equals_pkpo_s"} <= set(seen)
+    assert "chen_raw_is_scaled_canonical" in seen
+    for claim, premises in seen.items():
+        names = "x" if claim != "chen_raw_is_scaled_canonical" else "r"
+        v = [z3.Real(f"{names}{i}") for i in range(n)]
+        extra = (
+            [[z3.Distinct(*v)], [v[0] < v[1], v[1] == v[2], v[2] < v[3]]]
+            if names == "x"
+            else [[z3.Or([v[i] > v[i + 1] for i in range(n - 1)]), z3.Or(v[0] != v[1])]]
+        )
+        for more in extra:
+            solver = z3.Solver()
+            solver.add(*premises, *more)  # type: ignore[arg-type]
+            assert solver.check() == z3.sat, (claim, more)
+
+
+def test_the_sorted_premise_is_what_the_fast_forms_proof_assumes() -> None:
+    """Planting the typo (a premise that admits only constant vectors) is caught above."""
+    import z3
+
+    x = [z3.Real(f"x{i}") for i in range(3)]
+    typo = [x[i] == x[i + 1] for i in range(2)]
+    solver = z3.Solver()
+    solver.add(*typo, z3.Distinct(*x))
+    assert solver.check() == z3.unsat  # the check above would fail on this premise
+    solver = z3.Solver()
+    solver.add(*bounded.sorted_ascending(x), z3.Distinct(*x))
+    assert solver.check() == z3.sat
+
+
+def test_unknown_is_never_counted_as_proved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tiny resource limit forces z3 to give up: the record says unknown, the bundled claims
+    and the summary table say it failed, and `advest prove` would exit non-zero."""
+    from advest.proofs import records
+
+    forced = bounded.fast_forms_equal_definitions(4, 2)  # default limit: proved
+    assert forced.status == "proved" and forced.evidence.startswith("rlimit ")
+    monkeypatch.setattr(records, "RLIMIT", 1)
+    record = bounded.fast_forms_equal_definitions(4, 2)
+    assert record.status == "unknown" and "resource" in record.evidence
+    bundled = bounded.definitions_are_permutation_equivariant(3, 2)
+    assert bundled.status == "unknown"
+    rows = summary_rows([record, forced])
+    assert rows[0][4].startswith("FAILED")
+
+
+def test_every_fast_form_is_covered_by_the_algorithm_proof(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each form of FORMS (what fast evaluates) is in the fast-forms proof, and corrupting any
+    one of them makes that proof fail: deleting a form from the proof cannot go unnoticed."""
+    assert set(bounded.FORM_DEFINITIONS) == set(maxk_weights.FORMS)
+    record = bounded.fast_forms_equal_definitions(4, 2)
+    assert record.status == "proved"
+    for form in maxk_weights.FORMS:
+        assert form in record.statement, form
+        own, below, above = maxk_weights.FORMS[form]
+        broken = (own, below, (*above, (maxk_weights.ALPHA, lambda n, k: 1)))
+        monkeypatch.setattr(bounded, "FORMS", {**maxk_weights.FORMS, form: broken})
+        assert bounded.fast_forms_equal_definitions(4, 2).status == "refuted", form
+    monkeypatch.undo()
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_the_permutation_generators_generate_the_symmetric_group(n: int) -> None:
+    import math
+
+    generators = [tuple(g) for g in bounded.permutation_generators(n)]
+    assert all(sorted(g) == list(range(n)) for g in generators)
+    group = {tuple(range(n))}
+    frontier = list(group)
+    while frontier:
+        p = frontier.pop()
+        for g in generators:
+            q = tuple(p[g[i]] for i in range(n))
+            if q not in group:
+                group.add(q)
+                frontier.append(q)
+    assert len(group) == math.factorial(n)
+
+
+def test_dropping_a_generator_is_caught() -> None:
+    """With only the n-cycle, the group has order n < n!: the check above fails for n >= 3."""
+    cycle = tuple(bounded.permutation_generators(4)[1])
+    group, p = {tuple(range(4))}, tuple(range(4))
+    for _ in range(10):
+        p = tuple(p[cycle[i]] for i in range(4))
+        group.add(p)
+    assert len(group) == 4 < 24
+
+
+def test_no_claim_is_proved_from_zero_queries() -> None:
+    """N = 1 cases are proved by a real query; a claim with no query is unknown."""
+    empty = bounded._all_proved("c", "", "", 1, 1, [])
+    assert empty.status == "unknown"
+    for claim, ks, _ in bounded.CLAIMS:
+        for k in ks(1):
+            record = claim(1, k)
+            assert record.status == record.expected, record
+            assert record.evidence.startswith("rlimit ") or "queries" in record.evidence
+            if "queries" in record.evidence:
+                assert int(record.evidence.split()[0]) >= 1

@@ -19,7 +19,10 @@ def _quick_start() -> list[str]:
 def test_quick_start_has_an_install_and_run_command_and_a_test_command() -> None:
     run, test = _quick_start()
     assert run.startswith("pip install torch==2.13.0 && ") and run.endswith("advest train")
-    assert test.startswith("pip install torch==2.13.0 && ") and test.endswith("pytest")
+    # the test command installs Coq + MathComp first (Debian packages): the general-N proofs
+    apt, pip = test.split(" && pip install torch==2.13.0 && ", 1)
+    assert apt.startswith("apt-get update && apt-get install -y ") and "coq" in apt
+    assert pip.endswith("pytest")
     for gate in ("ruff check .", "ruff format --check .", "mypy", "pytest"):
         assert gate in test
 

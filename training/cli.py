@@ -95,6 +95,7 @@ def prove_parser() -> Parser:
     )
     p.add_argument("--json", type=str | None, default=None, help="write every record to this file")
     switch(p, "progress", True, "show a progress bar")
+    switch(p, "ci", False, "only CI's range (each claim's largest N in proofs.bounded.CLAIMS)")
     return p
 
 
@@ -103,7 +104,7 @@ def _prove(ns: Any) -> int:
 
     from advest.proofs.run import print_table, run, write_json
 
-    records = run(ns.max_n, ns.unbiased_max_n, progress=ns.progress)
+    records = run(ns.max_n, ns.unbiased_max_n, progress=ns.progress, ci=ns.ci)
     print_table(records)
     if ns.json:
         write_json(records, Path(ns.json))

@@ -1,0 +1,190 @@
+"""General-N proofs in Coq + MathComp (``proofs/coq/*.v``), checked by ``coqc``.
+
+The .v files are compiled in a fresh temporary directory (never next to the sources), then
+``Print Assumptions`` runs on every theorem listed in ``THEOREMS``. A theorem counts as proved
+only when Coq answers "Closed under the global context": an ``Admitted`` proof, an ``Axiom`` or
+a ``Parameter`` anywhere below it shows up there and the record is ``unknown``, never ``proved``.
+
+Coq is a system package (Debian: ``coq libcoq-mathcomp-ssreflect libcoq-mathcomp-algebra
+libcoq-mathcomp-algebra-tactics libcoq-mathcomp-zify``), installed by the test command; without
+``coqc`` every Coq record is ``unknown`` (and the tests fail rather than skip).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from advest.proofs.records import Record
+
+COQ_DIR = Path(__file__).resolve().parent / "coq"
+LOGICAL_ROOT = "Advest"
+FILES = ("Counting.v", "Evaluation.v")  # in dependency order
+CLOSED = "Closed under the global context"
+
+
+@dataclass(frozen=True)
+class Theorem:
+    """One Coq theorem: its qualified name, the claim it proves and the spec row it backs."""
+
+    name: str  # File.theorem, as Print Assumptions takes it (after Require Import of the file)
+    claim: str  # the matching z3/sympy claim name in ``advest prove``, where there is one
+    statement: str
+    spec: str
+
+
+# Every theorem holds for every N and every 0 < K < N (K <= N where the spec allows it), for any
+# numeric field and *any* set function f in place of max (the counting theorems never use max).
+THEOREMS: tuple[Theorem, ...] = (
+    Theorem(
+        "Counting.canonical_sums_to_zero",
+        "canonical_sums_to_zero",
+        "Σ_i Δ_i = 0",
+        "maxk.md I4",
+    ),
+    Theorem(
+        "Counting.maxpo_equals_canonical",
+        "maxpo_equals_canonical",
+        "EI_i − b_i = Δ_i",
+        "maxk.md I3",
+    ),
+    Theorem(
+        "Counting.mean_ei_equals_mean_l2o",
+        "mean_ei_equals_mean_l2o",
+        "mean EI = mean b",
+        "maxk.md I13",
+    ),
+    Theorem(
+        "Counting.all_subsets_decomposition",
+        "all_subsets_decomposition",
+        "M̂_K = (K/N) M⁺_i + ((N−K)/N) M⁻_i",
+        "maxk.md I5",
+    ),
+    Theorem(
+        "Counting.m_plus_minus_m_hat_is_scaled_canonical",
+        "m_plus_minus_m_hat_is_scaled_canonical",
+        "M⁺_i − M̂_K = ((N−K)/N) Δ_i",
+        "maxk.md I5, I9",
+    ),
+    Theorem(
+        "Counting.pkpo_sloo_minus_one_is_scaled_ei",
+        "pkpo_sloo_minus_one_is_scaled_ei",
+        "sloo−1_i = (K/N) EI_i",
+        "maxk.md I7",
+    ),
+    Theorem(
+        "Counting.pkpo_sloo_closed_form",
+        "pkpo_sloo_closed_form",
+        "sloo_i = (K/N) M⁺_i − (K/(N−1)) M⁻_i",
+        "maxk.md I8",
+    ),
+    Theorem(
+        "Counting.bagirov_centred_is_scaled_canonical",
+        "bagirov_centred_is_scaled_canonical",
+        "r̃_i − mean r̃ = K(N−K)/N² Δ_i",
+        "maxk.md I10",
+    ),
+    Theorem(
+        "Evaluation.fast_evaluation_is_the_linear_form",
+        "fast_evaluation_is_the_linear_form",
+        "(own−below)_p x_p + Σ_{q≤p}(below−above)_q x_q + Σ_q above_q x_q"
+        " = own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q",
+        "maxk.md §Algorithm",
+    ),
+)
+
+
+def coqc() -> str | None:
+    """Path of ``coqc``, or None when Coq is not installed."""
+    return shutil.which("coqc")
+
+
+def _compile(workdir: Path, name: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["coqc", "-q", "-Q", ".", LOGICAL_ROOT, name],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def assumptions(
+    source_dir: Path = COQ_DIR, theorems: tuple[Theorem, ...] = THEOREMS
+) -> tuple[dict[str, str], float, str]:
+    """Compile the .v files of ``source_dir`` in a temporary copy and print the assumptions of
+    every theorem. Returns ({theorem: what Coq printed}, seconds, error text or "")."""
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="advest-coq-") as tmp:
+        work = Path(tmp)
+        for name in FILES:
+            shutil.copy(source_dir / name, work / name)
+        for name in FILES:
+            done = _compile(work, name)
+            if done.returncode != 0:
+                return {}, time.perf_counter() - start, f"{name}: {done.stderr or done.stdout}"
+        # One marker line before each answer, so every answer is attributed to its theorem.
+        lines = [f"From {LOGICAL_ROOT} Require Import {' '.join(f[:-2] for f in FILES)}."]
+        for t in theorems:
+            lines += [f'Eval compute in "@@ {t.name}"%string.', f"Print Assumptions {t.name}."]
+        (work / "Assumptions.v").write_text(
+            "Require Import Coq.Strings.String.\n" + "\n".join(lines) + "\n"
+        )
+        done = _compile(work, "Assumptions.v")
+        seconds = time.perf_counter() - start
+        if done.returncode != 0:
+            return {}, seconds, f"Assumptions.v: {done.stderr or done.stdout}"
+        return _split_answers(done.stdout), seconds, ""
+
+
+def _split_answers(out: str) -> dict[str, str]:
+    answers: dict[str, str] = {}
+    current: str | None = None
+    for line in out.splitlines():
+        marker = re.search(r'"@@ ([\w.]+)"', line)
+        if marker:
+            current = marker.group(1)
+            answers[current] = ""
+        elif current is not None and not line.startswith("     : string"):
+            answers[current] += line.strip() + " "
+    return {k: v.strip() for k, v in answers.items()}
+
+
+def check(source_dir: Path = COQ_DIR, theorems: tuple[Theorem, ...] = THEOREMS) -> list[Record]:
+    """One record per theorem: ``proved`` only when its assumptions are closed."""
+    if coqc() is None:
+        answers: dict[str, str] = {}
+        seconds, error = 0.0, "coqc not found (install the Debian packages in the README)"
+    else:
+        answers, seconds, error = assumptions(source_dir, theorems)
+    records = []
+    for t in theorems:
+        answer = answers.get(t.name, "")
+        proved = answer == CLOSED
+        evidence = "Print Assumptions: " + (answer or error or "no answer")
+        records.append(
+            Record(
+                t.claim,
+                t.statement,
+                t.spec,
+                "coq (MathComp)",
+                {"N": "all", "K": "all"},
+                "proved" if proved else "unknown",
+                seconds / len(theorems),
+                evidence=evidence[:2000],
+                notes=[t.name],
+            )
+        )
+    return records
+
+
+@functools.cache
+def check_shipped() -> tuple[Record, ...]:
+    """``check()`` of the shipped .v files, once per process (``advest prove`` and the tests)."""
+    return tuple(check())
