@@ -77,7 +77,7 @@ def test_every_registered_estimator_has_a_justified_float64_and_float32_entry() 
         for dtype in DTYPES:
             tol = entry(name, dtype)
             assert 0 < tol.rel < 1e-3 and len(tol.why) > 20, (name, dtype)
-    with pytest.raises(KeyError, match="no entry for \\('maxpo', torch.float16\\)"):
+    with pytest.raises(KeyError, match=r"no entry for \('maxpo', torch.float16\)"):
         entry("maxpo", torch.float16)
 
 
