@@ -213,6 +213,32 @@ def equivalent_keys() -> dict[str, str]:
     }
 
 
+_LINE = re.compile(r"^\[\d+/\d+\] (killed|survived) +\d+s  ((\w+)/[^|]+ \| .*)$")
+
+
+def _score_log(text: str) -> int:
+    """Per-package score of the ``[n/N] outcome seconds key`` lines of a (partial) run's log."""
+    equivalent = equivalent_keys()
+    rows: dict[str, list[tuple[str, str]]] = {}
+    for line in text.splitlines():
+        if m := _LINE.match(line):
+            rows.setdefault(m.group(3), []).append((m.group(1), m.group(2)))
+    failed = False
+    for package, results in rows.items():
+        killed = sum(1 for outcome, _ in results if outcome == "killed")
+        live = [k for o, k in results if o == "survived" and k not in equivalent]
+        denominator = killed + len(live)
+        score = killed / denominator if denominator else 1.0
+        print(
+            f"{package}: {killed}/{denominator} non-equivalent mutants killed ({score:.1%}); "
+            f"{len(results) - denominator} equivalent, {len(live)} surviving"
+        )
+        for key in live:
+            print(f"  SURVIVOR `{key}`")
+        failed |= score < 0.95
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -227,7 +253,14 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         help="seconds per mutant instead of 3x a measured unmutated run + 60 (skips that run)",
     )
+    parser.add_argument(
+        "--from-log",
+        type=Path,
+        help="score the per-mutant lines of an earlier run's output against the survivors file",
+    )
     args = parser.parse_args(argv)
+    if args.from_log is not None:
+        return _score_log(args.from_log.read_text())
 
     config = _config()
     packages = args.package or ["fast", "reference", "spec", "proofs"]
