@@ -463,6 +463,10 @@ def test_batch_normalisation() -> None:
     assert out.tolist() == [[0.5]]
     flat = KAE(normalize="batch")(_ids([0, 1]), _tensor([[2.0, 2.0], [7.0, 7.0]]))
     assert flat.tolist() == [[0.0, 0.0], [0.0, 0.0]]  # zero spread: unchanged
+    # zero spread but not zero (two cold starts: A = r): unchanged, not divided by 0 + 1e-6
+    cold = KAE(normalize="batch")(_ids([0, 1]), _tensor([[1.0], [1.0]]))
+    assert cold.tolist() == [[1.0], [1.0]]
+    assert RefKAE(normalize="batch")([0, 1], [[1], [1]]) == [[1], [1]]
     ref = RefKAE(normalize="batch")([0, 1], z)
     _close(normed, ref, [0.0, 3.0], tol=1e-12)
 
