@@ -185,6 +185,9 @@ CATALOGUE: list[Row] = [
     _group("dr_grpo", pg_scale=lambda n, k: Fraction(n - 1), **_FLAT),
     _group("rloo", min_n=2, pg_scale=lambda n, k: Fraction(n), **_FLAT),
     _group("reinforce_pp", batch_coupled=True, scale_power=None, **_IRRATIONAL),
+    _group(
+        "reinforce_pp", options={"ddof": 0}, batch_coupled=True, scale_power=None, **_IRRATIONAL
+    ),
     _group("opo", needs_lengths=True, exact_zero_on_flat=True),
     _group("james_stein", min_n=2, min_b=2, batch_coupled=True, scale_power=None),
     _group("ebpo", min_b=2, batch_coupled=True, scale_power=None, rational=False),

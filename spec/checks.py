@@ -13,7 +13,7 @@ from fractions import Fraction
 import torch
 
 from advest.spec.catalogue import Row
-from advest.spec.tolerances import output_floor, tolerance
+from advest.spec.tolerances import ScaleRule, entry, output_floor
 
 Batch = list[list[Fraction]]
 Impl = str | torch.dtype
@@ -49,23 +49,60 @@ def evaluate(
     return [[Fraction(v) for v in group] for group in values.tolist()]
 
 
-def bound(row: Row, impl: Impl, batch: Batch, exact: Batch) -> Fraction:
-    """The allowed absolute error: tol * scale for a fast dtype; for the reference 0, or 1e-50 *
-    scale where its 60-digit square root is the one inexact step."""
-    scale = max(abs(v) for part in (batch, exact) for group in part for v in group)
+def group_scales(
+    rule: ScaleRule, batch: Sequence[Sequence[Fraction]], out: Sequence[Sequence[Fraction]]
+) -> list[Fraction]:
+    """The scale of each group under ``rule`` (spec/tolerances.py): never max|r|.
+
+    "group": max(spread_b, max_i |A_bi|); "batch": max(spread of the batch, max |A|), the same
+    for every group; "output": max_i |A_bi|.
+    """
+
+    def spread(values: Sequence[Fraction]) -> Fraction:
+        return max(values) - min(values) if values else Fraction(0)
+
+    def size(values: Sequence[Fraction]) -> Fraction:
+        return max((abs(v) for v in values), default=Fraction(0))
+
+    if rule == "batch":
+        flat = [v for group in batch for v in group]
+        whole = max(spread(flat), size([v for group in out for v in group]))
+        return [whole] * len(batch)
+    if rule == "output":
+        return [size(a) for a in out]
+    return [max(spread(r), size(a)) for r, a in zip(batch, out, strict=True)]
+
+
+def bound(row: Row, impl: Impl, batch: Batch, exact: Batch) -> list[Fraction]:
+    """The allowed absolute error per group: rel * scale for a fast dtype (spec/tolerances.py);
+    for the reference 0, or 1e-50 * scale where its 60-digit square root is the one inexact
+    step."""
     if impl == "reference":
-        return Fraction(0) if row.rational else Fraction(1, 10**50) * max(scale, Fraction(1))
+        if row.rational:
+            return [Fraction(0)] * len(batch)
+        scales = group_scales(entry(row.name, torch.float64).scale, batch, exact)
+        return [Fraction(1, 10**50) * s for s in scales]
     assert isinstance(impl, torch.dtype)
-    return Fraction(tolerance(row.name, impl)) * scale + Fraction(output_floor(impl))
+    tol = entry(row.name, impl)
+    floor = Fraction(output_floor(impl))
+    return [Fraction(tol.rel) * s + floor for s in group_scales(tol.scale, batch, exact)]
 
 
-def assert_close(row: Row, got: Batch, want: Batch, allowed: Fraction, what: str) -> None:
+def _wider(a: list[Fraction], b: list[Fraction], factor: Fraction = Fraction(1)) -> list[Fraction]:
+    return [factor * max(x, y) for x, y in zip(a, b, strict=True)]
+
+
+def assert_close(
+    row: Row, got: Batch, want: Batch, allowed: Fraction | Sequence[Fraction], what: str
+) -> None:
+    """|got − want| <= allowed everywhere; ``allowed`` is one bound or one per group."""
+    per_group = [allowed] * len(want) if isinstance(allowed, Fraction) else list(allowed)
     for b, (g_row, w_row) in enumerate(zip(got, want, strict=True)):
         for i, (g, w) in enumerate(zip(g_row, w_row, strict=True)):
-            if abs(g - w) > allowed:
+            if abs(g - w) > per_group[b]:
                 raise AssertionError(
                     f"{row.id} {what}: group {b} sample {i}: got {float(g)!r}, want {float(w)!r} "
-                    f"(|error| {float(abs(g - w)):.3g} > {float(allowed):.3g})"
+                    f"(|error| {float(abs(g - w)):.3g} > {float(per_group[b]):.3g})"
                 )
 
 
@@ -81,11 +118,11 @@ def assert_matches_reference(
 
 def _pair(
     row: Row, impl: Impl, batch: Batch, other: Batch, k: int, lengths: list[list[int]] | None
-) -> tuple[Batch, Batch, Fraction]:
-    """Outputs on two related inputs, with the error allowed for the larger of the two."""
+) -> tuple[Batch, Batch, list[Fraction]]:
+    """Outputs on two related inputs, with twice the error allowed for the larger of the two."""
     out, out_other = evaluate(row, impl, batch, k, lengths), evaluate(row, impl, other, k, lengths)
-    allowed = max(bound(row, impl, batch, out), bound(row, impl, other, out_other))
-    return out, out_other, 2 * allowed
+    allowed = _wider(bound(row, impl, batch, out), bound(row, impl, other, out_other), Fraction(2))
+    return out, out_other, allowed
 
 
 def assert_shift(
@@ -108,7 +145,7 @@ def assert_scaling(
     scaled = [[a * x for x in group] for group in batch]
     out, out_scaled, allowed = _pair(row, impl, batch, scaled, k, lengths)
     want = [[a**row.scale_power * x for x in group] for group in out]
-    assert_close(row, out_scaled, want, allowed * max(Fraction(1), a), f"scaling by {a}")
+    assert_close(row, out_scaled, want, [x * max(Fraction(1), a) for x in allowed], f"scaling {a}")
 
 
 def assert_permutation_equivariant(
@@ -120,15 +157,18 @@ def assert_permutation_equivariant(
     out = evaluate(row, impl, batch, k, lengths)
     out_shuffled = evaluate(row, impl, shuffled, k, shuffled_len)
     want = [[group[j] for j in perm] for group in out]
-    assert_close(row, out_shuffled, want, 2 * bound(row, impl, batch, out), "permutation")
+    allowed = _wider(
+        bound(row, impl, batch, out), bound(row, impl, shuffled, out_shuffled), Fraction(2)
+    )
+    assert_close(row, out_shuffled, want, allowed, "permutation")
 
 
 def assert_centred(row: Row, impl: Impl, batch: Batch, k: int) -> None:
     """Σ_i A_i = 0 in every group."""
     out = evaluate(row, impl, batch, k)
-    allowed = bound(row, impl, batch, out) * len(batch[0])
+    allowed = [x * len(batch[0]) for x in bound(row, impl, batch, out)]
     for b, group in enumerate(out):
-        if abs(sum(group, Fraction(0))) > allowed:
+        if abs(sum(group, Fraction(0))) > allowed[b]:
             raise AssertionError(f"{row.id}: group {b} sums to {float(sum(group))!r}, not 0")
 
 
@@ -137,15 +177,15 @@ def assert_ties_and_monotone(
 ) -> None:
     """P3: tied rewards get equal outputs; P2 (if claimed): outputs follow the reward order."""
     out = evaluate(row, impl, batch, k, lengths)
-    allowed = 2 * bound(row, impl, batch, out)
+    allowed = [2 * x for x in bound(row, impl, batch, out)]
     for b, (r, a) in enumerate(zip(batch, out, strict=True)):
         for i in range(len(r)):
             for j in range(len(r)):
                 if lengths is not None and lengths[b][i] != lengths[b][j]:
                     continue
-                if r[i] == r[j] and abs(a[i] - a[j]) > allowed:
+                if r[i] == r[j] and abs(a[i] - a[j]) > allowed[b]:
                     raise AssertionError(f"{row.id}: tied samples {i}, {j} of group {b}: {a}")
-                if row.monotone and r[i] < r[j] and a[i] > a[j] + allowed:
+                if row.monotone and r[i] < r[j] and a[i] > a[j] + allowed[b]:
                     raise AssertionError(f"{row.id}: group {b}: r[{i}] < r[{j}] but A falls: {a}")
 
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from advest.fast.covariance import covariance_weights as fast_cw
@@ -48,8 +48,8 @@ def _pack(
     mask = torch.zeros((b, g, t), dtype=torch.bool)
     for i, (ell, a) in enumerate(groups):
         for j, (row_l, row_a) in enumerate(zip(ell, a, strict=True)):
-            lp[i, j, : len(row_l)] = torch.tensor(row_l)
-            adv[i, j, : len(row_a)] = torch.tensor(row_a)
+            lp[i, j, : len(row_l)] = torch.tensor(row_l, dtype=torch.float64)
+            adv[i, j, : len(row_a)] = torch.tensor(row_a, dtype=torch.float64)
             mask[i, j, : len(row_l)] = True
     return lp, adv, mask
 
@@ -58,13 +58,15 @@ def _mismatches(
     got: torch.Tensor, want: list[list[Fraction]], tol: float = 1e-9
 ) -> list[tuple[int, int, float, Fraction]]:
     """(response j, token t, fast, exact) for every valid token where fast is off by more than
-    tol (relative to max(1, |w|)); every reference token is compared."""
+    tol times the output scale (spec/tolerances.py: max w̃ over the scope, >= 1 as mean w̃ = 1);
+    every reference token is compared."""
     assert got.shape[0] == len(want) and all(len(row) <= got.shape[1] for row in want)
+    scale = max(abs(float(w)) for row in want for w in row)
     return [
         (j, t, float(got[j, t]), w)
         for j, row in enumerate(want)
         for t, w in enumerate(row)
-        if not abs(float(got[j, t]) - float(w)) <= tol * max(1.0, float(w))
+        if not abs(float(got[j, t]) - float(w)) <= tol * scale
     ]
 
 
@@ -95,6 +97,28 @@ def test_a_tiny_but_nonzero_variance_gives_finite_weights_not_nan() -> None:
     out = fast_cw(lp, a, mask, ddof=0)
     assert bool(torch.isfinite(out.weights).all())
     assert not _mismatches(out.weights[0], ref_cw(ell, adv, ddof=0))
+
+
+SMALL_EXAMPLE = ([[-1.0, -0.5, 0.0], [-2.0, 0.25]], [[1.0, 1.0, 1.0], [-1.0, -1.0]], 5)
+
+
+@pytest.mark.parametrize("size", [1e-4, 1e-8, 1e-16])
+@example(scope=SMALL_EXAMPLE)
+@given(scope=scopes())
+def test_weights_at_small_scales_equal_the_reference(
+    size: float, scope: tuple[Ragged, Ragged, int]
+) -> None:
+    """Log-probs and advantages around 1e-8 give c ~ 1e-16 and σ² ~ 1e-32: the rounding-noise
+    floor on σ² must be (16ε·max|c|)², a square; left unsquared (~1e-31) it exceeds σ² and makes
+    every weight 1.0. The weights are scale-free, so they also equal those at size 1."""
+    ell, adv, t = scope
+    small_l = [[size * x for x in row] for row in ell]
+    small_a = [[size * x for x in row] for row in adv]
+    lp, a, mask = _pack([(small_l, small_a)], t)
+    want = ref_cw(small_l, small_a)
+    assert not _mismatches(fast_cw(lp, a, mask).weights[0], want)
+    if scope == SMALL_EXAMPLE:  # the control: these weights are not all 1
+        assert any(abs(float(w) - 1) > 0.1 for row in want for w in row)
 
 
 @given(scope=scopes())

@@ -21,6 +21,9 @@ from advest.fast.kae import KAE
 from advest.reference.kae import KAE as RefKAE
 from advest.reference.kae import kae_group, kernel_weight
 from advest.spec.bandit import expected_estimate, gradient
+from advest.spec.tolerances import entry
+
+TOL = entry("kae", torch.float64)
 
 Step = tuple[list[int], list[list[float]]]
 HISTORY = [(8, 1), (8, 0), (8, 0), (8, 1), (9, 1), (9, 1), (9, 0), (9, 1)]
@@ -59,11 +62,22 @@ def runs(draw: st.DrawFn, max_steps: int = 7) -> list[Step]:
     return steps
 
 
-def _close(got: torch.Tensor, want: list[list[Fraction]], scale: float, tol: float = 1e-9) -> None:
+def _close(
+    got: torch.Tensor,
+    want: list[list[Fraction]],
+    seen: list[float],
+    tol: float = TOL.rel,
+) -> None:
+    """|fast − exact| <= tol · max(spread, max |A|) + offset_rel · max|r| (spec/tolerances.py:
+    KAE's history holds raw sums, the one documented use of max|r|). ``seen``: every reward the
+    baselines can have used (this call's and the history's)."""
+    spread = max(seen) - min(seen)
+    scale = max([spread] + [abs(float(w)) for row in want for w in row])
+    offset = TOL.offset_rel * max(abs(x) for x in seen)
     for b, row in enumerate(want):
         for g, w in enumerate(row):
             err = abs(float(got[b, g]) - float(w))
-            assert err <= tol * max(scale, abs(float(w)), 1e-300), (b, g, got, want)
+            assert err <= tol * scale + offset + 1e-300, (b, g, got, want)
 
 
 # -- the worked example ----------------------------------------------------------------------
@@ -142,16 +156,16 @@ def test_fast_equals_reference_over_random_runs(
     ref = RefKAE(h=h, kernel=kernel, normalize=normalize)
     seen: list[float] = []
     for ids, rewards in steps:
-        seen += [abs(x) for row in rewards for x in row]
+        seen += [x for row in rewards for x in row]
         got = kae(_ids(ids), _tensor(rewards))
         want = ref(ids, rewards)
-        _close(got, want, max(seen))
+        _close(got, want, seen)
         assert kae.cold_start_count == ref.cold_start_count
         assert kae.iteration == ref.iteration
     known = sorted(ref.history)
     _close(
-        kae.value(_ids(known))[None, :], [ref.value(known)], max(seen)
-    )  # the history-only estimate at the next iteration
+        kae.value(_ids(known))[None, :], [ref.value(known)], seen
+    )  # the history-only estimate at the next iteration (a value: its own size is the scale)
 
 
 # -- properties (notes §1.3) -----------------------------------------------------------------
@@ -285,9 +299,9 @@ def test_flat_kernel_is_the_running_leave_one_out_mean(steps: list[Step]) -> Non
             want.append(
                 [Fraction(zg) - (_mean(o) if o else 0) for zg, o in zip(z, others, strict=True)]
             )
-        scale = max(abs(x) for _, rs in steps for row in rs for x in row)
-        _close(kae(_ids(ids), _tensor(rewards)), want, scale, tol=1e-12)
-        _close(tri(_ids(ids), _tensor(rewards)), want, scale, tol=1e-12)
+        values = [x for _, rs in steps for row in rs for x in row]
+        _close(kae(_ids(ids), _tensor(rewards)), want, values, tol=1e-12)
+        _close(tri(_ids(ids), _tensor(rewards)), want, values, tol=1e-12)
         for x, z in zip(ids, rewards, strict=True):
             buffer.setdefault(x, []).extend(z)
     history = [(it, Fraction(z)) for it, z in HISTORY]
@@ -449,8 +463,12 @@ def test_batch_normalisation() -> None:
     assert out.tolist() == [[0.5]]
     flat = KAE(normalize="batch")(_ids([0, 1]), _tensor([[2.0, 2.0], [7.0, 7.0]]))
     assert flat.tolist() == [[0.0, 0.0], [0.0, 0.0]]  # zero spread: unchanged
+    # zero spread but not zero (two cold starts: A = r): unchanged, not divided by 0 + 1e-6
+    cold = KAE(normalize="batch")(_ids([0, 1]), _tensor([[1.0], [1.0]]))
+    assert cold.tolist() == [[1.0], [1.0]]
+    assert RefKAE(normalize="batch")([0, 1], [[1], [1]]) == [[1], [1]]
     ref = RefKAE(normalize="batch")([0, 1], z)
-    _close(normed, ref, 3.0, tol=1e-12)
+    _close(normed, ref, [0.0, 3.0], tol=1e-12)
 
 
 def test_registry_entry_is_a_stateful_class_called_by_input_names() -> None:

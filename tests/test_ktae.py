@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
-from itertools import product
 
 import pytest
 import torch
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from advest.fast.ktae import _fisher_strength
 from advest.fast.ktae import ktae as fast_ktae
 from advest.reference._exact import comb
-from advest.reference.ktae import fisher_p, key_token_values
+from advest.reference.ktae import TIE, fisher_p, key_token_values
 from advest.reference.ktae import ktae as ref_ktae
 
 Rollouts = list[list[int]]
@@ -75,26 +75,55 @@ def test_vector_a_advantages_and_fisher_values() -> None:
         assert fisher_p(*table) == 1, table
 
 
-def _strength(a: int, b: int, c: int, d: int) -> float:
-    p = fisher_p(a, b, c, d)
-    import math
+def _exact_p_values(n: int) -> dict[tuple[int, int, int, int], Fraction]:
+    """reference.ktae.fisher_p of every 2×2 table of n rollouts with both sides non-empty, in one
+    pass per margin (r1, c1): the same rule on integer numerators of the hypergeometric
+    probabilities (prob(k) <= prob(a)·(1 + TIE)), so that G = 64 (47,905 tables) costs ~1 s.
+    ``test_per_margin_p_values_equal_fisher_p`` ties it to fisher_p."""
+    out: dict[tuple[int, int, int, int], Fraction] = {}
+    for r1 in range(n + 1):
+        for c1 in range(1, n):
+            ks = range(max(0, r1 + c1 - n), min(r1, c1) + 1)
+            nums = [comb(c1, k) * comb(n - c1, r1 - k) for k in ks]
+            for a, num_a in zip(ks, nums, strict=True):
+                limit = num_a * (1 + TIE)
+                included = [x for x in nums if x <= limit]
+                p = (
+                    Fraction(1)
+                    if len(included) == len(nums)
+                    else Fraction(sum(included), comb(n, r1))
+                )
+                out[(a, r1 - a, c1 - a, n - r1 - c1 + a)] = p
+    return out
 
-    return 0.0 if p == 1 else math.exp(-2 * float(p))
+
+# 1e-3 instead of 1e-7 as the tie tolerance changes these tables' p first (and only at G >= 63).
+TIE_SENSITIVE_64 = [(3, 13, 21, 27), (0, 26, 29, 9), (9, 29, 26, 0), (27, 21, 13, 3)]
 
 
-@pytest.mark.parametrize("n", [2, 5, 9, 16])
+def test_per_margin_p_values_equal_fisher_p() -> None:
+    exact = _exact_p_values(64)
+    gen = torch.Generator().manual_seed(0)
+    tables = list(exact)
+    sample = [tables[i] for i in torch.randint(len(tables), (150,), generator=gen).tolist()]
+    assert all(t in exact for t in TIE_SENSITIVE_64)
+    for table in sample + TIE_SENSITIVE_64:
+        assert exact[table] == fisher_p(*table), table
+
+
+@pytest.mark.parametrize("n", [2, 5, 9, 16, 33, 64])
 def test_fast_fisher_strength_matches_the_exact_p_value_on_every_table(n: int) -> None:
-    """Every 2×2 table with n rollouts: float64 log-space Fisher with the 1e-7 tie rule gives the
-    exact rational p-value's strength (and 0 exactly where p = 1)."""
-    tables = [
-        (a, b, c, n - a - b - c) for a, b, c in product(range(n + 1), repeat=3) if a + b + c <= n
-    ]
-    tables = [t for t in tables if 0 < t[0] + t[2] < n]  # both sides non-empty
+    """Every 2×2 table with n rollouts (G up to 64, where a tie tolerance of 1e-3 instead of
+    1e-7 first changes p): float64 log-space Fisher with the 1e-7 tie rule gives the exact
+    rational p-value's strength (and 0 exactly where p = 1)."""
+    exact = _exact_p_values(n)
+    tables = list(exact)
     a, b, c, _ = (torch.tensor(x) for x in zip(*tables, strict=True))
     got = _fisher_strength(a, b, a + c, n).tolist()
     for table, value in zip(tables, got, strict=True):
-        want = _strength(*table)
-        assert value == pytest.approx(want, abs=1e-12), table
+        p = exact[table]
+        want = 0.0 if p == 1 else math.exp(-2 * float(p))
+        assert value == pytest.approx(want, abs=1e-12), (table, p)
         assert (value == 0) == (want == 0), table
 
 

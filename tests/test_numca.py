@@ -21,7 +21,7 @@ from advest.fast.numca import _extract
 from advest.fast.numca import numca as fast_numca
 from advest.reference.numca import baselines, join_tokens, milestones, numbers
 from advest.reference.numca import numca as ref_numca
-from advest.spec.tolerances import tolerance
+from advest.spec.tolerances import output_floor, tolerance
 
 Span = tuple[int, int]
 Rollout = tuple[str, list[Span]]  # text, spans of the valid tokens
@@ -141,7 +141,9 @@ def groups(draw: st.DrawFn, g: int, numbers_ok: bool = True) -> tuple[list[Rollo
 
 
 def _tol(want: list[list[Fraction]], dtype: torch.dtype) -> float:
-    return tolerance("numca", dtype) * max([1.0] + [abs(float(x)) for row in want for x in row])
+    """spec/tolerances.py: rel times the output scale, max |A| over the group (never max|r|)."""
+    scale = max([abs(float(x)) for row in want for x in row], default=0.0)
+    return tolerance("numca", dtype) * scale + output_floor(dtype)
 
 
 def _close(got: torch.Tensor, want: list[list[Fraction]], dtype: torch.dtype) -> None:
