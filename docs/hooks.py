@@ -255,6 +255,8 @@ def on_files(files: Any, config: Any) -> Any:
     add_file("CITATION.cff", ROOT / "CITATION.cff")
     for spec in sorted((ROOT / "spec").glob("*.md")):
         add_file(f"spec/{spec.name}", spec)
+    for proof in sorted((ROOT / "proofs" / "coq").glob("*.v")):  # the spec links each theorem
+        add_file(f"proofs/coq/{proof.name}", proof)
 
     helps: dict[str, str] = _STATE["helps"]
     for path, text in helps.items():
