@@ -15,6 +15,13 @@ from advest.training import prompts
 from advest.training.module import forward_logprobs, load_policy, response_mask
 from tests.chat_models import Kind, build
 
+# Lightning and torch warn about their own internals during a fit (as in test_training.py)
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::DeprecationWarning",
+    "ignore::UserWarning",
+    "ignore::FutureWarning",
+    "ignore::lightning.fabric.utilities.warnings.PossibleUserWarning",
+)
 KINDS: list[Kind] = ["qwen2", "llama"]
 SYSTEM = "please answer with a number only"
 CHATS: list[Any] = [
@@ -85,3 +92,44 @@ def test_rollout_logprobs_equal_a_fresh_forward_pass_on_the_same_sequences(
     assert (ids == tok.eos_token_id).any()  # EOS closes each message inside the prompts
     gap = (logp - gen_logp)[mask].abs().max()
     assert gap < 1e-4, f"rollout and forward log-probs differ by {gap} nats"
+
+
+def test_a_chat_model_trains_on_message_prompts_with_the_math_reward(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import csv
+    import json
+
+    from advest.training.config import RLConfig
+    from advest.training.train import train
+
+    model = build("qwen2", tmp_path / "qwen2")
+    data = tmp_path / "chat.jsonl"
+    rows = [
+        {"prompt": [{"role": "user", "content": f"what is {a}+{b}?"}], "answer": str(a + b)}
+        for a, b in [(2, 3), (10, 7), (41, 1), (5, 5)]
+    ]
+    rows.append({"prompt": "the sum of " * 80, "answer": "0"})  # longer than the limit: dropped
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    cfg = RLConfig(
+        model=str(model),
+        data=str(data),
+        reward="math",
+        estimator="rloo",
+        system_prompt=SYSTEM,
+        steps=2,
+        prompts_per_step=2,
+        group_size=2,
+        max_new_tokens=6,
+        max_prompt_tokens=64,
+        mask_truncated=True,
+        eval_prompts=0,
+        checkpoint_every=0,
+        out=str(tmp_path),
+    )
+    folder = train(cfg, {"enable_progress_bar": False}, name="chat", evaluate=False)
+    assert "dropped 1 of 5 rows longer than --max_prompt_tokens 64" in capsys.readouterr().out
+    with (folder / "metrics.csv").open() as f:
+        logged = list(csv.DictReader(f))
+    assert len(logged) == 2
+    assert all(0.0 <= float(r["truncated"]) <= 1.0 for r in logged)

@@ -29,6 +29,12 @@ class RLConfig:
     has one; off: plain text after a single BOS."""
     system_prompt: str | None = None
     """A system message put before every prompt that has none."""
+    max_prompt_tokens: int = 1024
+    """Rows of --data whose prompt (after the chat template) is longer than this many tokens are
+    dropped when the run starts, and the count is printed."""
+    mask_truncated: bool = False
+    """Leave completions that hit --max_new_tokens without EOS out of the loss (their count is
+    logged as ``truncated`` either way)."""
     train_pool: int = 0
     """Embedded task: draw training prompts from this many problems (0: an endless stream). A
     finite pool makes prompts recur, which history estimators (kae) need."""
@@ -136,7 +142,7 @@ def validate(cfg: RLConfig) -> None:
     from advest.training import rewards
 
     _positive(cfg, ["steps", "prompts_per_step", "group_size", "max_new_tokens", "ppo_epochs"])
-    _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps"])
+    _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps", "max_prompt_tokens"])
     _ranges(cfg)
     if cfg.eval_prompts > 0 and cfg.eval_samples < 1:
         raise ConfigError(
@@ -159,6 +165,8 @@ def validate(cfg: RLConfig) -> None:
         raise ConfigError(f"--reward: {error.args[0]}") from None
     if cfg.model is not None:
         check_model_folder(cfg.model, cfg.max_new_tokens)
+        if cfg.data is not None:  # a prompt may use its whole budget
+            check_model_folder(cfg.model, cfg.max_new_tokens + cfg.max_prompt_tokens)
     if cfg.data is not None:
         _check_data(cfg)
     _check_estimator(cfg)

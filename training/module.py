@@ -22,7 +22,7 @@ from advest.fast.detokenize import texts_and_offsets
 from advest.training import losses, metrics, rewards
 from advest.training.config import RLConfig
 from advest.training.data import FromStep, Item, Prompt, PromptSource, Steps
-from advest.training.prompts import encode
+from advest.training.prompts import encode, token_ids
 from advest.training.rollout import Rollout, advantages, make_estimator, needs
 
 
@@ -107,13 +107,46 @@ class RLModule(L.LightningModule):
         self.rollout_step = 0  # the data position: rollout steps completed
         self.bad_steps = 0  # consecutive steps skipped for a non-finite loss
         self.skipped_total = 0
+        self.warned_truncation = False
         self.policy, self.tokenizer = load_policy(model_path)
+        self.drop_long_prompts()
         self.policy.config.use_cache = True
         self.ref: Any = None
         if cfg.kl_coef != 0.0:
             ref, _ = load_policy(model_path)
             # not a registered submodule: kept out of checkpoints, DDP and the optimiser
             object.__setattr__(self, "ref", ref.requires_grad_(False).eval())
+
+    def drop_long_prompts(self) -> None:
+        """Rows of --data whose prompt is longer than ``max_prompt_tokens`` are dropped (with a
+        count), so that every step's prompts fit the budget the settings were checked for."""
+        rows, cfg = self.source.rows, self.cfg
+        if rows is None:
+            return
+        size = [
+            len(
+                token_ids(
+                    self.tokenizer,
+                    r.prompt,
+                    chat_template=cfg.chat_template,
+                    system_prompt=cfg.system_prompt,
+                )
+            )
+            for r in rows
+        ]
+        kept = [r for r, n in zip(rows, size, strict=True) if n <= cfg.max_prompt_tokens]
+        if not kept:
+            raise ValueError(
+                f"--data {cfg.data}: every prompt is longer than --max_prompt_tokens "
+                f"{cfg.max_prompt_tokens} (shortest: {min(size)} tokens); raise it"
+            )
+        if len(kept) < len(rows):
+            print(
+                f"--data {cfg.data}: dropped {len(rows) - len(kept)} of {len(rows)} rows longer "
+                f"than --max_prompt_tokens {cfg.max_prompt_tokens}",
+                flush=True,
+            )
+        self.source.rows = kept
 
     def on_fit_start(self) -> None:
         if self.ref is not None:
@@ -152,7 +185,10 @@ class RLModule(L.LightningModule):
         adv = advantages(cfg, self.estimator, rollout)  # [B, G, T]
         times["time/advantage"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        update = self.update(sequences, prompt_mask, rollout, adv, extra["ref_logprobs"], seed)
+        keep = ~extra["truncated"] if cfg.mask_truncated else None
+        update = self.update(
+            sequences, prompt_mask, rollout, adv, extra["ref_logprobs"], seed, keep
+        )
         times["time/update"] = time.perf_counter() - t0
         self.rollout_step = step + 1
         self.scheduler_step()
@@ -253,7 +289,22 @@ class RLModule(L.LightningModule):
             k=cfg.k,
         )
         entropy = float((ent * mask).sum() / mask.sum().clamp(min=1))
-        return rollout, {"entropy": entropy, "ref_logprobs": ref_logp, "reward_s": reward_seconds}
+        truncated = ~(resp == tok.eos_token_id).any(-1)  # [S]: hit the budget without EOS
+        if float(truncated.float().mean()) > 0.5 and not self.warned_truncation:
+            self.warned_truncation = True
+            # printed once, not warned: a run with a tiny budget on purpose is not an error
+            print(
+                f"note: {float(truncated.float().mean()):.0%} of the completions at rollout step "
+                f"{self.rollout_step} hit --max_new_tokens {T} without EOS; raise "
+                "--max_new_tokens, or leave them out of the loss with --mask_truncated",
+                flush=True,
+            )
+        return rollout, {
+            "entropy": entropy,
+            "ref_logprobs": ref_logp,
+            "reward_s": reward_seconds,
+            "truncated": truncated,
+        }
 
     # ----------------------------------------------------------------- optimisation
     def update(
@@ -264,13 +315,18 @@ class RLModule(L.LightningModule):
         adv: Tensor,
         ref_logprobs: Tensor | None,
         seed: int,
+        keep: Tensor | None = None,
     ) -> dict[str, float]:
+        """``ppo_epochs × minibatches`` optimiser steps on the rollout; ``keep [S]`` bool leaves
+        the sequences it marks False out of the loss."""
         cfg = self.cfg
         opt = self.optimizers()
         assert not isinstance(opt, list)  # one optimiser
         S = sequences.shape[0]
         old = rollout.logprobs.reshape(S, -1)
         mask = rollout.mask.reshape(S, -1)
+        if keep is not None:
+            mask = mask & keep[:, None]
         adv = adv.reshape(S, -1)
         gen = torch.Generator().manual_seed(seed)
         stats: dict[str, list[float]] = {"clip_frac": [], "kl": [], "grad_norm": [], "loss": []}
@@ -364,6 +420,7 @@ class RLModule(L.LightningModule):
             "flat_reward_groups": float(flat.float().mean()),
             "entropy": extra["entropy"],
             "response_length": float(rollout.lengths.float().mean()),
+            "truncated": float(extra["truncated"].float().mean()),
             "reward_failures": float(sum(self.reward_fn.failures.values())),
             "skipped_steps": float(self.skipped_total),
             "rollout_step": float(self.rollout_step),
