@@ -138,6 +138,14 @@ def test_message_and_text_prompts_are_both_read(tmp_path: Path) -> None:
     assert rows[1].prompt == ({"role": "user", "content": "2+2?"},)
 
 
+def test_prompt_and_completion_budgets_must_fit_the_context(
+    unloadable: Path, tmp_path: Path
+) -> None:
+    path = _data(tmp_path, GOOD)
+    with pytest.raises(ConfigError, match="lower --max_prompt_tokens"):
+        train(_cfg(unloadable, tmp_path, data=str(path), max_prompt_tokens=61, max_new_tokens=4))
+
+
 def test_chat_messages_need_a_chat_template(unloadable: Path, tmp_path: Path) -> None:
     chat = {"prompt": [{"role": "user", "content": "2+2?"}], "answer": "4"}
     path = _data(tmp_path, json.dumps(chat).encode())

@@ -163,21 +163,28 @@ def validate(cfg: RLConfig) -> None:
         rewards.get(cfg.reward)
     except KeyError as error:
         raise ConfigError(f"--reward: {error.args[0]}") from None
-    if cfg.model is not None:
-        check_model_folder(cfg.model, cfg.max_new_tokens)
-        if cfg.data is not None:  # a prompt may use its whole budget
-            check_model_folder(cfg.model, cfg.max_new_tokens + cfg.max_prompt_tokens)
+    context = None if cfg.model is None else check_model_folder(cfg.model, cfg.max_new_tokens)
     if cfg.data is not None:
         _check_data(cfg)
+        budget = cfg.max_prompt_tokens + cfg.max_new_tokens
+        if context is not None and budget > context:
+            raise ConfigError(
+                f"--max_prompt_tokens {cfg.max_prompt_tokens} + --max_new_tokens "
+                f"{cfg.max_new_tokens} = {budget} exceeds the model's context of {context} "
+                "tokens; lower --max_prompt_tokens (longer prompts are dropped)"
+            )
     _check_estimator(cfg)
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt")
 
 
-def check_model_folder(path: str, max_new_tokens: int | None = None, flag: str = "--model") -> None:
+def check_model_folder(
+    path: str, max_new_tokens: int | None = None, flag: str = "--model"
+) -> int | None:
     """A ``save_pretrained`` folder with a config, weights and a tokenizer, checked without
-    loading anything; ``max_new_tokens`` must fit the model's context."""
+    loading anything; ``max_new_tokens`` must fit the model's context, which is returned
+    (None when the config does not say)."""
     folder = Path(path)
     if not folder.is_dir():
         raise ConfigError(f"{flag} {path}: no such folder (a save_pretrained folder)")
@@ -201,6 +208,7 @@ def check_model_folder(path: str, max_new_tokens: int | None = None, flag: str =
             f"--max_new_tokens {max_new_tokens} does not fit the model's context of {context} "
             "tokens (prompt included); lower --max_new_tokens"
         )
+    return context if isinstance(context, int) else None
 
 
 def has_chat_template(path: str) -> bool:
