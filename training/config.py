@@ -29,9 +29,10 @@ class RLConfig:
     has one; off: plain text after a single BOS."""
     system_prompt: str | None = None
     """A system message put before every prompt that has none."""
-    max_prompt_tokens: int = 1024
+    max_prompt_tokens: int | None = None
     """Rows of --data whose prompt (after the chat template) is longer than this many tokens are
-    dropped when the run starts, and the count is printed."""
+    dropped when the run starts, and the count is printed (default: the model's context minus
+    --max_new_tokens)."""
     mask_truncated: bool = False
     """Leave completions that hit --max_new_tokens without EOS out of the loss (their count is
     logged as ``truncated`` either way)."""
@@ -142,7 +143,9 @@ def validate(cfg: RLConfig) -> None:
     from advest.training import rewards
 
     _positive(cfg, ["steps", "prompts_per_step", "group_size", "max_new_tokens", "ppo_epochs"])
-    _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps", "max_prompt_tokens"])
+    _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps"])
+    if cfg.max_prompt_tokens is not None and cfg.max_prompt_tokens < 1:
+        raise ConfigError(f"--max_prompt_tokens must be at least 1; got {cfg.max_prompt_tokens}")
     _ranges(cfg)
     if cfg.eval_prompts > 0 and cfg.eval_samples < 1:
         raise ConfigError(
@@ -166,8 +169,9 @@ def validate(cfg: RLConfig) -> None:
     context = None if cfg.model is None else check_model_folder(cfg.model, cfg.max_new_tokens)
     if cfg.data is not None:
         _check_data(cfg)
+    if cfg.max_prompt_tokens is not None and context is not None:
         budget = cfg.max_prompt_tokens + cfg.max_new_tokens
-        if context is not None and budget > context:
+        if budget > context:
             raise ConfigError(
                 f"--max_prompt_tokens {cfg.max_prompt_tokens} + --max_new_tokens "
                 f"{cfg.max_new_tokens} = {budget} exceeds the model's context of {context} "

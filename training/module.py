@@ -134,16 +134,20 @@ class RLModule(L.LightningModule):
             )
             for r in rows
         ]
-        kept = [r for r, n in zip(rows, size, strict=True) if n <= cfg.max_prompt_tokens]
+        limit = cfg.max_prompt_tokens
+        if limit is None:  # what the context leaves beside the completion budget
+            context = getattr(self.policy.config, "max_position_embeddings", None)
+            limit = context - cfg.max_new_tokens if isinstance(context, int) else max(size)
+        kept = [r for r, n in zip(rows, size, strict=True) if n <= limit]
         if not kept:
             raise ValueError(
-                f"--data {cfg.data}: every prompt is longer than --max_prompt_tokens "
-                f"{cfg.max_prompt_tokens} (shortest: {min(size)} tokens); raise it"
+                f"--data {cfg.data}: every prompt is longer than --max_prompt_tokens {limit} "
+                f"(shortest: {min(size)} tokens); raise it or shorten the prompts"
             )
         if len(kept) < len(rows):
             print(
                 f"--data {cfg.data}: dropped {len(rows) - len(kept)} of {len(rows)} rows longer "
-                f"than --max_prompt_tokens {cfg.max_prompt_tokens}",
+                f"than --max_prompt_tokens {limit}",
                 flush=True,
             )
         self.source.rows = kept
