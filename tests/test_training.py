@@ -237,7 +237,8 @@ def test_the_command_line_reports_bad_configuration_with_exit_code_2(tmp_path: P
         timeout=120,
     )
     assert proc.returncode == 2
-    assert "unknown estimator 'nope'; valid names:" in proc.stdout
+    assert "--estimator: unknown estimator 'nope'; valid names:" in proc.stderr
+    assert "unknown estimator" not in proc.stdout  # errors go to stderr
 
 
 # ----------------------------------------------------------------------------- rewards and losses
