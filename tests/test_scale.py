@@ -15,6 +15,7 @@ from advest.training import generation, losses, scale
 from advest.training.config import ConfigError, RLConfig
 from advest.training.data import Item
 from advest.training.module import RLModule, load_policy, response_mask
+from advest.training.prompts import encode
 from tests.test_training import ROOT, _cfg, _initial, _max_diff, _params, _train, model_path
 
 __all__ = ["model_path"]  # the module-scoped fixture, shared with test_training
@@ -56,9 +57,10 @@ def test_bf16_weights_train_a_few_steps_with_float32_log_probs(
 ) -> None:
     module = _module(model_path, dtype="bfloat16")
     assert module.policy.dtype == torch.bfloat16
-    seqs, P = module.generate(["12+3="], 2)
+    seqs, pm = module.generate(["12+3="], 2)
+    P = pm.shape[1]
     mask = response_mask(seqs[:, P:], module.tokenizer.eos_token_id)
-    logp, _, _ = module.forward_logprobs(module.policy, seqs, P, mask)
+    logp, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
     assert logp.dtype == torch.float32  # log_softmax in float32 from bf16 logits
     after = _train(_cfg(model_path, tmp_path, dtype="bfloat16", steps=2, kl_coef=0.1), "bf16")
     assert all(v.dtype == torch.bfloat16 for v in after.values())
@@ -116,15 +118,16 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradients(
     checkpointed = _module(model_path, gradient_checkpointing=True, **extra)
     assert checkpointed.policy.is_gradient_checkpointing
     torch.manual_seed(3)
-    seqs, P = plain.generate(["12+3=", "40+41="], 4)
+    seqs, pm = plain.generate(["12+3=", "40+41="], 4)
+    P = pm.shape[1]
     mask = response_mask(seqs[:, P:], plain.tokenizer.eos_token_id)
     adv = torch.randn(mask.shape, generator=torch.Generator().manual_seed(0))
     results = []
     for module in (plain, checkpointed):
         module.policy.train()
         with torch.no_grad():
-            old, _, _ = module.forward_logprobs(module.policy, seqs, P, mask)
-        logp, _, _ = module.forward_logprobs(module.policy, seqs, P, mask)
+            old, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
+        logp, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
         loss = losses.policy_loss(
             logp, old - 0.05, adv, mask, clip_low=0.2, clip_high=0.2,
             aggregation="token-mean", norm=losses.Normaliser.of(mask, mask.shape[1]),
@@ -150,13 +153,14 @@ def test_lora_reference_is_the_adapter_free_base_and_starts_at_kl_0_ratio_1(
     assert trained and all("lora_" in n for n in trained)
     torch.manual_seed(0)
     items = _items(3)
-    seqs, P = module.generate([i.prompt for i in items], 4)
-    rollout, extra = module.score(items, seqs, P)
+    seqs, pm = module.generate([i.prompt for i in items], 4)
+    P = pm.shape[1]
+    rollout, extra = module.score(items, seqs, pm)
     mask = rollout.mask.reshape(seqs.shape[0], -1)
     old = rollout.logprobs.reshape(mask.shape)
     assert torch.equal(extra["ref_logprobs"], old)  # KL = 0: LoRA's B starts at zero
     module.policy.train()  # dropout on the adapters' input is on: still zero contribution
-    new, _, _ = module.forward_logprobs(module.policy, seqs, P, mask)
+    new, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
     assert torch.equal(torch.exp(new - old)[mask], torch.ones_like(new[mask]))  # ratio = 1
     # once the adapters move, the reference stays the base model loaded from the folder
     with torch.no_grad():
@@ -165,9 +169,9 @@ def test_lora_reference_is_the_adapter_free_base_and_starts_at_kl_0_ratio_1(
                 p.add_(0.5)
     base, _ = load_policy(model_path)
     with torch.no_grad():
-        ref, _, _ = module.forward_logprobs(module.ref, seqs, P, mask)
-        plain, _, _ = module.forward_logprobs(base, seqs, P, mask)
-        moved, _, _ = module.forward_logprobs(module.policy, seqs, P, mask)
+        ref, _, _ = module.forward_logprobs(module.ref, seqs, pm, mask)
+        plain, _, _ = module.forward_logprobs(base, seqs, pm, mask)
+        moved, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
     assert torch.allclose(ref, plain, atol=1e-6)
     assert float((moved - ref)[mask].abs().max()) > 1e-3
 
@@ -266,11 +270,13 @@ def test_each_generator_gives_valid_completions_masks_and_log_probs(
     for _ in range(2):
         torch.manual_seed(11)
         runs.append(module.generate([i.prompt for i in items], G))
-    (seqs, P), (again, _) = runs
+    (seqs, pm), (again, _) = runs
+    P = pm.shape[1]
     assert torch.equal(seqs, again)  # the seed fixes the samples
     assert seqs.shape == (len(items) * G, P + 6)
-    enc = tok([tok.bos_token + i.prompt for i in items], return_tensors="pt", padding=True)
-    assert torch.equal(seqs[:, :P], enc["input_ids"].repeat_interleave(G, 0))
+    ids, attn = encode(tok, [i.prompt for i in items], chat_template=True, system_prompt=None)
+    assert torch.equal(seqs[:, :P], ids.repeat_interleave(G, 0))
+    assert torch.equal(pm, attn.repeat_interleave(G, 0))
     resp = seqs[:, P:]
     mask = response_mask(resp, tok.eos_token_id)
     assert bool((resp < len(tok)).all())
@@ -280,10 +286,10 @@ def test_each_generator_gives_valid_completions_masks_and_log_probs(
     hit = (resp == tok.eos_token_id).any(-1)
     assert bool((resp[hit, ends[hit]] == tok.eos_token_id).all())
     assert bool(mask[~hit].all())
-    rollout, _ = module.score(items, seqs, P)
+    rollout, _ = module.score(items, seqs, pm)
     logp = rollout.logprobs.reshape(mask.shape)
     # each row alone, unpadded, through a plain forward pass: same log-probs at the response
-    for row, m, lp, a in zip(seqs, mask, logp, enc["attention_mask"].repeat_interleave(G, 0),
+    for row, m, lp, a in zip(seqs, mask, logp, attn.repeat_interleave(G, 0),
                              strict=True):  # fmt: skip
         prompt = row[:P][a.bool()]
         response = row[P:][m]
@@ -318,11 +324,12 @@ def test_the_rollout_forward_in_micro_batches_equals_one_pass(model_path: str) -
     """Chunking keeps the [S, T, V] logits from existing at once and changes nothing else."""
     module = _module(model_path, micro_batches=4)
     torch.manual_seed(5)
-    seqs, P = module.generate(["12+3=", "40+41="], 4)
+    seqs, pm = module.generate(["12+3=", "40+41="], 4)
+    P = pm.shape[1]
     mask = response_mask(seqs[:, P:], module.tokenizer.eos_token_id)
-    logp, ent, hidden = scale.rollout_forward(module, module.policy, seqs, P, mask, True)
+    logp, ent, hidden = scale.rollout_forward(module, module.policy, seqs, pm, mask, True)
     with torch.no_grad():
-        whole, logits, states = module.forward_logprobs(module.policy, seqs, P, mask, hidden=True)
+        whole, logits, states = module.forward_logprobs(module.policy, seqs, pm, mask, hidden=True)
     from advest.training.metrics import entropy
 
     assert hidden is not None and states is not None

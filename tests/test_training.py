@@ -237,8 +237,8 @@ def test_the_command_line_reports_bad_configuration_with_exit_code_2(tmp_path: P
         timeout=120,
     )
     assert proc.returncode == 2
-    assert "unknown estimator 'nope'; valid names:" in proc.stderr  # errors go to stderr
-    assert not proc.stdout
+    assert "--estimator: unknown estimator 'nope'; valid names:" in proc.stderr
+    assert "unknown estimator" not in proc.stdout  # errors go to stderr
 
 
 # ----------------------------------------------------------------------------- rewards and losses
@@ -404,6 +404,29 @@ def test_a_run_killed_mid_way_resumes_to_the_same_parameters(
     out, _ = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, out
     assert _max_diff(_params(tmp_path / "killed"), _params(tmp_path / "straight")) == 0.0
+    # the resumed run's metrics file is the uninterrupted run's, row for row (timings aside)
+    killed_rows, straight_rows = _metrics(tmp_path / "killed"), _metrics(tmp_path / "straight")
+    assert [r["rollout_step"] for r in killed_rows] == [f"{s}.0" for s in range(1, 25)]
+    assert killed_rows == straight_rows
+    assert "will be deleted" not in out  # no false warning from Lightning's CSV logger
+
+
+def _metrics(folder: Path) -> list[dict[str, str]]:
+    import csv
+
+    with (folder / "metrics.csv").open() as f:
+        return [
+            {k: v for k, v in r.items() if not k.startswith("time/")} for r in csv.DictReader(f)
+        ]
+
+
+def test_an_estimator_without_k_runs_with_fewer_samples_than_the_configured_k(
+    model_path: str, tmp_path: Path
+) -> None:
+    # rloo ignores K; the logged pass@K must not ask for K > G samples (it crashed at step 1)
+    _train(_cfg(model_path, tmp_path, estimator="rloo", group_size=2, k=4), "rloo")
+    header = (tmp_path / "rloo" / "metrics.csv").read_text().splitlines()[0]
+    assert "pass@2" in header and "pass@4" not in header
 
 
 DDP_SCRIPT = """

@@ -22,7 +22,20 @@ class RLConfig:
     model: str | None = None
     """Local checkpoint folder (``from_pretrained``); default: the embedded tiny model."""
     data: str | None = None
-    """JSONL file of {"prompt": ..., "answer": ...}; default: the embedded addition task."""
+    """JSONL file of {"prompt": text or [{"role": ..., "content": ...}, ...], "answer": text};
+    default: the embedded addition task."""
+    chat_template: bool = True
+    """Send prompts through the tokenizer's chat template (with the generation prompt) when it
+    has one; off: plain text after a single BOS."""
+    system_prompt: str | None = None
+    """A system message put before every prompt that has none."""
+    max_prompt_tokens: int | None = None
+    """Rows of --data whose prompt (after the chat template) is longer than this many tokens are
+    dropped when the run starts, and the count is printed (default: the model's context minus
+    --max_new_tokens)."""
+    mask_truncated: bool = False
+    """Leave completions that hit --max_new_tokens without EOS out of the loss (their count is
+    logged as ``truncated`` either way)."""
     train_pool: int = 0
     """Embedded task: draw training prompts from this many problems (0: an endless stream). A
     finite pool makes prompts recur, which history estimators (kae) need."""
@@ -127,57 +140,141 @@ def _positive(cfg: RLConfig, names: list[str]) -> None:
             raise ConfigError(f"--{name} must be at least 1; got {getattr(cfg, name)}")
 
 
+RANGES: dict[str, tuple[str, str]] = {
+    "lr": (">0", "a learning rate of 0 trains nothing; e.g. --lr 1e-6 for a real model"),
+    "weight_decay": (">=0", "AdamW decay is a fraction; 0 turns it off"),
+    "kl_coef": (">=0", "a negative coefficient would reward moving away; 0 turns KL off"),
+    "max_grad_norm": (">0", "0 would zero every update; use e.g. 1.0"),
+    "warmup_steps": (">=0", "0 means no warm-up"),
+    "reward_timeout": (">0", "seconds per verifier call, e.g. 5"),
+    "eval_prompts": (">=0", "0 skips the held-out evaluation"),
+    "checkpoint_every": (">=0", "0 checkpoints only at the end"),
+    "train_pool": (">=0", "0 means an endless stream of prompts"),
+    "temperature": (">0", "e.g. 1.0"),
+    "clip_high": (">=0", "the ratio is clipped to [1 - clip_low, 1 + clip_high]"),
+}
+"""Bounds checked before anything loads: flag → (bound, what to do instead)."""
+
+
+def _ranges(cfg: RLConfig) -> None:
+    for name, (bound, hint) in RANGES.items():
+        value = getattr(cfg, name)
+        ok = value > 0 if bound == ">0" else value >= 0
+        if not ok or value != value:
+            word = "greater than 0" if bound == ">0" else "at least 0"
+            raise ConfigError(f"--{name} must be {word}; got {value} ({hint})")
+
+
 def validate(cfg: RLConfig) -> None:
     """Every check that needs no model: fails fast with what to change."""
     from advest.training import rewards
 
     _positive(cfg, ["steps", "prompts_per_step", "group_size", "max_new_tokens", "ppo_epochs"])
     _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps"])
+    if cfg.max_prompt_tokens is not None and cfg.max_prompt_tokens < 1:
+        raise ConfigError(f"--max_prompt_tokens must be at least 1; got {cfg.max_prompt_tokens}")
+    _ranges(cfg)
+    if cfg.eval_prompts > 0 and cfg.eval_samples < 1:
+        raise ConfigError(
+            f"--eval_samples must be at least 1 when --eval_prompts > 0; got {cfg.eval_samples} "
+            "(or set --eval_prompts 0 / --no_eval to skip the evaluation)"
+        )
     sequences = cfg.prompts_per_step * cfg.group_size
     if sequences % (cfg.minibatches * cfg.micro_batches):
         raise ConfigError(
             f"prompts_per_step × group_size = {sequences} sequences do not split into "
             f"minibatches × micro_batches = {cfg.minibatches * cfg.micro_batches} equal parts"
         )
-    if not 0 <= cfg.clip_low < 1 or cfg.clip_high < 0:
-        raise ConfigError(
-            f"need 0 ≤ clip_low < 1 and clip_high ≥ 0; got {cfg.clip_low}, {cfg.clip_high}"
-        )
-    if not 0 < cfg.top_p <= 1 or cfg.temperature <= 0:
-        raise ConfigError(
-            f"need 0 < top_p ≤ 1 and temperature > 0; got {cfg.top_p}, {cfg.temperature}"
-        )
+    if not 0 <= cfg.clip_low < 1:
+        raise ConfigError(f"--clip_low must lie in [0, 1); got {cfg.clip_low}")
+    if not 0 < cfg.top_p <= 1:
+        raise ConfigError(f"--top_p must lie in (0, 1]; got {cfg.top_p}")
     try:
         rewards.get(cfg.reward)
     except KeyError as error:
         raise ConfigError(f"--reward: {error.args[0]}") from None
-    _check_paths(cfg)
+    context = None if cfg.model is None else check_model_folder(cfg.model, cfg.max_new_tokens)
+    if cfg.data is not None:
+        _check_data(cfg)
+    if cfg.max_prompt_tokens is not None and context is not None:
+        budget = cfg.max_prompt_tokens + cfg.max_new_tokens
+        if budget > context:
+            raise ConfigError(
+                f"--max_prompt_tokens {cfg.max_prompt_tokens} + --max_new_tokens "
+                f"{cfg.max_new_tokens} = {budget} exceeds the model's context of {context} "
+                "tokens; lower --max_prompt_tokens (longer prompts are dropped)"
+            )
     _check_estimator(cfg)
     _check_scale(cfg)
 
 
-def _check_paths(cfg: RLConfig) -> None:
-    if cfg.data is not None:
-        path = Path(cfg.data)
-        if not path.is_file():
-            raise ConfigError(f"--data {cfg.data}: no such file (a JSONL of prompt/answer pairs)")
-        with path.open() as f:
-            first = f.readline()
-        try:
-            row = json.loads(first)
-        except json.JSONDecodeError:
-            raise ConfigError(f"--data {cfg.data}: line 1 is not JSON") from None
-        if not isinstance(row, dict) or not {"prompt", "answer"} <= row.keys():
-            raise ConfigError(f"--data {cfg.data}: rows need 'prompt' and 'answer' keys")
-    if cfg.model is not None:
-        folder = Path(cfg.model)
-        if not (folder / "config.json").is_file():
-            raise ConfigError(f"--model {cfg.model}: no config.json (a save_pretrained folder)")
-        weights = [*folder.glob("*.safetensors"), *folder.glob("pytorch_model*.bin")]
-        if not weights:
-            raise ConfigError(
-                f"--model {cfg.model}: no weights (*.safetensors or pytorch_model*.bin) in it"
-            )
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt")
+
+
+def check_model_folder(
+    path: str, max_new_tokens: int | None = None, flag: str = "--model"
+) -> int | None:
+    """A ``save_pretrained`` folder with a config, weights and a tokenizer, checked without
+    loading anything; ``max_new_tokens`` must fit the model's context, which is returned
+    (None when the config does not say)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise ConfigError(f"{flag} {path}: no such folder (a save_pretrained folder)")
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"{flag} {path}: no config.json (a save_pretrained folder)")
+    weights = [*folder.glob("*.safetensors"), *folder.glob("pytorch_model*.bin")]
+    if not weights:
+        raise ConfigError(f"{flag} {path}: no weights (*.safetensors or pytorch_model*.bin)")
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise ConfigError(
+            f"{flag} {path}: no tokenizer ({' or '.join(TOKENIZER_FILES)}); save it beside the "
+            "model with tokenizer.save_pretrained(folder)"
+        )
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{flag} {path}: config.json is not JSON ({error})") from None
+    context = config.get("max_position_embeddings")
+    if max_new_tokens is not None and isinstance(context, int) and max_new_tokens >= context:
+        raise ConfigError(
+            f"--max_new_tokens {max_new_tokens} does not fit the model's context of {context} "
+            "tokens (prompt included); lower --max_new_tokens"
+        )
+    return context if isinstance(context, int) else None
+
+
+def has_chat_template(path: str) -> bool:
+    """Whether a tokenizer folder ships a chat template (read from its files, nothing loaded)."""
+    folder = Path(path)
+    if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
+        return True
+    config = folder / "tokenizer_config.json"
+    return config.is_file() and bool(json.loads(config.read_text()).get("chat_template"))
+
+
+def _check_data(cfg: RLConfig) -> None:
+    from advest.training.data import DataError, read_rows
+
+    assert cfg.data is not None
+    try:
+        rows = read_rows(cfg.data)
+    except DataError as error:
+        raise ConfigError(str(error)) from None
+    chat = [i for i, r in enumerate(rows) if not isinstance(r.prompt, str)]
+    template = cfg.chat_template and cfg.model is not None and has_chat_template(cfg.model)
+    if chat and not template:
+        why = (
+            "--no_chat_template is set"
+            if not cfg.chat_template
+            else "the embedded model has none"
+            if cfg.model is None
+            else f"{cfg.model} has no chat template"
+        )
+        raise ConfigError(
+            f"--data {cfg.data}: {len(chat)} rows give chat messages (the first is row "
+            f"{chat[0] + 1}) but {why}; give text prompts or a model whose tokenizer has a "
+            "chat template"
+        )
 
 
 def _check_estimator(cfg: RLConfig) -> None:

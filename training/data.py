@@ -15,14 +15,97 @@ from pathlib import Path
 
 from torch.utils.data import Dataset, Sampler
 
-from advest.training.task import Problem, problem
+from advest.training.task import problem
+
+Message = dict[str, str]
+Prompt = str | tuple[Message, ...]
+"""A prompt: plain text, or chat messages ``{"role": ..., "content": ...}`` in order."""
+ROLES = ("system", "user", "assistant")
 
 
 @dataclass(frozen=True)
 class Item:
     prompt_id: int  # stable id of the prompt in its source (for estimators with history)
-    prompt: str
+    prompt: Prompt
     answer: str
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a data file."""
+
+    prompt: Prompt
+    answer: str
+
+
+class DataError(ValueError):
+    """A data file that cannot be used; the message names the file and each bad line."""
+
+
+def read_rows(path: str | Path, flag: str = "--data", show: int = 5) -> list[Row]:
+    """Every row of a JSONL file of ``{"prompt": text or messages, "answer": text}``, checked in
+    full before anything is trained: each problem (bytes that are not UTF-8, a line that is not
+    JSON, a missing or mistyped field) is reported with its line number, the first ``show`` of
+    them in one ``DataError``."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{flag} {path}: no such file (a JSONL of prompt/answer rows)")
+    rows: list[Row] = []
+    problems: list[str] = []
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            problems.append(
+                f"line {number}: not UTF-8 (byte 0x{raw[error.start]:02x} at column "
+                f"{error.start + 1})"
+            )
+            continue
+        if not line.strip():
+            continue
+        try:
+            rows.append(_row(line))
+        except ValueError as error:
+            problems.append(f"line {number}: {error}")
+    if problems:
+        more = f" (and {len(problems) - show} more)" if len(problems) > show else ""
+        raise DataError(f"{flag} {path}: " + "; ".join(problems[:show]) + more)
+    if not rows:
+        raise DataError(f"{flag} {path}: no rows (the file is empty)")
+    return rows
+
+
+def _row(line: str) -> Row:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"a row must be a JSON object, got {type(obj).__name__}")
+    missing = [key for key in ("prompt", "answer") if key not in obj]
+    if missing:
+        raise ValueError(f"missing {' and '.join(repr(m) for m in missing)}")
+    answer = obj["answer"]
+    if isinstance(answer, bool) or not isinstance(answer, str | int | float):
+        raise ValueError(f"'answer' must be text or a number, got {type(answer).__name__}")
+    return Row(_prompt(obj["prompt"]), str(answer))
+
+
+def _prompt(value: object) -> Prompt:
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("'prompt' is empty")
+        return value
+    if not isinstance(value, list) or not value:
+        raise ValueError("'prompt' must be text or a non-empty list of messages")
+    messages = []
+    for j, m in enumerate(value):
+        if not isinstance(m, dict) or not isinstance(m.get("content"), str):
+            raise ValueError(f"message {j} needs a text 'content'")
+        if m.get("role") not in ROLES:
+            raise ValueError(f"message {j}: 'role' must be one of {', '.join(ROLES)}")
+        messages.append({"role": m["role"], "content": m["content"]})
+    return tuple(messages)
 
 
 class PromptSource:
@@ -31,12 +114,9 @@ class PromptSource:
 
     def __init__(self, path: str | None, seed: int, digits: int = 2, pool: int = 0) -> None:
         self.seed, self.digits, self.pool = seed, digits, pool
-        self.rows: list[Problem] | None = None
+        self.rows: list[Row] | None = None
         if path is not None:
-            lines = Path(path).read_text().splitlines()
-            self.rows = [_row(line, path, i) for i, line in enumerate(lines) if line.strip()]
-            if not self.rows:
-                raise ValueError(f"--data {path}: no rows")
+            self.rows = read_rows(path)
 
     def item(self, index: int) -> Item:
         if self.rows is None:
@@ -52,16 +132,6 @@ class PromptSource:
     def batch(self, step: int, rank: int, world: int, size: int) -> list[Item]:
         start = (step * world + rank) * size
         return [self.item(start + i) for i in range(size)]
-
-
-def _row(line: str, path: str, number: int) -> Problem:
-    try:
-        obj = json.loads(line)
-        return Problem(str(obj["prompt"]), str(obj["answer"]))
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise ValueError(
-            f"--data {path}: line {number + 1} is not a prompt/answer object"
-        ) from None
 
 
 class Steps(Dataset[int]):

@@ -14,6 +14,7 @@ import torch
 from advest.training import rewards
 from advest.training.data import Item, PromptSource
 from advest.training.metrics import pass_at_k
+from advest.training.prompts import encode
 from advest.training.task import held_out
 
 
@@ -36,7 +37,10 @@ def pass_curve(
     samples: int,
     max_new_tokens: int,
     temperature: float = 1.0,
+    top_p: float = 1.0,
     reward: str = "exact",
+    chat_template: bool = True,
+    system_prompt: str | None = None,
     seed: int = 1234,
     batch_prompts: int = 32,
 ) -> dict[int, float]:
@@ -48,25 +52,27 @@ def pass_curve(
     state = torch.get_rng_state()  # evaluation must not move the run's random stream
     torch.manual_seed(seed)
     counts: list[int] = []
-    bos = tokenizer.bos_token or ""
     for start in range(0, len(items), batch_prompts):
         chunk = items[start : start + batch_prompts]
-        enc = tokenizer([bos + i.prompt for i in chunk], return_tensors="pt", padding=True).to(
-            device
+        ids, attn = encode(
+            tokenizer,
+            [i.prompt for i in chunk],
+            chat_template=chat_template,
+            system_prompt=system_prompt,
         )
         out = model.generate(
-            **enc,
+            input_ids=ids.to(device),
+            attention_mask=attn.to(device),
             do_sample=True,
             temperature=temperature,
+            top_p=top_p,
             top_k=0,
             max_new_tokens=max_new_tokens,
             num_return_sequences=samples,
             pad_token_id=tokenizer.pad_token_id,
             eos_token_id=tokenizer.eos_token_id,
         )
-        texts = tokenizer.batch_decode(
-            out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True
-        )
+        texts = tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
         for j, item in enumerate(chunk):
             group = texts[j * samples : (j + 1) * samples]
             counts.append(sum(verifier(t, item.answer) > 0 for t in group))
@@ -132,13 +138,21 @@ def parser() -> Any:
 
 def main(argv: list[str]) -> int:
     """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
+    from advest.training.config import ConfigError, check_model_folder
+    from advest.training.data import DataError
     from advest.training.embedded import build
     from advest.training.module import load_policy
+    from advest.training.parsing import fail
 
     ns = parser().parse_args(argv)
+    try:
+        if ns.model is not None:
+            check_model_folder(ns.model, ns.max_new_tokens)
+        items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)
+    except (ConfigError, DataError) as error:
+        return fail("advest eval", str(error))
     model_path = ns.model or str(build())
     model, tokenizer = load_policy(model_path)
-    items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)
     curve = pass_curve(
         model,
         tokenizer,

@@ -21,7 +21,8 @@ from torch.utils.data import DataLoader
 from advest.fast.detokenize import texts_and_offsets
 from advest.training import generation, losses, metrics, rewards, scale
 from advest.training.config import RLConfig
-from advest.training.data import FromStep, Item, PromptSource, Steps
+from advest.training.data import FromStep, Item, Prompt, PromptSource, Steps
+from advest.training.prompts import encode, token_ids
 from advest.training.rollout import Rollout, advantages, make_estimator, needs
 
 
@@ -29,14 +30,27 @@ class NonFiniteLoss(RuntimeError):
     pass
 
 
-def load_policy(path: str, dtype: torch.dtype = torch.float32) -> tuple[Any, Any]:
-    """Model (weights in ``dtype``) and tokenizer from a local folder (never the hub)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_tokenizer(path: str) -> Any:
+    """The tokenizer of a local folder, left-padding, with a pad token: its own, else its unknown
+    token, else EOS (safe: attention masks come from prompt lengths, never from pad ids)."""
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
+        unk = tokenizer.unk_token
+        tokenizer.pad_token = unk if unk is not None and unk != tokenizer.eos_token else None
+    if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_policy(path: str, dtype: torch.dtype = torch.float32) -> tuple[Any, Any]:
+    """Model (weights in ``dtype``) and tokenizer from a local folder (never the hub): the one
+    place a model is loaded, so that precision, adapters or checkpointing are decided here."""
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = load_tokenizer(path)
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
     return model, tokenizer
 
@@ -53,6 +67,35 @@ def positions(attention_mask: Tensor) -> Tensor:
     return (attention_mask.cumsum(-1) - 1).clamp(min=0)
 
 
+def forward_logprobs(
+    model: Any,
+    sequences: Tensor,
+    prompt_mask: Tensor,
+    mask: Tensor,
+    temperature: float,
+    *,
+    hidden: bool = False,
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """``sequences [S, P + T]``, ``prompt_mask [S, P]`` (as ``generate`` saw it), response
+    ``mask [S, T]`` → log-probs ``[S, T]`` of the response tokens at ``temperature``, the logits
+    ``[S, T, V]`` they come from, and (on request) last-layer hidden states ``[S, T, D]``; the
+    state at position P−1+t is the one that emitted token t."""
+    P = prompt_mask.shape[1]
+    attn = torch.cat([prompt_mask.bool(), mask], -1).long()
+    out = model(
+        input_ids=sequences,
+        attention_mask=attn,
+        position_ids=positions(attn),
+        output_hidden_states=hidden,
+        use_cache=False,
+    )
+    logits = out.logits[:, P - 1 : -1].float() / temperature
+    targets = sequences[:, P:]
+    logp = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    states = out.hidden_states[-1][:, P - 1 : -1] if hidden else None
+    return logp, logits, states
+
+
 class RLModule(L.LightningModule):
     def __init__(self, cfg: RLConfig, model_path: str) -> None:
         super().__init__()
@@ -65,7 +108,9 @@ class RLModule(L.LightningModule):
         self.bad_steps = 0  # consecutive steps skipped for a non-finite loss
         self.skipped_total = 0
         dtype = scale.torch_dtype(cfg.dtype)
+        self.warned_truncation = False
         self.policy, self.tokenizer = load_policy(model_path, dtype)
+        self.drop_long_prompts()
         self.policy.config.use_cache = True
         self.policy = scale.prepare(self.policy, cfg)  # gradient checkpointing, LoRA
         self.generator = generation.get(cfg.generator)
@@ -74,6 +119,41 @@ class RLModule(L.LightningModule):
             ref = scale.reference(cfg, self.policy, lambda: load_policy(model_path, dtype)[0])
             # not a registered submodule: kept out of checkpoints, DDP and the optimiser
             object.__setattr__(self, "ref", ref)
+
+    def drop_long_prompts(self) -> None:
+        """Rows of --data whose prompt is longer than ``max_prompt_tokens`` are dropped (with a
+        count), so that every step's prompts fit the budget the settings were checked for."""
+        rows, cfg = self.source.rows, self.cfg
+        if rows is None:
+            return
+        size = [
+            len(
+                token_ids(
+                    self.tokenizer,
+                    r.prompt,
+                    chat_template=cfg.chat_template,
+                    system_prompt=cfg.system_prompt,
+                )
+            )
+            for r in rows
+        ]
+        limit = cfg.max_prompt_tokens
+        if limit is None:  # what the context leaves beside the completion budget
+            context = getattr(self.policy.config, "max_position_embeddings", None)
+            limit = context - cfg.max_new_tokens if isinstance(context, int) else max(size)
+        kept = [r for r, n in zip(rows, size, strict=True) if n <= limit]
+        if not kept:
+            raise ValueError(
+                f"--data {cfg.data}: every prompt is longer than --max_prompt_tokens {limit} "
+                f"(shortest: {min(size)} tokens); raise it or shorten the prompts"
+            )
+        if len(kept) < len(rows):
+            print(
+                f"--data {cfg.data}: dropped {len(rows) - len(kept)} of {len(rows)} rows longer "
+                f"than --max_prompt_tokens {limit}",
+                flush=True,
+            )
+        self.source.rows = kept
 
     def on_fit_start(self) -> None:
         if self.ref is not None:
@@ -102,17 +182,20 @@ class RLModule(L.LightningModule):
         )
         t0 = time.perf_counter()
         torch.manual_seed(seed)
-        sequences, prompt_len = self.generate([i.prompt for i in items], cfg.group_size)
+        sequences, prompt_mask = self.generate([i.prompt for i in items], cfg.group_size)
         times["time/generate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        rollout, extra = self.score(items, sequences, prompt_len)
+        rollout, extra = self.score(items, sequences, prompt_mask)
         times["time/reward"] = extra["reward_s"]
         times["time/forward"] = time.perf_counter() - t0 - extra["reward_s"]
         t0 = time.perf_counter()
         adv = advantages(cfg, self.estimator, rollout)  # [B, G, T]
         times["time/advantage"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        update = self.update(sequences, prompt_len, rollout, adv, extra["ref_logprobs"], seed)
+        keep = ~extra["truncated"] if cfg.mask_truncated else None
+        update = self.update(
+            sequences, prompt_mask, rollout, adv, extra["ref_logprobs"], seed, keep
+        )
         times["time/update"] = time.perf_counter() - t0
         self.rollout_step = step + 1
         self.scheduler_step()
@@ -124,52 +207,50 @@ class RLModule(L.LightningModule):
             sched.step()  # type: ignore[union-attr]
 
     @torch.no_grad()
-    def generate(self, prompts: list[str], group_size: int) -> tuple[Tensor, int]:
-        """``[B·G, P + T]`` token ids, prompt left-padded, response right-padded; and P."""
+    def generate(self, prompts: list[Prompt], group_size: int) -> tuple[Tensor, Tensor]:
+        """``[B·G, P + T]`` token ids, prompt left-padded, response right-padded; and the
+        ``[B·G, P]`` prompt attention mask ``generate`` used."""
         tok, cfg = self.tokenizer, self.cfg
-        bos = tok.bos_token or ""
-        enc = tok([bos + p for p in prompts], return_tensors="pt", padding=True).to(self.device)
+        ids, attn = encode(
+            tok, prompts, chat_template=cfg.chat_template, system_prompt=cfg.system_prompt
+        )
+        ids, attn = ids.to(self.device), attn.to(self.device)
         self.policy.eval()
         sampling = generation.Sampling(group_size, cfg.max_new_tokens, cfg.temperature, cfg.top_p)
+        enc = {"input_ids": ids, "attention_mask": attn}
         with scale.full_parameters(self):
             out = self.generator(self.policy, tok, enc, sampling)
-        P = enc["input_ids"].shape[1]
+        P = ids.shape[1]
         width = P + cfg.max_new_tokens  # pad every batch to the budget: fixed shapes
         out = torch.nn.functional.pad(out, (0, width - out.shape[1]), value=tok.pad_token_id)
-        return out, P
-
-    def attention(self, sequences: Tensor, P: int, mask: Tensor) -> Tensor:
-        prompt = sequences[:, :P] != self.tokenizer.pad_token_id
-        return torch.cat([prompt, mask], -1).long()
+        return out, attn.repeat_interleave(group_size, 0)
 
     def forward_logprobs(
-        self, model: Any, sequences: Tensor, P: int, mask: Tensor, *, hidden: bool = False
+        self,
+        model: Any,
+        sequences: Tensor,
+        prompt_mask: Tensor,
+        mask: Tensor,
+        *,
+        hidden: bool = False,
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """Log-probs of the response tokens under ``model`` at the sampling temperature, the
         logits they come from, and (on request) last-layer hidden states. ``[S, T]``,
         ``[S, T, V]``, ``[S, T, D]``; the state at position P−1+t is the one that emitted
-        token t."""
-        attn = self.attention(sequences, P, mask)
-        out = model(
-            input_ids=sequences,
-            attention_mask=attn,
-            position_ids=positions(attn),
-            output_hidden_states=hidden,
-            use_cache=False,
+        token t. The attention mask is the prompt's as ``generate`` saw it, then ``mask``."""
+        return forward_logprobs(
+            model, sequences, prompt_mask, mask, self.cfg.temperature, hidden=hidden
         )
-        logits = out.logits[:, P - 1 : -1].float() / self.cfg.temperature
-        targets = sequences[:, P:]
-        logp = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-        states = out.hidden_states[-1][:, P - 1 : -1] if hidden else None
-        return logp, logits, states
 
     @torch.no_grad()
-    def score(self, items: list[Item], sequences: Tensor, P: int) -> tuple[Rollout, dict[str, Any]]:
+    def score(
+        self, items: list[Item], sequences: Tensor, prompt_mask: Tensor
+    ) -> tuple[Rollout, dict[str, Any]]:
         """Rewards (timed alone) and the one rollout forward pass (log-probs, entropy, hidden
         states; the reference model's log-probs when KL is on)."""
         cfg, tok = self.cfg, self.tokenizer
         B, G, T = len(items), cfg.group_size, cfg.max_new_tokens
-        resp = sequences[:, P:]
+        resp = sequences[:, prompt_mask.shape[1] :]
         mask = response_mask(resp, tok.eos_token_id)
         start = time.perf_counter()
         texts = [
@@ -184,11 +265,13 @@ class RLModule(L.LightningModule):
         reward_seconds = time.perf_counter() - start
         self.policy.eval()
         logp, ent, hidden = scale.rollout_forward(
-            self, self.policy, sequences, P, mask, needs(cfg, "hidden")
+            self, self.policy, sequences, prompt_mask, mask, needs(cfg, "hidden")
         )
         ref_logp = None
         if self.ref is not None:
-            ref_logp, _, _ = scale.rollout_forward(self, self.ref, sequences, P, mask, False)
+            ref_logp, _, _ = scale.rollout_forward(
+                self, self.ref, sequences, prompt_mask, mask, False
+            )
         token_ids, tmask = resp.reshape(B, G, T), mask.reshape(B, G, T)
         grouped = [texts[b * G : (b + 1) * G] for b in range(B)]
         offsets = torch.zeros(0)
@@ -206,24 +289,44 @@ class RLModule(L.LightningModule):
             k=cfg.k,
         )
         entropy = float((ent * mask).sum() / mask.sum().clamp(min=1))
-        return rollout, {"entropy": entropy, "ref_logprobs": ref_logp, "reward_s": reward_seconds}
+        truncated = ~(resp == tok.eos_token_id).any(-1)  # [S]: hit the budget without EOS
+        if float(truncated.float().mean()) > 0.5 and not self.warned_truncation:
+            self.warned_truncation = True
+            # printed once, not warned: a run with a tiny budget on purpose is not an error
+            print(
+                f"note: {float(truncated.float().mean()):.0%} of the completions at rollout step "
+                f"{self.rollout_step} hit --max_new_tokens {T} without EOS; raise "
+                "--max_new_tokens, or leave them out of the loss with --mask_truncated",
+                flush=True,
+            )
+        return rollout, {
+            "entropy": entropy,
+            "ref_logprobs": ref_logp,
+            "reward_s": reward_seconds,
+            "truncated": truncated,
+        }
 
     # ----------------------------------------------------------------- optimisation
     def update(
         self,
         sequences: Tensor,
-        P: int,
+        prompt_mask: Tensor,
         rollout: Rollout,
         adv: Tensor,
         ref_logprobs: Tensor | None,
         seed: int,
+        keep: Tensor | None = None,
     ) -> dict[str, float]:
+        """``ppo_epochs × minibatches`` optimiser steps on the rollout; ``keep [S]`` bool leaves
+        the sequences it marks False out of the loss."""
         cfg = self.cfg
         opt = self.optimizers()
         assert not isinstance(opt, list)  # one optimiser
         S = sequences.shape[0]
         old = rollout.logprobs.reshape(S, -1)
         mask = rollout.mask.reshape(S, -1)
+        if keep is not None:
+            mask = mask & keep[:, None]
         adv = adv.reshape(S, -1)
         gen = torch.Generator().manual_seed(seed)
         stats: dict[str, list[float]] = {"clip_frac": [], "kl": [], "grad_norm": [], "loss": []}
@@ -236,7 +339,7 @@ class RLModule(L.LightningModule):
                 finite = True
                 for micro in mb.chunk(cfg.micro_batches):
                     logp, _, _ = self.forward_logprobs(
-                        self.policy, sequences[micro], P, mask[micro]
+                        self.policy, sequences[micro], prompt_mask[micro], mask[micro]
                     )
                     parts = losses.policy_loss(
                         logp,
@@ -304,7 +407,9 @@ class RLModule(L.LightningModule):
         valid = rollout.mask
         a = adv[valid]
         flat = (rollout.rewards == rollout.rewards[:, :1]).all(-1)
-        k_big = cfg.k if cfg.k > 1 else cfg.group_size
+        # pass@K at the run's K where it is defined for G samples (K is ignored by estimators
+        # without one, so any K may be configured with them), else pass@G
+        k_big = cfg.k if 1 < cfg.k <= cfg.group_size else cfg.group_size
         values = {
             "reward": float(rollout.rewards.mean()),
             "pass@1": metrics.mean_pass_at_k(correct, 1),
@@ -315,6 +420,7 @@ class RLModule(L.LightningModule):
             "flat_reward_groups": float(flat.float().mean()),
             "entropy": extra["entropy"],
             "response_length": float(rollout.lengths.float().mean()),
+            "truncated": float(extra["truncated"].float().mean()),
             "reward_failures": float(sum(self.reward_fn.failures.values())),
             "skipped_steps": float(self.skipped_total),
             "rollout_step": float(self.rollout_step),

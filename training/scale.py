@@ -177,7 +177,7 @@ def trainable(model: Any) -> list[torch.nn.Parameter]:
 # ----------------------------------------------------------------------------- rollout forward
 @torch.no_grad()
 def rollout_forward(
-    module: Any, model: Any, sequences: Tensor, P: int, mask: Tensor, hidden: bool
+    module: Any, model: Any, sequences: Tensor, prompt_mask: Tensor, mask: Tensor, hidden: bool
 ) -> tuple[Tensor, Tensor, Tensor | None]:
     """``module.forward_logprobs`` in the update's micro-batch size, keeping per-token entropy
     instead of the logits: the rollout's ``[S, T, V]`` float32 logits never exist at once
@@ -189,7 +189,7 @@ def rollout_forward(
     logps, ents, states = [], [], []
     for rows in torch.arange(sequences.shape[0], device=sequences.device).chunk(chunks):
         logp, logits, state = module.forward_logprobs(
-            model, sequences[rows], P, mask[rows], hidden=hidden
+            model, sequences[rows], prompt_mask[rows], mask[rows], hidden=hidden
         )
         logps.append(logp)
         ents.append(entropy(logits))

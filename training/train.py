@@ -57,11 +57,14 @@ class Checkpointer(L.Callback):
         self.save(trainer)
 
 
-def loggers(folder: Path) -> list[Any]:
-    """CSV always (plots and experiments read it); TensorBoard too when it is installed."""
+def loggers(folder: Path, resume: bool = False) -> list[Any]:
+    """CSV always (plots and experiments read it; kept across a resume); TensorBoard too when it
+    is installed."""
     import importlib.util
 
-    out: list[Any] = [L.pytorch.loggers.CSVLogger(str(folder), name="", version="")]
+    from advest.training.logs import MetricsCSV
+
+    out: list[Any] = [MetricsCSV(folder, resume=resume)]
     if importlib.util.find_spec("tensorboard") or importlib.util.find_spec("tensorboardX"):
         out.append(L.pytorch.loggers.TensorBoardLogger(str(folder), name="tb", version=""))
     return out
@@ -119,7 +122,7 @@ def train(
         **scale.strategy({**TRAINER_DEFAULTS, **(trainer_args or {})}, module.policy),
         max_epochs=1,
         default_root_dir=str(folder),
-        logger=loggers(folder),
+        logger=loggers(folder, resume),
         callbacks=[checkpointer, *callbacks],
         enable_checkpointing=False,
         use_distributed_sampler=False,
@@ -153,7 +156,10 @@ def _curve(module: Any, items: list[Any], cfg: RLConfig) -> dict[int, float]:
         samples=cfg.eval_samples,
         max_new_tokens=cfg.max_new_tokens,
         temperature=cfg.temperature,
+        top_p=cfg.top_p,
         reward=cfg.reward,
+        chat_template=cfg.chat_template,
+        system_prompt=cfg.system_prompt,
         seed=cfg.seed + 1234,
     )
 

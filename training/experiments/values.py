@@ -28,6 +28,7 @@ from advest.fast import registry
 from advest.fast.detokenize import texts_and_offsets
 from advest.training.evaluate import embedded_held_out
 from advest.training.module import load_policy, positions, response_mask
+from advest.training.prompts import token_ids as prompt_ids
 from advest.training.rollout import Rollout, call
 
 TOKEN_BASELINES = ("numca", "hista")
@@ -102,10 +103,9 @@ def states_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
     items = embedded_held_out(a.problems, seed=7)
     rng = random.Random(a.seed)
     torch.manual_seed(a.seed)
-    bos = tok.bos_token or ""
     rows: list[dict[str, Any]] = []
     for item in items:
-        prompt = tok(bos + item.prompt, return_tensors="pt")["input_ids"][0]
+        prompt = torch.tensor(prompt_ids(tok, item.prompt))
         resp = _generate(model, tok, [prompt], a.group, a.max_new_tokens)
         T = a.max_new_tokens
         token_ids = torch.full((1, a.group, T), tok.pad_token_id)
@@ -181,8 +181,7 @@ def kae_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
     """Fixed policy, I iterations of n samples per prompt: KAE's value from the history before
     the last iteration vs the last iteration's group mean, both against V_MC (M samples)."""
     items = embedded_held_out(a.problems, seed=11)
-    bos = tok.bos_token or ""
-    prompts = [tok(bos + i.prompt, return_tensors="pt")["input_ids"][0] for i in items]
+    prompts = [torch.tensor(prompt_ids(tok, i.prompt)) for i in items]
     torch.manual_seed(a.seed + 1)
     budget = a.max_new_tokens
     truth = torch.tensor([

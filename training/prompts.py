@@ -1,0 +1,84 @@
+"""Prompts as the model expects them: the one place a prompt becomes token ids.
+
+A prompt is text or a list of chat messages. When the tokenizer has a chat template (and
+``chat_template`` is on), the messages (a text prompt is one user message; ``system_prompt``
+prepends a system message) go through ``apply_chat_template(..., add_generation_prompt=True)``,
+whose template writes any BOS itself. Otherwise the text is tokenized as the tokenizer does by
+default, and a BOS is prepended only when the tokenizer has one and did not add it: never two.
+
+The attention mask of a batch is built here, from the lengths, never from token ids, so a pad
+token equal to EOS cannot hide EOS tokens inside a prompt; the rollout keeps this mask and the
+training forward pass uses the same one ``generate`` saw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from advest.training.data import Prompt
+
+
+def messages(prompt: Prompt, system_prompt: str | None) -> list[dict[str, str]]:
+    out = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    if system_prompt and out[0]["role"] != "system":
+        out.insert(0, {"role": "system", "content": system_prompt})
+    return out
+
+
+def uses_template(tokenizer: Any, chat_template: bool) -> bool:
+    return bool(chat_template and getattr(tokenizer, "chat_template", None))
+
+
+def token_ids(
+    tokenizer: Any, prompt: Prompt, *, chat_template: bool = True, system_prompt: str | None = None
+) -> list[int]:
+    """The prompt's token ids, ready for generation. Raises ``ValueError`` for chat messages
+    when the tokenizer has no chat template (or it is switched off)."""
+    if uses_template(tokenizer, chat_template):
+        ids = tokenizer.apply_chat_template(
+            messages(prompt, system_prompt), add_generation_prompt=True, tokenize=True
+        )
+        if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # BatchEncoding in newer versions
+            ids = ids["input_ids"]
+        return [int(i) for i in ids]
+    if not isinstance(prompt, str):
+        raise ValueError(
+            "a prompt given as chat messages needs a tokenizer with a chat template "
+            "(this one has none, or --no_chat_template is set)"
+        )
+    text = f"{system_prompt}\n\n{prompt}" if system_prompt else prompt
+    ids = [int(i) for i in tokenizer(text)["input_ids"]]
+    bos = tokenizer.bos_token_id
+    if bos is not None and (not ids or ids[0] != bos):
+        ids = [bos, *ids]
+    return ids
+
+
+def left_pad(rows: list[list[int]], pad_id: int) -> tuple[Tensor, Tensor]:
+    """``[B, P]`` ids, left-padded with ``pad_id``, and ``[B, P]`` int64 attention mask (1 on
+    the prompt tokens, whatever their ids)."""
+    P = max(len(r) for r in rows)
+    ids = torch.full((len(rows), P), pad_id, dtype=torch.long)
+    mask = torch.zeros(len(rows), P, dtype=torch.long)
+    for b, r in enumerate(rows):
+        ids[b, P - len(r) :] = torch.tensor(r, dtype=torch.long)
+        mask[b, P - len(r) :] = 1
+    return ids, mask
+
+
+def encode(
+    tokenizer: Any,
+    prompts: list[Prompt],
+    *,
+    chat_template: bool = True,
+    system_prompt: str | None = None,
+) -> tuple[Tensor, Tensor]:
+    """A batch of prompts: ``[B, P]`` left-padded ids and their ``[B, P]`` attention mask."""
+    rows = [
+        token_ids(tokenizer, p, chat_template=chat_template, system_prompt=system_prompt)
+        for p in prompts
+    ]
+    return left_pad(rows, tokenizer.pad_token_id)
