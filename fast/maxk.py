@@ -1,4 +1,5 @@
-"""max@K / pass@K advantage estimators, batched: O(G log G) per group, one stable sort.
+"""max@K / pass@K advantage estimators, batched: a counting path for few-valued rewards, and
+O(G log G) per group with one stable sort otherwise.
 
 Notation: ``rewards: [B, G]`` (B prompts, G samples each; the notes' N is G), comparator size K.
 Every estimator returns ``[B, G]`` in the input's dtype and device, in the original sample order.
@@ -8,8 +9,15 @@ maximum: every block moves by a known amount, so this is exact in real arithmeti
 cancellation, and keeps the gaps to the top values (what the blocks are made of) exact even when a
 distant minimum would round them together. Each estimator is then one linear form of
 ``spec.maxk_weights.FORMS`` (weights in float64 from log-gamma, cached per (G, K)), evaluated with
-one cumsum and one matrix-vector product, and scattered back. The whole computation runs in
-float64; the output is cast back.
+one cumsum (and, where the form has one, a matrix-vector product), and scattered back. The whole
+computation runs in float64; the output is cast back.
+
+Counting path (spec/maxk.md §Counting path): when every group of the call has at most
+``MAX_LEVELS`` distinct rewards (binary pass/fail, partial credit), nothing is sorted: the levels
+and their counts (``fast._levels``) give each level's sorted block, and the same forms are
+evaluated once per level, at the block's last position, from cumulated weight tables; the value
+is then given to every sample of the level. ``forced_path`` pins either path (tests run every
+check on both).
 
 Groups where fewer than K samples lie strictly below the maximum have Δ ≡ 0 exactly; the
 estimators built on Δ write exact zeros there, decided on the rewards, never on a float std.
@@ -17,12 +25,16 @@ estimators built on Δ write exact zeros there, decided on the rewards, never on
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import NamedTuple
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Literal, NamedTuple
 
 import torch
 from torch import Tensor
 
+from advest.fast import _levels
 from advest.fast._checks import check_ddof, check_k, check_rewards
 from advest.fast._weights import weights
 from advest.fast.registry import register
@@ -45,34 +57,124 @@ __all__ = [
 ]
 
 
-class _Sorted(NamedTuple):
-    x: Tensor  # [B, G] float64: sorted rewards minus the group maximum (all <= 0)
-    perm: Tensor  # [B, G] int64: sorted position -> original index
+Path = Literal["auto", "sorted", "counts"]
+PATHS: tuple[Path, ...] = ("auto", "sorted", "counts")
+MAX_LEVELS = 8
+"""``auto`` takes the counting path when every group of the call has at most this many distinct
+rewards (spec/maxk.md §Counting path); each level costs a few passes over ``[B, G]``, the sort
+costs about as much as 15–25 such passes at G = 64 on CPU."""
+
+_PATH: ContextVar[Path] = ContextVar("advest.fast.maxk.path", default="auto")
+
+
+@contextlib.contextmanager
+def forced_path(path: Path) -> Iterator[None]:
+    """Run every max@K estimator of this module on one path inside the block: ``"sorted"`` (one
+    sort per group), ``"counts"`` (counts per distinct reward, any number of levels) or
+    ``"auto"`` (the default: counts when every group has at most ``MAX_LEVELS`` levels).
+    Both paths meet the same contract; the tests run every check on each, forced."""
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}; got {path!r}")
+    token = _PATH.set(path)
+    try:
+        yield
+    finally:
+        _PATH.reset(token)
+
+
+class _Groups(NamedTuple):
+    """The groups as S ascending slots: S = G sorted positions, or L distinct levels."""
+
+    x: Tensor  # [B, S] float64: slot value minus the group maximum (all <= 0)
     shift: Tensor  # [B, 1] float64: the group maximum
     k: int
+    n: int  # G
+    perm: Tensor | None  # sorted path: [B, G] int64, sorted position -> original index
+    levels: _levels.Levels | None  # counting path
 
 
-def _sort(rewards: Tensor, k: object, name: str, *, k_max_offset: int) -> _Sorted:
+def _prepare(rewards: Tensor, k: object, name: str, *, k_max_offset: int) -> _Groups:
     check_rewards(rewards)
     G = rewards.shape[1]
     kk = check_k(k, G, name, k_max=G - k_max_offset)
-    rs, perm = torch.sort(rewards, dim=-1, stable=True)  # [B, G]; widening keeps the order
-    rs = rs.to(torch.float64)
-    shift = rs[:, -1:]  # [B, 1]
-    return _Sorted(rs - shift, perm, shift, kk)
+    path = _PATH.get()
+    levels = _find_levels(rewards, path) if path != "sorted" else None
+    if levels is not None:
+        x = levels.values.to(torch.float64)  # [B, L]
+        shift = x[:, -1:]
+        return _Groups(x - shift, shift, kk, G, None, levels)
+    rs, perm = _sort(rewards)
+    x = rs.to(torch.float64)
+    shift = x[:, -1:]  # [B, 1]
+    return _Groups(x - shift, shift, kk, G, perm, None)
 
 
-def _unsort(values: Tensor, s: _Sorted, like: Tensor) -> Tensor:
-    """Scatter ``values: [B, G]`` from sorted back to original order, cast like ``like``."""
-    return torch.empty_like(values).scatter_(-1, s.perm, values).to(like.dtype)
+def _find_levels(rewards: Tensor, path: Path) -> _levels.Levels | None:
+    if path == "counts":
+        return _levels.find(rewards, None)
+    # auto: general rewards fail on the first group at the cost of one tiny call, before any pass
+    # over the whole batch (a first group with few levels and a later one with many only wastes
+    # the passes; the result is the same either way).
+    if rewards.shape[0] > 1 and torch.unique(rewards[0]).numel() > MAX_LEVELS:
+        return None
+    return _levels.find(rewards, MAX_LEVELS)
+
+
+_KEY_DTYPES = {16: torch.int16, 32: torch.int32, 64: torch.int64}
+
+
+def _sort(rewards: Tensor) -> tuple[Tensor, Tensor]:
+    """Each group sorted ascending (stable), ``([B, G] values, [B, G] int64 perm)``.
+
+    Sorts integer keys with the float order (flip the magnitude bits of negatives: an involution,
+    so the sorted keys map straight back to the values, no gather): the CPU sort compares
+    integers about 1.4× faster than floats, whose comparator must order NaN. −0.0 sorts just
+    before +0.0 (they tie as floats; any order of ties is exact).
+    """
+    bits = torch.finfo(rewards.dtype).bits
+    key_dtype = _KEY_DTYPES[bits]
+    key = _flip(rewards.view(key_dtype), bits)
+    sorted_key, perm = torch.sort(key, dim=-1, stable=True)
+    return _flip(sorted_key, bits).view(rewards.dtype), perm
+
+
+def _flip(bits: Tensor, width: int) -> Tensor:
+    """The order-preserving map between IEEE bit patterns and signed integers (its own inverse)."""
+    return bits ^ ((bits >> (width - 1)) & ((1 << (width - 1)) - 1))
+
+
+def _expand(values: Tensor, g: _Groups, like: Tensor) -> Tensor:
+    """``values: [B, S]`` per slot → ``[B, G]`` per sample in original order, cast like ``like``."""
+    out = values.to(like.dtype)
+    if g.levels is not None:
+        return _levels.expand(out, g.levels, g.n)
+    assert g.perm is not None
+    return torch.empty_like(out).scatter_(-1, g.perm, out)
+
+
+def _sample_sum(values: Tensor, g: _Groups) -> Tensor:
+    """``[B, S]`` → ``[B, 1]``: the sum over the group's samples (a level counts its samples)."""
+    if g.levels is None:
+        return values.sum(dim=-1, keepdim=True)
+    end = g.levels.end
+    count = torch.diff(end, dim=-1, prepend=torch.zeros_like(end[:, :1]))  # [B, L]
+    return (values * count).sum(dim=-1, keepdim=True)
+
+
+class _Coefs(NamedTuple):
+    """One form of ``spec.maxk_weights.FORMS`` as float64 tables over positions q = 1..G."""
+
+    diag: Tensor  # [G]: own − below
+    step: Tensor  # [G]: below − above
+    above: Tensor  # [G]
+    has_above: bool  # False: the Σ above·x term is identically 0 and skipped
+    step_cum: Tensor  # [G + 1]: Σ_{q<=j} step_q, j = 0..G (the counting path's block sums)
+    above_cum: Tensor  # [G + 1]: Σ_{q<=j} above_q
 
 
 @functools.lru_cache(maxsize=512)
-def _coefficients_cached(
-    forms: tuple[str, ...], G: int, K: int, device: torch.device
-) -> tuple[Tensor, Tensor, Tensor]:
-    """The forms of ``spec.maxk_weights.FORMS`` as float64 ``[S, G]``, ``[S, G]``, ``[G, S]``:
-    own − below, below − above, above (weights by log-gamma, see fast._weights)."""
+def _coefficients_cached(form: str, G: int, K: int, device: torch.device) -> _Coefs:
+    """The form's weights by log-gamma (see fast._weights), combined and summed once per (G, K)."""
     w = weights(G, K, device)
     table = dict(
         zip(
@@ -87,81 +189,103 @@ def _coefficients_cached(
             (float(coef(G, K)) * table[ratio] for ratio, coef in c), torch.zeros_like(w.alpha)
         )
 
-    own, below, above = (torch.stack([combo(FORMS[f][i]) for f in forms]) for i in range(3))
-    return own - below, below - above, above.T.contiguous()
+    own, below, above = (combo(part) for part in FORMS[form])
+    zero = torch.zeros(1, dtype=torch.float64, device=device)
+    step = below - above
+    return _Coefs(
+        own - below,
+        step,
+        above,
+        bool(FORMS[form][2]),
+        torch.cat([zero, step.cumsum(0)]),
+        torch.cat([zero, above.cumsum(0)]),
+    )
 
 
 @torch.compiler.disable  # type: ignore[untyped-decorator]
-def _coefficients(
-    forms: tuple[str, ...], G: int, K: int, device: torch.device
-) -> tuple[Tensor, Tensor, Tensor]:
-    return _coefficients_cached(forms, G, K, device)
+def _coefficients(form: str, G: int, K: int, device: torch.device) -> _Coefs:
+    return _coefficients_cached(form, G, K, device)
 
 
-def _evaluate(s: _Sorted, *forms: str) -> list[Tensor]:
-    """Each form at every sorted position, ``[B, G]`` each, from one cumsum and one matmul:
+def _evaluate(g: _Groups, form: str) -> Tensor:
+    """The form at every slot, ``[B, S]``:
 
-        out = (own − below) ⊙ x + cumsum((below − above) ⊙ x) + Σ_q above_q x_q.
+        sorted position p:  (own − below)_p x_p + Σ_{q<=p} (below − above)_q x_q + Σ_q above_q x_q;
+        level l (samples at positions s_l + 1..e_l):  the same at p = e_l, where the sums over a
+        level's block are one difference of the cumulated tables times the level's value.
 
-    The running sums stay within a small multiple of max|x| (x <= 0 after the shift; the weights
-    are probabilities: Σ_{q<p} γ_q = α_p <= 1, β and μhi each total 1, Σ_{q<=p} μlo_q <= G/(G−K)),
-    so rounding costs a few ulps of G·max|x| at worst, far inside the 1e-9 contract.
+    Tied samples get the same value at any position of their block (the definitions are
+    permutation-invariant), so the level's last position stands for all of them. The running
+    sums stay within a small multiple of max|x| (x <= 0 after the shift; the weights are
+    probabilities: Σ_{q<p} γ_q = α_p <= 1, β and μhi each total 1, Σ_{q<p} μlo_q <= 1 for p < G,
+    and the top position, which carries the large μlo_G, has x = 0), so rounding costs a few
+    ulps of G·max|x| at worst, far inside the 1e-9 contract.
     """
-    G = s.x.shape[1]
-    diag, step, above = _coefficients(forms, G, s.k, s.x.device)
-    x = s.x.unsqueeze(1)  # [B, 1, G]
-    out = diag * x + torch.cumsum(step * x, dim=-1) + (s.x @ above).unsqueeze(-1)  # [B, S, G]
-    return list(out.unbind(1))
+    c = _coefficients(form, g.n, g.k, g.x.device)
+    x = g.x
+    if g.levels is None:
+        out = c.diag * x + torch.cumsum(c.step * x, dim=-1)  # [B, G]
+        if c.has_above:
+            out = out + x @ c.above.unsqueeze(-1)
+        return out
+    end = g.levels.end  # [B, L]
+    start = torch.cat([torch.zeros_like(end[:, :1]), end[:, :-1]], dim=1)
+    out = c.diag[end - 1] * x + torch.cumsum((c.step_cum[end] - c.step_cum[start]) * x, dim=-1)
+    if c.has_above:
+        above = (c.above_cum[end] - c.above_cum[start]) * x
+        out = out + above.sum(dim=-1, keepdim=True)
+    return out
 
 
-def _k1_shift(s: _Sorted) -> Tensor | float:
+def _k1_shift(g: _Groups) -> Tensor | float:
     """EI and b move with a reward shift only at K = 1 (max(∅) = 0 makes EI = r there)."""
-    return s.shift if s.k == 1 else 0.0
+    return g.shift if g.k == 1 else 0.0
 
 
-def _flat(s: _Sorted) -> Tensor:
-    """``[B, 1]`` bool: fewer than K samples lie strictly below the group max, so Δ ≡ 0.
+def _keep(g: _Groups) -> Tensor:
+    """``[B, 1]`` float64: 0 where fewer than K samples lie strictly below the group max (Δ ≡ 0
+    there), else 1; multiplying by it writes exact zeros (a [B, G] ``torch.where`` costs ~20×
+    more on CPU). Decided on the rewards: on a sorted row the K-th smallest equals the max; on
+    levels, the samples below the max are those up to the last level below it."""
+    if g.levels is None:
+        below = g.x[:, g.k - 1 : g.k] < 0
+    else:
+        below_max = torch.where(g.x < 0, g.levels.end, 0).amax(dim=-1, keepdim=True)
+        below = below_max >= g.k
+    return below.to(torch.float64)
 
-    On a sorted row that is: the K-th smallest value already equals the max.
-    """
-    return s.x[:, s.k - 1 : s.k] == s.x[:, -1:]
 
-
-def _delta(s: _Sorted) -> Tensor:
-    """Δ = M⁺ − M⁻ on sorted positions, with exact zeros on flat groups."""
-    (delta,) = _evaluate(s, "delta")
-    return torch.where(_flat(s), 0.0, delta)
+def _delta(g: _Groups) -> Tensor:
+    """Δ = M⁺ − M⁻ per slot, with exact zeros on flat groups."""
+    return _evaluate(g, "delta") * _keep(g)
 
 
 @register("ei", "maxk", needs_k=True)
 def ei(rewards: Tensor, k: int) -> Tensor:
     """Expected improvement EI (MaxPO Eq. 5); r at K = 1. rewards: [B, G] -> [B, G]; 1 <= K <= G."""
-    s = _sort(rewards, k, "ei", k_max_offset=0)
-    (e,) = _evaluate(s, "ei")
-    return _unsort(e + _k1_shift(s), s, rewards)
+    g = _prepare(rewards, k, "ei", k_max_offset=0)
+    return _expand(_evaluate(g, "ei") + _k1_shift(g), g, rewards)
 
 
 @register("l2o_baseline", "maxk", needs_k=True)
 def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
     """Leave-two-out baseline b = M⁻ − C (MaxPO Eq. 6). rewards: [B, G]; 1 <= K <= G−1."""
-    s = _sort(rewards, k, "l2o_baseline", k_max_offset=1)
-    (b,) = _evaluate(s, "b")
-    return _unsort(b + _k1_shift(s), s, rewards)
+    g = _prepare(rewards, k, "l2o_baseline", k_max_offset=1)
+    return _expand(_evaluate(g, "b") + _k1_shift(g), g, rewards)
 
 
 @register("maxpo", "maxk", needs_k=True)
 def maxpo(rewards: Tensor, k: int) -> Tensor:
     """MaxPO advantage EI − b (MaxPO Eq. 7), computed as EI and b. rewards: [B, G]; K <= G−1."""
-    s = _sort(rewards, k, "maxpo", k_max_offset=1)
-    (ei_minus_b,) = _evaluate(s, "ei_minus_b")
-    return _unsort(torch.where(_flat(s), 0.0, ei_minus_b), s, rewards)
+    g = _prepare(rewards, k, "maxpo", k_max_offset=1)
+    return _expand(_evaluate(g, "ei_minus_b") * _keep(g), g, rewards)
 
 
 @register("canonical", "maxk", needs_k=True)
 def canonical(rewards: Tensor, k: int) -> Tensor:
     """Canonical centred advantage Δ = M⁺ − M⁻ (MaxPO Eq. 8). rewards: [B, G]; K <= G−1."""
-    s = _sort(rewards, k, "canonical", k_max_offset=1)
-    return _unsort(_delta(s), s, rewards)
+    g = _prepare(rewards, k, "canonical", k_max_offset=1)
+    return _expand(_delta(g), g, rewards)
 
 
 @register("ei_l1o", "maxk", needs_k=True)
@@ -170,54 +294,55 @@ def ei_l1o(rewards: Tensor, k: int) -> Tensor:
 
     rewards: [B, G] with G >= 2; 1 <= K <= G.
     """
-    s = _sort(rewards, k, "ei_l1o", k_max_offset=0)
+    g = _prepare(rewards, k, "ei_l1o", k_max_offset=0)
     G = rewards.shape[1]
     if G < 2:
         raise ValueError(f"ei_l1o needs N >= 2; got K={k}, N={G}")
-    (e,) = _evaluate(s, "ei")
-    return _unsort(G / (G - 1) * (e - e.mean(dim=-1, keepdim=True)), s, rewards)
+    e = _evaluate(g, "ei")
+    return _expand(G / (G - 1) * (e - _sample_sum(e, g) / G), g, rewards)
 
 
 @register("tang_passk", "maxk", needs_k=False)
 def tang_passk(rewards: Tensor) -> Tensor:
     """Tang et al.: EI at K = G, i.e. r_max − r_second on a unique arg-max, 0 elsewhere.
 
-    rewards: [B, G] -> [B, G]; G = 1 gives r. No sort: one top-2 per group.
+    rewards: [B, G] -> [B, G]; G = 1 gives r. No sort: the max, its count and the runner-up.
     """
     check_rewards(rewards)
-    r = rewards.to(torch.float64)
-    if r.shape[1] == 1:
+    if rewards.shape[1] == 1:
         return rewards.clone()
-    top, index = r.topk(2, dim=-1)  # [B, 2]
-    gap = top[:, :1] - top[:, 1:]  # [B, 1]; 0 when the max is tied
-    return torch.zeros_like(r).scatter_(-1, index[:, :1], gap).to(rewards.dtype)
+    r = rewards.to(_levels.work_dtype(rewards.dtype))
+    top = r.amax(dim=-1, keepdim=True)  # [B, 1]
+    below = (top - r).sign_()  # [B, G]: 1.0 below the max, 0.0 at it (exact, as in _levels)
+    lo = r.amin(dim=-1, keepdim=True)
+    # The max's samples become the minimum (exact blend), so the next max is the runner-up.
+    second = torch.addcmul(lo * (1 - below), r, below).amax(dim=-1, keepdim=True)
+    unique = below.sum(dim=-1, keepdim=True) == r.shape[1] - 1  # [B, 1]
+    gap = torch.where(unique, top.to(torch.float64) - second.to(torch.float64), 0.0)
+    return ((1 - below) * gap.to(rewards.dtype).to(r.dtype)).to(rewards.dtype)
 
 
 @register("pkpo_s", "maxk", needs_k=True)
 def pkpo_s(rewards: Tensor, k: int) -> Tensor:
     """PKPO s = (K/G)·M⁺ (PKPO Eqs. 19-21). rewards: [B, G]; 1 <= K <= G."""
-    s = _sort(rewards, k, "pkpo_s", k_max_offset=0)
-    (m_plus,) = _evaluate(s, "m_plus")
-    return _unsort(s.k / rewards.shape[1] * (m_plus + s.shift), s, rewards)
+    g = _prepare(rewards, k, "pkpo_s", k_max_offset=0)
+    return _expand(g.k / g.n * (_evaluate(g, "m_plus") + g.shift), g, rewards)
 
 
 @register("pkpo_sloo", "maxk", needs_k=True)
 def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
     """PKPO sloo = (K/G)M⁺ − (K/(G−1))M⁻ (PKPO Eq. 29). rewards: [B, G]; 1 <= K <= G−1."""
-    s = _sort(rewards, k, "pkpo_sloo", k_max_offset=1)
-    G, K = rewards.shape[1], s.k
-    (sloo,) = _evaluate(s, "sloo")
+    g = _prepare(rewards, k, "pkpo_sloo", k_max_offset=1)
+    G, K = g.n, g.k
     # M⁺ and M⁻ both move with the shift; their weights K/G and K/(G−1) differ, hence the last term.
-    value = sloo + (K / G - K / (G - 1)) * s.shift
-    return _unsort(value, s, rewards)
+    return _expand(_evaluate(g, "sloo") + (K / G - K / (G - 1)) * g.shift, g, rewards)
 
 
 @register("pkpo_sloo_minus_one", "maxk", needs_k=True)
 def pkpo_sloo_minus_one(rewards: Tensor, k: int) -> Tensor:
     """PKPO Eq. 33 = (K/G)·EI; r/G at K = 1. rewards: [B, G]; 1 <= K <= G."""
-    s = _sort(rewards, k, "pkpo_sloo_minus_one", k_max_offset=0)
-    (e,) = _evaluate(s, "ei")
-    return _unsort(s.k / rewards.shape[1] * (e + _k1_shift(s)), s, rewards)
+    g = _prepare(rewards, k, "pkpo_sloo_minus_one", k_max_offset=0)
+    return _expand(g.k / g.n * (_evaluate(g, "ei") + _k1_shift(g)), g, rewards)
 
 
 @register("chen_passk", "maxk", needs_k=True)
@@ -226,27 +351,32 @@ def chen_passk(rewards: Tensor, k: int, *, normalize: bool = True) -> Tensor:
 
     1 − R̄ = C(N_neg, K)/C(G, K); correct: 1 − R̄; incorrect: 1 − R̄ − C(N_neg−1, K−1)/C(G−1, K−1).
     ``normalize`` divides by sqrt(R̄(1 − R̄)) without ε; exact zeros when R̄ ∈ {0, 1} (on counts).
+    Counting only: two values per group, blended back exactly by the 0/1 rewards themselves.
     """
     check_rewards(rewards)
     G = rewards.shape[1]
     K = check_k(k, G, "chen_passk", k_max=G - 1)
-    correct, incorrect = rewards == 1, rewards == 0
-    not_binary = ~(correct | incorrect)
-    if bool(not_binary.any()):
+    r = rewards.to(_levels.work_dtype(rewards.dtype))
+    # r(1 − r) is 0 exactly for r ∈ {0, 1} and never rounds to 0 otherwise (one factor is >= 1/2
+    # in magnitude or the other is exact by Sterbenz), so one arithmetic pass screens the batch.
+    if bool((r * (1 - r)).any()):
+        not_binary = (rewards != 0) & (rewards != 1)
         group, sample = not_binary.nonzero()[0].tolist()
         raise ValueError(
             f"chen_passk needs binary rewards (exactly 0 or 1); group {group} has "
             f"{rewards[group, sample].item()} at sample {sample}"
         )
-    n_neg = incorrect.sum(dim=-1, keepdim=True).to(torch.float64)  # [B, 1]
+    n_neg = G - r.sum(dim=-1, keepdim=True).to(torch.float64)  # [B, 1]; exact counts
     fail_all = _comb_ratio(n_neg, K, G, K)  # 1 − R̄
     fail_rest = _comb_ratio(n_neg - 1, K - 1, G - 1, K - 1)
-    raw = torch.where(correct, fail_all, fail_all - fail_rest)  # [B, G]
+    correct, incorrect = fail_all, fail_all - fail_rest  # [B, 1] each
     if normalize:
         degenerate = (n_neg < K) | (n_neg == G)  # R̄ = 1 or R̄ = 0
-        sigma = torch.sqrt(fail_all * (1 - fail_all))
-        raw = torch.where(degenerate, 0.0, raw / torch.where(degenerate, 1.0, sigma))
-    return raw.to(rewards.dtype)
+        sigma = torch.where(degenerate, 1.0, torch.sqrt(fail_all * (1 - fail_all)))
+        keep = (~degenerate).to(torch.float64)
+        correct, incorrect = correct / sigma * keep, incorrect / sigma * keep
+    a_correct, a_incorrect = (v.to(rewards.dtype).to(r.dtype) for v in (correct, incorrect))
+    return torch.addcmul(a_incorrect * (1 - r), a_correct, r).to(rewards.dtype)
 
 
 def _comb_ratio(top: Tensor, k: int, n: int, kk: int) -> Tensor:
@@ -263,32 +393,30 @@ def _comb_ratio(top: Tensor, k: int, n: int, kk: int) -> Tensor:
 @register("bagirov_transform", "maxk", needs_k=True)
 def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
     """Bagirov Eq. 9 all-subsets transform, = (K/G)·M⁺. rewards: [B, G]; 1 <= K <= G."""
-    s = _sort(rewards, k, "bagirov_transform", k_max_offset=0)
-    (m_plus,) = _evaluate(s, "m_plus")
-    return _unsort(s.k / rewards.shape[1] * (m_plus + s.shift), s, rewards)
+    g = _prepare(rewards, k, "bagirov_transform", k_max_offset=0)
+    return _expand(g.k / g.n * (_evaluate(g, "m_plus") + g.shift), g, rewards)
 
 
 @register("bagirov_centered", "maxk", needs_k=True)
 def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
     """Mean-centred Bagirov transform = K(G−K)/G²·Δ. rewards: [B, G]; 1 <= K <= G−1."""
-    s = _sort(rewards, k, "bagirov_centered", k_max_offset=1)
-    G = rewards.shape[1]
-    return _unsort(s.k * (G - s.k) / G**2 * _delta(s), s, rewards)
+    g = _prepare(rewards, k, "bagirov_centered", k_max_offset=1)
+    return _expand(g.k * (g.n - g.k) / g.n**2 * _delta(g), g, rewards)
 
 
 @register("bagirov_zscore", "maxk", needs_k=True)
 def bagirov_zscore(rewards: Tensor, k: int, *, ddof: int = 1) -> Tensor:
     """Bagirov "BoN mean": Δ/std_ddof(Δ), no ε; exact zeros on flat groups. K <= G−1."""
     d = check_ddof(ddof, "bagirov_zscore")
-    s = _sort(rewards, k, "bagirov_zscore", k_max_offset=1)
-    flat = _flat(s)  # [B, 1]
-    (delta,) = _evaluate(s, "delta")  # [B, G]
+    g = _prepare(rewards, k, "bagirov_zscore", k_max_offset=1)
+    delta = _delta(g)  # [B, S]
     # z is scale-free: dividing by max|Δ| first keeps the squares from under- or overflowing.
     # Σ Δ = 0 exactly (I4), so the std needs no mean pass: std_ddof = ||Δ|| / sqrt(G − ddof).
-    # (A non-flat group whose Δ underflowed to 0 in float64 counts as flat: no 0/0.)
+    # Flat groups have Δ = 0 here, so top == 0 covers them, and a non-flat group whose Δ
+    # underflowed to 0 in float64 counts as flat too: no 0/0. (A padded level repeats the top
+    # level's value, so max|Δ| over slots is max|Δ| over samples.)
     top = delta.abs().amax(dim=-1, keepdim=True)
-    flat = flat | (top == 0)
+    flat = top == 0
     unit = delta / torch.where(flat, 1.0, top)
-    std = torch.linalg.vector_norm(unit, dim=-1, keepdim=True) / (rewards.shape[1] - d) ** 0.5
-    z = torch.where(flat, 0.0, unit / torch.where(flat, 1.0, std))
-    return _unsort(z, s, rewards)
+    std = torch.sqrt(_sample_sum(unit * unit, g)) / (g.n - d) ** 0.5
+    return _expand(unit / torch.where(flat, 1.0, std), g, rewards)
