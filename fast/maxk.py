@@ -168,8 +168,9 @@ class _Coefs(NamedTuple):
     step: Tensor  # [G]: below − above
     above: Tensor  # [G]
     has_above: bool  # False: the Σ above·x term is identically 0 and skipped
-    step_cum: Tensor  # [G + 1]: Σ_{q<=j} step_q, j = 0..G (the counting path's block sums)
-    above_cum: Tensor  # [G + 1]: Σ_{q<=j} above_q
+    # The counting path's table, row j = 0..G: (diag_j (0 at j = 0), Σ_{q<=j} step_q,
+    # Σ_{q<=j} above_q): one gather at each level's last position gives all three.
+    at_end: Tensor  # [G + 1, 3]
 
 
 @functools.lru_cache(maxsize=512)
@@ -190,16 +191,10 @@ def _coefficients_cached(form: str, G: int, K: int, device: torch.device) -> _Co
         )
 
     own, below, above = (combo(part) for part in FORMS[form])
-    zero = torch.zeros(1, dtype=torch.float64, device=device)
-    step = below - above
-    return _Coefs(
-        own - below,
-        step,
-        above,
-        bool(FORMS[form][2]),
-        torch.cat([zero, step.cumsum(0)]),
-        torch.cat([zero, above.cumsum(0)]),
-    )
+    diag, step = own - below, below - above
+    at_end = torch.stack([diag, step.cumsum(0), above.cumsum(0)], dim=1)  # [G, 3]
+    at_end = torch.cat([torch.zeros_like(at_end[:1]), at_end])  # [G + 1, 3]
+    return _Coefs(diag, step, above, bool(FORMS[form][2]), at_end)
 
 
 @torch.compiler.disable  # type: ignore[untyped-decorator]
@@ -228,12 +223,13 @@ def _evaluate(g: _Groups, form: str) -> Tensor:
         if c.has_above:
             out = out + x @ c.above.unsqueeze(-1)
         return out
-    end = g.levels.end  # [B, L]
-    start = torch.cat([torch.zeros_like(end[:, :1]), end[:, :-1]], dim=1)
-    out = c.diag[end - 1] * x + torch.cumsum((c.step_cum[end] - c.step_cum[start]) * x, dim=-1)
+    at_end = c.at_end[g.levels.end]  # [B, L, 3]
+    # Block sums: cumulated table at the level's end minus at the previous level's end.
+    blocks = torch.diff(at_end[..., 1:], dim=1, prepend=torch.zeros_like(at_end[:, :1, 1:]))
+    blocks = blocks * x.unsqueeze(-1)  # [B, L, 2]: step and above sums times the level value
+    out = at_end[..., 0] * x + torch.cumsum(blocks[..., 0], dim=-1)
     if c.has_above:
-        above = (c.above_cum[end] - c.above_cum[start]) * x
-        out = out + above.sum(dim=-1, keepdim=True)
+        out = out + blocks[..., 1].sum(dim=-1, keepdim=True)
     return out
 
 
@@ -313,13 +309,13 @@ def tang_passk(rewards: Tensor) -> Tensor:
         return rewards.clone()
     r = rewards.to(_levels.work_dtype(rewards.dtype))
     top = r.amax(dim=-1, keepdim=True)  # [B, 1]
-    below = (top - r).sign_()  # [B, G]: 1.0 below the max, 0.0 at it (exact, as in _levels)
+    at_top = torch.eq(r, top, out=torch.empty_like(r))  # [B, G]: 1.0 on the max, else 0.0
+    # The max's samples become the minimum (an exact blend), so the next max is the runner-up.
     lo = r.amin(dim=-1, keepdim=True)
-    # The max's samples become the minimum (exact blend), so the next max is the runner-up.
-    second = torch.addcmul(lo * (1 - below), r, below).amax(dim=-1, keepdim=True)
-    unique = below.sum(dim=-1, keepdim=True) == r.shape[1] - 1  # [B, 1]
+    second = torch.addcmul(lo * at_top, r, 1 - at_top).amax(dim=-1, keepdim=True)
+    unique = at_top.sum(dim=-1, keepdim=True) == 1  # [B, 1]
     gap = torch.where(unique, top.to(torch.float64) - second.to(torch.float64), 0.0)
-    return ((1 - below) * gap.to(rewards.dtype).to(r.dtype)).to(rewards.dtype)
+    return (at_top * gap.to(rewards.dtype).to(r.dtype)).to(rewards.dtype)
 
 
 @register("pkpo_s", "maxk", needs_k=True)

@@ -14,6 +14,9 @@ from advest.spec.catalogue import CATALOGUE, Row
 from advest.spec.checks import assert_close, assert_matches_reference, evaluate
 from tests.strategies import Batch, batches, lengths_for
 
+# Every test here runs on both max@K paths, forced (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("maxk_path")
+
 DTYPES = [torch.float64, torch.float32]
 
 

@@ -20,6 +20,9 @@ from advest import fast
 from advest.reference._exact import mean
 from tests.strategies import batches
 
+# Every test here runs on both max@K paths, forced (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("maxk_path")
+
 Vec = list[Fraction]
 
 
