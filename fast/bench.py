@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -36,12 +36,15 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
+Key = TypeVar("Key", bound=Hashable)
+
+
 def _time_round_robin(
-    calls: dict[str, Callable[[], Any]], repeats: int, device: torch.device
-) -> dict[str, float]:
+    calls: dict[Key, Callable[[], Any]], repeats: int, device: torch.device
+) -> dict[Key, float]:
     """Median wall seconds per call, timing every call once per round so that machine drift
     (frequency, other load) falls on all of them alike; one warm-up round first."""
-    samples: dict[str, list[float]] = {name: [] for name in calls}
+    samples: dict[Key, list[float]] = {name: [] for name in calls}
     for round_ in range(repeats + 1):
         for name, fn in calls.items():
             _sync(device)
@@ -144,10 +147,8 @@ def _measure(
         calls[(kind, PLAIN)] = partial(plain_mean_std, rewards)
         for name in outcome_names():
             calls[(kind, name)] = partial(_call, name, rewards, binary, k)
-    flat = _time_round_robin({f"{kind}\t{name}": fn for (kind, name), fn in calls.items()}, repeats, dev)
     out: dict[str, dict[str, float]] = {kind: {} for kind in inputs}
-    for key, t in flat.items():
-        kind, name = key.split("\t")
+    for (kind, name), t in _time_round_robin(calls, repeats, dev).items():
         out[kind][name] = t
     rewards = inputs["general"]
     if rewards.shape[1] <= 1024:

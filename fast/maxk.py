@@ -104,9 +104,8 @@ def _prepare(rewards: Tensor, k: object, name: str, *, k_max_offset: int) -> _Gr
         shift = x[:, -1:]
         return _Groups(x - shift, shift, kk, G, None, levels)
     rs, perm = _sort(rewards)
-    x = rs.to(torch.float64)
-    shift = x[:, -1:]  # [B, 1]
-    return _Groups(x - shift, shift, kk, G, perm, None)
+    shift = rs[:, -1:].to(torch.float64)  # [B, 1]
+    return _Groups(torch.sub(rs, shift), shift, kk, G, perm, None)  # float64 by promotion
 
 
 def _find_levels(rewards: Tensor, path: Path) -> _levels.Levels | None:
@@ -124,17 +123,21 @@ _KEY_DTYPES = {16: torch.int16, 32: torch.int32, 64: torch.int64}
 
 
 def _sort(rewards: Tensor) -> tuple[Tensor, Tensor]:
-    """Each group sorted ascending (stable), ``([B, G] values, [B, G] int64 perm)``.
+    """Each group sorted ascending, ``([B, G] values, [B, G] int64 perm)``.
 
-    Sorts integer keys with the float order (flip the magnitude bits of negatives: an involution,
-    so the sorted keys map straight back to the values, no gather): the CPU sort compares
-    integers about 1.4× faster than floats, whose comparator must order NaN. −0.0 sorts just
-    before +0.0 (they tie as floats; any order of ties is exact).
+    Sorts integer keys with the float order: the CPU sort compares integers about 1.4× faster
+    than floats, whose comparator must place NaN. Non-negative floats already order as their bit
+    patterns (−0.0 is the smallest key and ties +0.0); otherwise the magnitude bits of negatives
+    are flipped, an involution, so the sorted keys map straight back to the values (no gather).
+    The order within a tie is immaterial (tied samples have the same exact value at any of their
+    positions), so the sort need not be stable.
     """
     bits = torch.finfo(rewards.dtype).bits
-    key_dtype = _KEY_DTYPES[bits]
-    key = _flip(rewards.view(key_dtype), bits)
-    sorted_key, perm = torch.sort(key, dim=-1, stable=True)
+    key = rewards.view(_KEY_DTYPES[bits])
+    if rewards.numel() and bool(rewards.amin() >= 0):
+        sorted_key, perm = torch.sort(key, dim=-1)
+        return sorted_key.view(rewards.dtype), perm
+    sorted_key, perm = torch.sort(_flip(key, bits), dim=-1)
     return _flip(sorted_key, bits).view(rewards.dtype), perm
 
 
@@ -143,9 +146,24 @@ def _flip(bits: Tensor, width: int) -> Tensor:
     return bits ^ ((bits >> (width - 1)) & ((1 << (width - 1)) - 1))
 
 
-def _expand(values: Tensor, g: _Groups, like: Tensor) -> Tensor:
-    """``values: [B, S]`` per slot → ``[B, G]`` per sample in original order, cast like ``like``."""
-    out = values.to(like.dtype)
+def _expand(
+    values: Tensor,
+    g: _Groups,
+    like: Tensor,
+    *,
+    add: Tensor | float | None = None,
+    mul: Tensor | float | None = None,
+) -> Tensor:
+    """``(values + add)·mul``, ``values: [B, S]`` per slot and ``add``, ``mul`` per group, as
+    ``[B, G]`` per sample in original order, cast like ``like``. The last operation writes the
+    output dtype directly (one rounding, no separate cast pass)."""
+    if add is not None:
+        values = values + add
+    out = torch.empty(values.shape, dtype=like.dtype, device=like.device)
+    if mul is None:
+        out.copy_(values)
+    else:
+        torch.mul(values, mul, out=out)
     if g.levels is not None:
         return _levels.expand(out, g.levels, g.n)
     assert g.perm is not None
@@ -219,9 +237,9 @@ def _evaluate(g: _Groups, form: str) -> Tensor:
     c = _coefficients(form, g.n, g.k, g.x.device)
     x = g.x
     if g.levels is None:
-        out = c.diag * x + torch.cumsum(c.step * x, dim=-1)  # [B, G]
+        out: Tensor = torch.mul(c.step, x).cumsum_(dim=-1).addcmul_(c.diag, x)  # [B, G]
         if c.has_above:
-            out = out + x @ c.above.unsqueeze(-1)
+            out.add_(x @ c.above.unsqueeze(-1))
         return out
     at_end = c.at_end[g.levels.end]  # [B, L, 3]
     # Block sums: cumulated table at the level's end minus at the previous level's end.
@@ -233,9 +251,9 @@ def _evaluate(g: _Groups, form: str) -> Tensor:
     return out
 
 
-def _k1_shift(g: _Groups) -> Tensor | float:
+def _k1_shift(g: _Groups) -> Tensor | None:
     """EI and b move with a reward shift only at K = 1 (max(∅) = 0 makes EI = r there)."""
-    return g.shift if g.k == 1 else 0.0
+    return g.shift if g.k == 1 else None
 
 
 def _keep(g: _Groups) -> Tensor:
@@ -251,37 +269,32 @@ def _keep(g: _Groups) -> Tensor:
     return below.to(torch.float64)
 
 
-def _delta(g: _Groups) -> Tensor:
-    """Δ = M⁺ − M⁻ per slot, with exact zeros on flat groups."""
-    return _evaluate(g, "delta") * _keep(g)
-
-
 @register("ei", "maxk", needs_k=True)
 def ei(rewards: Tensor, k: int) -> Tensor:
     """Expected improvement EI (MaxPO Eq. 5); r at K = 1. rewards: [B, G] -> [B, G]; 1 <= K <= G."""
     g = _prepare(rewards, k, "ei", k_max_offset=0)
-    return _expand(_evaluate(g, "ei") + _k1_shift(g), g, rewards)
+    return _expand(_evaluate(g, "ei"), g, rewards, add=_k1_shift(g))
 
 
 @register("l2o_baseline", "maxk", needs_k=True)
 def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
     """Leave-two-out baseline b = M⁻ − C (MaxPO Eq. 6). rewards: [B, G]; 1 <= K <= G−1."""
     g = _prepare(rewards, k, "l2o_baseline", k_max_offset=1)
-    return _expand(_evaluate(g, "b") + _k1_shift(g), g, rewards)
+    return _expand(_evaluate(g, "b"), g, rewards, add=_k1_shift(g))
 
 
 @register("maxpo", "maxk", needs_k=True)
 def maxpo(rewards: Tensor, k: int) -> Tensor:
     """MaxPO advantage EI − b (MaxPO Eq. 7), computed as EI and b. rewards: [B, G]; K <= G−1."""
     g = _prepare(rewards, k, "maxpo", k_max_offset=1)
-    return _expand(_evaluate(g, "ei_minus_b") * _keep(g), g, rewards)
+    return _expand(_evaluate(g, "ei_minus_b"), g, rewards, mul=_keep(g))
 
 
 @register("canonical", "maxk", needs_k=True)
 def canonical(rewards: Tensor, k: int) -> Tensor:
     """Canonical centred advantage Δ = M⁺ − M⁻ (MaxPO Eq. 8). rewards: [B, G]; K <= G−1."""
     g = _prepare(rewards, k, "canonical", k_max_offset=1)
-    return _expand(_delta(g), g, rewards)
+    return _expand(_evaluate(g, "delta"), g, rewards, mul=_keep(g))
 
 
 @register("ei_l1o", "maxk", needs_k=True)
@@ -295,7 +308,7 @@ def ei_l1o(rewards: Tensor, k: int) -> Tensor:
     if G < 2:
         raise ValueError(f"ei_l1o needs N >= 2; got K={k}, N={G}")
     e = _evaluate(g, "ei")
-    return _expand(G / (G - 1) * (e - _sample_sum(e, g) / G), g, rewards)
+    return _expand(e, g, rewards, add=-_sample_sum(e, g) / G, mul=G / (G - 1))
 
 
 @register("tang_passk", "maxk", needs_k=False)
@@ -322,7 +335,7 @@ def tang_passk(rewards: Tensor) -> Tensor:
 def pkpo_s(rewards: Tensor, k: int) -> Tensor:
     """PKPO s = (K/G)·M⁺ (PKPO Eqs. 19-21). rewards: [B, G]; 1 <= K <= G."""
     g = _prepare(rewards, k, "pkpo_s", k_max_offset=0)
-    return _expand(g.k / g.n * (_evaluate(g, "m_plus") + g.shift), g, rewards)
+    return _expand(_evaluate(g, "m_plus"), g, rewards, add=g.shift, mul=g.k / g.n)
 
 
 @register("pkpo_sloo", "maxk", needs_k=True)
@@ -331,14 +344,14 @@ def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
     g = _prepare(rewards, k, "pkpo_sloo", k_max_offset=1)
     G, K = g.n, g.k
     # M⁺ and M⁻ both move with the shift; their weights K/G and K/(G−1) differ, hence the last term.
-    return _expand(_evaluate(g, "sloo") + (K / G - K / (G - 1)) * g.shift, g, rewards)
+    return _expand(_evaluate(g, "sloo"), g, rewards, add=(K / G - K / (G - 1)) * g.shift)
 
 
 @register("pkpo_sloo_minus_one", "maxk", needs_k=True)
 def pkpo_sloo_minus_one(rewards: Tensor, k: int) -> Tensor:
     """PKPO Eq. 33 = (K/G)·EI; r/G at K = 1. rewards: [B, G]; 1 <= K <= G."""
     g = _prepare(rewards, k, "pkpo_sloo_minus_one", k_max_offset=0)
-    return _expand(g.k / g.n * (_evaluate(g, "ei") + _k1_shift(g)), g, rewards)
+    return _expand(_evaluate(g, "ei"), g, rewards, add=_k1_shift(g), mul=g.k / g.n)
 
 
 @register("chen_passk", "maxk", needs_k=True)
@@ -390,14 +403,14 @@ def _comb_ratio(top: Tensor, k: int, n: int, kk: int) -> Tensor:
 def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
     """Bagirov Eq. 9 all-subsets transform, = (K/G)·M⁺. rewards: [B, G]; 1 <= K <= G."""
     g = _prepare(rewards, k, "bagirov_transform", k_max_offset=0)
-    return _expand(g.k / g.n * (_evaluate(g, "m_plus") + g.shift), g, rewards)
+    return _expand(_evaluate(g, "m_plus"), g, rewards, add=g.shift, mul=g.k / g.n)
 
 
 @register("bagirov_centered", "maxk", needs_k=True)
 def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
     """Mean-centred Bagirov transform = K(G−K)/G²·Δ. rewards: [B, G]; 1 <= K <= G−1."""
     g = _prepare(rewards, k, "bagirov_centered", k_max_offset=1)
-    return _expand(g.k * (g.n - g.k) / g.n**2 * _delta(g), g, rewards)
+    return _expand(_evaluate(g, "delta"), g, rewards, mul=g.k * (g.n - g.k) / g.n**2 * _keep(g))
 
 
 @register("bagirov_zscore", "maxk", needs_k=True)
@@ -405,14 +418,14 @@ def bagirov_zscore(rewards: Tensor, k: int, *, ddof: int = 1) -> Tensor:
     """Bagirov "BoN mean": Δ/std_ddof(Δ), no ε; exact zeros on flat groups. K <= G−1."""
     d = check_ddof(ddof, "bagirov_zscore")
     g = _prepare(rewards, k, "bagirov_zscore", k_max_offset=1)
-    delta = _delta(g)  # [B, S]
+    delta = _evaluate(g, "delta")  # [B, S]
     # z is scale-free: dividing by max|Δ| first keeps the squares from under- or overflowing.
     # Σ Δ = 0 exactly (I4), so the std needs no mean pass: std_ddof = ||Δ|| / sqrt(G − ddof).
-    # Flat groups have Δ = 0 here, so top == 0 covers them, and a non-flat group whose Δ
-    # underflowed to 0 in float64 counts as flat too: no 0/0. (A padded level repeats the top
-    # level's value, so max|Δ| over slots is max|Δ| over samples.)
-    top = delta.abs().amax(dim=-1, keepdim=True)
+    # Flat groups get top = 0 and a zero multiplier, and so does a non-flat group whose Δ
+    # underflowed to 0 in float64: exact zeros, no 0/0. (A padded level repeats the top level's
+    # value, so max|Δ| over slots is max|Δ| over samples.)
+    top = delta.abs().amax(dim=-1, keepdim=True) * _keep(g)  # [B, 1]
     flat = top == 0
     unit = delta / torch.where(flat, 1.0, top)
     std = torch.sqrt(_sample_sum(unit * unit, g)) / (g.n - d) ** 0.5
-    return _expand(unit / torch.where(flat, 1.0, std), g, rewards)
+    return _expand(unit, g, rewards, mul=torch.where(flat, 0.0, 1 / std))
