@@ -60,9 +60,16 @@ __all__ = [
 Path = Literal["auto", "sorted", "counts"]
 PATHS: tuple[Path, ...] = ("auto", "sorted", "counts")
 MAX_LEVELS = 8
-"""``auto`` takes the counting path when every group of the call has at most this many distinct
-rewards (spec/maxk.md §Counting path); each level costs a few passes over ``[B, G]``, the sort
-costs about as much as 15–25 such passes at G = 64 on CPU."""
+"""``auto`` takes the counting path when every group of the call has at most
+``min(MAX_LEVELS, G // 8)`` distinct rewards (spec/maxk.md §Counting path). Each level costs
+about four passes over ``[B, G]`` and the path has a fixed cost in small ops; one sort costs
+about as much as 15–25 passes at G = 64 on CPU, but only a few at G = 8, where sorting wins."""
+
+
+def max_levels(G: int) -> int:
+    """The most distinct rewards per group for which ``auto`` counts instead of sorting."""
+    return min(MAX_LEVELS, G // 8)
+
 
 _PATH: ContextVar[Path] = ContextVar("advest.fast.maxk.path", default="auto")
 
@@ -80,6 +87,14 @@ def forced_path(path: Path) -> Iterator[None]:
         yield
     finally:
         _PATH.reset(token)
+
+
+def path_for(rewards: Tensor) -> Literal["sorted", "counts"]:
+    """The path the max@K estimators take on ``rewards: [B, G]`` here (forced or decided)."""
+    path = _PATH.get()
+    if path == "sorted":
+        return "sorted"
+    return "sorted" if _find_levels(rewards, path) is None else "counts"
 
 
 class _Groups(NamedTuple):
@@ -111,12 +126,15 @@ def _prepare(rewards: Tensor, k: object, name: str, *, k_max_offset: int) -> _Gr
 def _find_levels(rewards: Tensor, path: Path) -> _levels.Levels | None:
     if path == "counts":
         return _levels.find(rewards, None)
+    limit = max_levels(rewards.shape[1])
+    if limit < 2:
+        return None
     # auto: general rewards fail on the first group at the cost of one tiny call, before any pass
     # over the whole batch (a first group with few levels and a later one with many only wastes
     # the passes; the result is the same either way).
-    if rewards.shape[0] > 1 and torch.unique(rewards[0]).numel() > MAX_LEVELS:
+    if rewards.shape[0] > 1 and torch.unique(rewards[0]).numel() > limit:
         return None
-    return _levels.find(rewards, MAX_LEVELS)
+    return _levels.find(rewards, limit)
 
 
 _KEY_DTYPES = {16: torch.int16, 32: torch.int32, 64: torch.int64}
@@ -186,9 +204,9 @@ class _Coefs(NamedTuple):
     step: Tensor  # [G]: below − above
     above: Tensor  # [G]
     has_above: bool  # False: the Σ above·x term is identically 0 and skipped
-    # The counting path's table, row j = 0..G: (diag_j (0 at j = 0), Σ_{q<=j} step_q,
-    # Σ_{q<=j} above_q): one gather at each level's last position gives all three.
-    at_end: Tensor  # [G + 1, 3]
+    # The counting path's table, column j = 0..G: (diag_j (0 at j = 0), Σ_{q<=j} step_q,
+    # Σ_{q<=j} above_q): one gather at the levels' block ends gives all three.
+    at_end: Tensor  # [3, G + 1]
 
 
 @functools.lru_cache(maxsize=512)
@@ -210,8 +228,8 @@ def _coefficients_cached(form: str, G: int, K: int, device: torch.device) -> _Co
 
     own, below, above = (combo(part) for part in FORMS[form])
     diag, step = own - below, below - above
-    at_end = torch.stack([diag, step.cumsum(0), above.cumsum(0)], dim=1)  # [G, 3]
-    at_end = torch.cat([torch.zeros_like(at_end[:1]), at_end])  # [G + 1, 3]
+    at_end = torch.stack([diag, step.cumsum(0), above.cumsum(0)])  # [3, G]
+    at_end = torch.cat([torch.zeros_like(at_end[:, :1]), at_end], dim=1)  # [3, G + 1]
     return _Coefs(diag, step, above, bool(FORMS[form][2]), at_end)
 
 
@@ -241,13 +259,12 @@ def _evaluate(g: _Groups, form: str) -> Tensor:
         if c.has_above:
             out.add_(x @ c.above.unsqueeze(-1))
         return out
-    at_end = c.at_end[g.levels.end]  # [B, L, 3]
-    # Block sums: cumulated table at the level's end minus at the previous level's end.
-    blocks = torch.diff(at_end[..., 1:], dim=1, prepend=torch.zeros_like(at_end[:, :1, 1:]))
-    blocks = blocks * x.unsqueeze(-1)  # [B, L, 2]: step and above sums times the level value
-    out = at_end[..., 0] * x + torch.cumsum(blocks[..., 0], dim=-1)
+    end = g.levels.end  # [B, L]
+    table = c.at_end[:, torch.cat([torch.zeros_like(end[:, :1]), end], dim=1)]  # [3, B, L + 1]
+    # A level's block sums: the cumulated tables at its end minus at the previous level's end.
+    out = table[0, :, 1:] * x + torch.cumsum((table[1, :, 1:] - table[1, :, :-1]) * x, dim=-1)
     if c.has_above:
-        out = out + blocks[..., 1].sum(dim=-1, keepdim=True)
+        out = out + ((table[2, :, 1:] - table[2, :, :-1]) * x).sum(dim=-1, keepdim=True)
     return out
 
 
