@@ -78,8 +78,9 @@ _PATH: ContextVar[Path] = ContextVar("advest.fast.maxk.path", default="auto")
 def forced_path(path: Path) -> Iterator[None]:
     """Run every max@K estimator of this module on one path inside the block: ``"sorted"`` (one
     sort per group), ``"counts"`` (counts per distinct reward, any number of levels) or
-    ``"auto"`` (the default: counts when every group has at most ``MAX_LEVELS`` levels).
-    Both paths meet the same contract; the tests run every check on each, forced."""
+    ``"auto"`` (the default: counts when every group has at most ``max_levels(G)`` levels).
+    Both paths meet the same contract; the tests run every check on each, forced. Forced
+    counts still sorts float64 rewards beyond ±4.5e307 (``fast._levels.find``)."""
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}; got {path!r}")
     token = _PATH.set(path)
