@@ -39,6 +39,13 @@ def _sync(device: torch.device) -> None:
 Key = TypeVar("Key", bound=Hashable)
 
 
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+"""``wall``: elapsed time (the default). ``cpu``: this process's CPU time, for a machine shared
+with other jobs: with ``--threads 1`` it counts only the call's own work, not time spent
+descheduled (with more threads it also counts spin-waiting)."""
+_clock = time.perf_counter
+
+
 def _time_round_robin(
     calls: dict[Key, Callable[[], Any]], repeats: int, device: torch.device
 ) -> dict[Key, float]:
@@ -48,11 +55,11 @@ def _time_round_robin(
     for round_ in range(repeats + 1):
         for name, fn in calls.items():
             _sync(device)
-            start = time.perf_counter()
+            start = _clock()
             fn()
             _sync(device)
             if round_:
-                samples[name].append(time.perf_counter() - start)
+                samples[name].append(_clock() - start)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -165,13 +172,21 @@ def run(
     device: str | None = None,
     threads: int | None = None,
     shapes: list[tuple[int, int]] | None = None,
+    clock: str = "wall",
 ) -> dict[tuple[int, int], dict[str, dict[str, float]]]:
     """Print one table per shape and return the medians, ``{(B, G): {kind: {name: s}}}``."""
+    global _clock
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {sorted(CLOCKS)}; got {clock!r}")
+    _clock = CLOCKS[clock]
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if threads:
         torch.set_num_threads(threads)
     threads = torch.get_num_threads()
-    print(f"advest bench estimators: device={dev}, torch {torch.__version__}, threads={threads}")
+    print(
+        f"advest bench estimators: device={dev}, torch {torch.__version__}, threads={threads}, "
+        f"clock={clock}"
+    )
     print(
         f"median of {repeats} calls, float32 input; '× grpo' / '× plain' = time / grpo's / plain "
         "(r − mean)/(std + ε)'s on the same tensor, timed side by side in one round-robin"

@@ -17,7 +17,13 @@ def _demo(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from advest.fast.bench import run
 
-    run(repeats=args.repeats, quick=args.quick, device=args.device, threads=args.threads)
+    run(
+        repeats=args.repeats,
+        quick=args.quick,
+        device=args.device,
+        threads=args.threads,
+        clock=args.clock,
+    )
     from advest.training.bench import run as run_tokens
 
     run_tokens(T=64 if args.quick else 256, repeats=3 if args.quick else 5)
@@ -94,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="smaller shapes, for a smoke run")
     bench.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     bench.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all)")
+    bench.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="wall: elapsed time; cpu: process CPU time (a loaded machine, with --threads 1)",
+    )
     bench.set_defaults(func=_bench)
     prove = sub.add_parser("prove", help="run the machine-checked proofs and print the claims")
     prove.add_argument("--max-n", type=int, default=7, help="largest N for the z3 proofs (7)")
