@@ -1,8 +1,10 @@
 """``advest bench``: median time per call of every fast estimator, side by side.
 
-Ratios are to ``fast.group.grpo`` on the same tensor, and for ``canonical`` also to a
+Each estimator is timed on three inputs of the same shape, general (uniform), binary (0/1) and
+few-valued (4 levels), with ratios to ``fast.group.grpo`` and to a plain reshape mean/std on the
+same tensor, all in one round-robin. For ``canonical`` (general input) also a
 straightforward per-group Python loop (the same sorted prefix-sum formulas, one group at a time,
-in Python floats) and to the MaxPO paper's dense O(G²) forms (Thms E.1/E.2, batched in torch,
+in Python floats) and to the seed's dense O(G²) forms (MaxPO Thms E.1/E.2, batched in torch,
 chunked over groups to bound memory). Numbers are printed, never asserted.
 """
 
@@ -10,9 +12,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -21,6 +23,7 @@ from advest.fast import maxk_dense, registry
 from advest.spec.maxk_weights import BinomRatio
 
 SHAPES = [(4096, 8), (4096, 64), (256, 1024)]
+GPU_SHAPES = [(64, 4096)]  # also timed on CUDA (no dense or loop column: G > 1024)
 QUICK_SHAPES = [(256, 8), (256, 64), (16, 1024)]
 
 
@@ -33,20 +36,30 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
+Key = TypeVar("Key", bound=Hashable)
+
+
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+"""``wall``: elapsed time (the default). ``cpu``: this process's CPU time, for a machine shared
+with other jobs: with ``--threads 1`` it counts only the call's own work, not time spent
+descheduled (with more threads it also counts spin-waiting)."""
+_clock = time.perf_counter
+
+
 def _time_round_robin(
-    calls: dict[str, Callable[[], Any]], repeats: int, device: torch.device
-) -> dict[str, float]:
+    calls: dict[Key, Callable[[], Any]], repeats: int, device: torch.device
+) -> dict[Key, float]:
     """Median wall seconds per call, timing every call once per round so that machine drift
     (frequency, other load) falls on all of them alike; one warm-up round first."""
-    samples: dict[str, list[float]] = {name: [] for name in calls}
+    samples: dict[Key, list[float]] = {name: [] for name in calls}
     for round_ in range(repeats + 1):
         for name, fn in calls.items():
             _sync(device)
-            start = time.perf_counter()
+            start = _clock()
             fn()
             _sync(device)
             if round_:
-                samples[name].append(time.perf_counter() - start)
+                samples[name].append(_clock() - start)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -99,7 +112,7 @@ def python_loop_canonical(rewards: Tensor, k: int) -> list[list[float]]:
 
 
 def dense_maxpo(rewards: Tensor, k: int, chunk_bytes: int = 256 * 2**20) -> Tensor:
-    """EI − b by the MaxPO paper's dense forms, in chunks of ~``chunk_bytes`` of groups each."""
+    """EI − b by the seed's dense forms, in chunks of groups of about ``chunk_bytes`` each."""
     g = rewards.shape[1]
     step = max(1, chunk_bytes // (8 * g * g))
     parts = [
@@ -109,55 +122,111 @@ def dense_maxpo(rewards: Tensor, k: int, chunk_bytes: int = 256 * 2**20) -> Tens
     return torch.cat(parts)
 
 
-def _measure(rewards: Tensor, k: int, repeats: int, dev: torch.device) -> dict[str, float]:
-    """Median seconds per call of every registered estimator and the two comparisons."""
-    binary = (rewards > 0.5).float()
-    calls: dict[str, Callable[[], Any]] = {
-        name: partial(_call, name, rewards, binary, k) for name in outcome_names()
-    }
-    out = _time_round_robin(calls, repeats, dev)
-    out["dense O(G²) maxpo"] = _time(lambda: dense_maxpo(rewards, k), 3, dev)
-    host = rewards.cpu()
-    loop_reps = 1 if rewards.numel() > 2**17 else 3
-    out["python loop canonical"] = _time(lambda: python_loop_canonical(host, k), loop_reps, dev)
+INPUTS = ("general", "binary", "few-valued")
+"""The reward kinds timed side by side: uniform floats (the sorted path), pass/fail (0/1), and 4
+levels {0, 1/3, 2/3, 1} (both on the counting path)."""
+
+
+def _inputs(shape: tuple[int, int], gen: torch.Generator, dev: torch.device) -> dict[str, Tensor]:
+    r = torch.rand(*shape, generator=gen)
+    few = torch.randint(0, 4, shape, generator=gen).float() / 3
+    return {"general": r.to(dev), "binary": (r > 0.5).float().to(dev), "few-valued": few.to(dev)}
+
+
+def plain_mean_std(rewards: Tensor) -> Tensor:
+    """The one-line baseline: (r − mean)/(std + ε) on the reshaped [B, G] tensor, no guards."""
+    return (rewards - rewards.mean(-1, keepdim=True)) / (rewards.std(-1, keepdim=True) + 1e-6)
+
+
+PLAIN = "plain mean/std"
+LOOP, DENSE = "python loop canonical", "dense O(G²) maxpo"
+
+
+def _measure(
+    inputs: dict[str, Tensor], k: int, repeats: int, dev: torch.device
+) -> dict[str, dict[str, float]]:
+    """Median seconds per call, ``{input kind: {estimator: s}}``: every estimator on every input
+    kind in one round-robin (so load drifts fall on all cells alike), then the two slow
+    comparisons on the general input (G <= 1024)."""
+    binary = inputs["binary"]
+    calls: dict[tuple[str, str], Callable[[], Any]] = {}
+    for kind, rewards in inputs.items():
+        calls[(kind, PLAIN)] = partial(plain_mean_std, rewards)
+        for name in outcome_names():
+            calls[(kind, name)] = partial(_call, name, rewards, binary, k)
+    out: dict[str, dict[str, float]] = {kind: {} for kind in inputs}
+    for (kind, name), t in _time_round_robin(calls, repeats, dev).items():
+        out[kind][name] = t
+    rewards = inputs["general"]
+    if rewards.shape[1] <= 1024:
+        out["general"][DENSE] = _time(lambda: dense_maxpo(rewards, k), 3, dev)
+        host = rewards.cpu()
+        loop_reps = 1 if rewards.numel() > 2**17 else 3
+        out["general"][LOOP] = _time(lambda: python_loop_canonical(host, k), loop_reps, dev)
     return out
 
 
 def run(
-    repeats: int = 15, quick: bool = False, device: str | None = None, threads: int | None = None
-) -> None:
+    repeats: int = 15,
+    quick: bool = False,
+    device: str | None = None,
+    threads: int | None = None,
+    shapes: list[tuple[int, int]] | None = None,
+    clock: str = "wall",
+) -> dict[tuple[int, int], dict[str, dict[str, float]]]:
+    """Print one table per shape and return the medians, ``{(B, G): {kind: {name: s}}}``."""
+    global _clock
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {sorted(CLOCKS)}; got {clock!r}")
+    _clock = CLOCKS[clock]
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if threads:
         torch.set_num_threads(threads)
     threads = torch.get_num_threads()
-    print(f"advest bench: device={dev}, torch {torch.__version__}, threads={threads}")
-    print(f"median of {repeats} calls; float32 input; '× grpo' = time / grpo's on the same tensor")
+    print(
+        f"advest bench: device={dev}, torch {torch.__version__}, threads={threads}, "
+        f"clock={clock}"
+    )
+    print(
+        f"median of {repeats} calls, float32 input; '× grpo' / '× plain' = time / grpo's / plain "
+        "(r − mean)/(std + ε)'s on the same tensor, timed side by side in one round-robin"
+    )
+    print("inputs: general = uniform floats; binary = 0/1; few-valued = 4 levels (chen_passk: 0/1)")
+    if shapes is None:
+        shapes = QUICK_SHAPES if quick else (SHAPES + GPU_SHAPES if dev.type == "cuda" else SHAPES)
     names = outcome_names()
-    shapes = QUICK_SHAPES if quick else SHAPES
-    gen = torch.Generator().manual_seed(0)
-    times = {
-        s: _measure(torch.rand(*s, generator=gen).to(dev), _k_for(s[1]), repeats, dev)
-        for s in shapes
-    }
-    head = f"{'estimator':<24}" + "".join(f"{f'B={b},G={g},K={_k_for(g)}':>28}" for b, g in shapes)
-    print(head)
-    print(f"{'':<24}" + "".join(f"{'ms':>14}{'× grpo':>14}" for _ in shapes))
-    for name in [*names, "dense O(G²) maxpo", "python loop canonical"]:
-        row = f"{name:<24}"
-        for shape in shapes:
-            t, base = times[shape][name], times[shape]["grpo"]
-            row += f"{t * 1e3:>14.3f}{t / base:>14.2f}"
-        print(row)
-    print("\nfast canonical speed-up over:")
-    for shape in shapes:
-        fast_t = times[shape]["canonical"]
-        loop = times[shape]["python loop canonical"] / fast_t
-        dense = times[shape]["dense O(G²) maxpo"] / fast_t
-        where = f"B={shape[0]:>5}, G={shape[1]:>5}"
-        print(f"  {where}: python loop {loop:8.1f}×   dense O(G²) {dense:8.1f}×")
     maxk = [n for n in names if registry.entry(n).family == "maxk"]
-    mid = shapes[1]
-    worst = max(maxk, key=lambda n: times[mid][n])
-    ratio = times[mid][worst] / times[mid]["grpo"]
-    where = f"B={mid[0]}, G={mid[1]}"
-    print(f"\nslowest max@K estimator at {where}: {worst}, {ratio:.2f}× grpo (target ≤ 4×)")
+    gen = torch.Generator().manual_seed(0)
+    results = {}
+    for B, G in shapes:
+        k = _k_for(G)
+        times = _measure(_inputs((B, G), gen, dev), k, repeats, dev)
+        results[(B, G)] = times
+        print(f"\nB={B}, G={G}, K={k}")
+        print(f"{'':<24}" + "".join(f"{kind:>30}" for kind in INPUTS))
+        print(f"{'estimator':<24}" + f"{'ms':>10}{'× grpo':>10}{'× plain':>10}" * len(INPUTS))
+        for name in [PLAIN, *names, DENSE, LOOP]:
+            row = f"{name:<24}"
+            for kind in INPUTS:
+                t = times[kind].get(name)
+                if t is None:
+                    row += f"{'—':>10}" * 3
+                    continue
+                grpo, plain = times[kind]["grpo"], times[kind][PLAIN]
+                row += f"{t * 1e3:>10.3f}{t / grpo:>10.2f}{t / plain:>10.2f}"
+            print(row)
+        for kind in INPUTS:
+            worst = max(maxk, key=lambda n: times[kind][n])
+            print(
+                f"  {kind}: slowest max@K estimator {worst}, "
+                f"{times[kind][worst] / times[kind]['grpo']:.2f}× grpo; "
+                f"grpo {times[kind]['grpo'] / times[kind][PLAIN]:.2f}× plain mean/std"
+            )
+        if LOOP in times["general"]:
+            fast_t = times["general"]["canonical"]
+            print(
+                f"  fast canonical speed-up over: python loop "
+                f"{times['general'][LOOP] / fast_t:.1f}×, dense O(G²) "
+                f"{times['general'][DENSE] / fast_t:.1f}×"
+            )
+    return results

@@ -15,6 +15,9 @@ from advest.spec.checks import assert_close, assert_matches_reference, bound, ev
 from advest.spec.tolerances import output_floor
 from tests.strategies import Batch, batches, lengths_for
 
+# Every test here runs on both max@K paths, forced (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("maxk_path")
+
 DTYPES = [torch.float64, torch.float32]
 
 

@@ -17,6 +17,9 @@ import advest.reference.group as rg
 import advest.reference.maxk as rm
 from advest import fast
 
+# Every test here runs on both max@K paths, forced (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("maxk_path")
+
 GOLDEN = Path(__file__).parents[1] / "spec" / "golden"
 MAXK = json.loads((GOLDEN / "maxk.json").read_text())
 GROUP = json.loads((GOLDEN / "group.json").read_text())

@@ -23,6 +23,9 @@ from advest.reference._exact import mean
 from advest.spec.tolerances import output_floor, tolerance
 from tests.strategies import batches
 
+# Every test here runs on both max@K paths, forced (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("maxk_path")
+
 Vec = list[Fraction]
 
 

@@ -14,6 +14,9 @@ from advest.spec import checks
 from advest.spec.catalogue import CATALOGUE, Row
 from tests.strategies import batches, lengths_for
 
+# Every test here runs on both max@K paths, forced (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("maxk_path")
+
 IMPLS = ["reference", torch.float64]
 
 

@@ -73,13 +73,25 @@ def bench_parser() -> Parser:
     p.add_argument(
         "--threads", type=int | None, default=None, help="torch CPU threads (default: all)"
     )
+    p.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="wall: elapsed time; cpu: process CPU time (a loaded machine, with --threads 1)",
+    )
     return p
 
 
 def _bench(ns: Any) -> int:
     from advest.fast.bench import run
 
-    run(repeats=ns.repeats, quick=ns.quick, device=ns.device, threads=ns.threads)
+    run(
+        repeats=ns.repeats,
+        quick=ns.quick,
+        device=ns.device,
+        threads=ns.threads,
+        clock=ns.clock,
+    )
     from advest.training.bench import run as run_tokens
 
     run_tokens(T=64 if ns.quick else 256, repeats=3 if ns.quick else 5)
