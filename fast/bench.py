@@ -4,7 +4,7 @@ Each estimator is timed on three inputs of the same shape, general (uniform), bi
 few-valued (4 levels), with ratios to ``fast.group.grpo`` and to a plain reshape mean/std on the
 same tensor, all in one round-robin. For ``canonical`` (general input) also a
 straightforward per-group Python loop (the same sorted prefix-sum formulas, one group at a time,
-in Python floats) and to the seed's dense O(G²) forms (MaxPO Thms E.1/E.2, batched in torch,
+in Python floats) and to the MaxPO paper's dense O(G²) forms (its Thms E.1/E.2, batched in torch,
 chunked over groups to bound memory). Numbers are printed, never asserted.
 """
 
@@ -112,7 +112,7 @@ def python_loop_canonical(rewards: Tensor, k: int) -> list[list[float]]:
 
 
 def dense_maxpo(rewards: Tensor, k: int, chunk_bytes: int = 256 * 2**20) -> Tensor:
-    """EI − b by the seed's dense forms, in chunks of groups of about ``chunk_bytes`` each."""
+    """EI − b by the MaxPO paper's dense forms, in chunks of groups of about ``chunk_bytes`` each."""
     g = rewards.shape[1]
     step = max(1, chunk_bytes // (8 * g * g))
     parts = [

@@ -1,7 +1,7 @@
 """max@K / pass@K advantage estimators, batched: a counting path for few-valued rewards, and
 O(G log G) per group with one stable sort otherwise.
 
-Notation: ``rewards: [B, G]`` (B prompts, G samples each; the notes' N is G), comparator size K.
+Notation: ``rewards: [B, G]`` (B prompts, G samples each; the papers' N is G), comparator size K.
 Every estimator returns ``[B, G]`` in the input's dtype and device, in the original sample order.
 
 Algorithm (spec/maxk.md §Algorithm): sort each group once (stable) and subtract the group
@@ -323,7 +323,7 @@ def ei_l1o(rewards: Tensor, k: int) -> Tensor:
     return _expand(e, g, rewards, add=-_sample_sum(e, g) / G, mul=G / (G - 1))
 
 
-@register("tang_passk", "maxk", needs_k=False)
+@register("tang_passk", "maxk", needs_k=False, k_range="k=n")
 def tang_passk(rewards: Tensor) -> Tensor:
     """Tang et al.: EI at K = G, i.e. r_max − r_second on a unique arg-max, 0 elsewhere.
 

@@ -106,15 +106,15 @@ def test_an_all_zeros_estimator_is_rejected_on_large_offsets(row: Row, dtype: to
 # --- no group shift: the fast code's own shift removed ------------------------------------------
 
 
-def _maxk_sort_without_shift(real: Callable[..., Any]) -> Callable[..., Any]:
-    """fast.maxk._sort that returns the sorted rewards themselves (shift 0): every block is then
+def _maxk_prepare_without_shift(real: Callable[..., Any]) -> Callable[..., Any]:
+    """fast.maxk._prepare that keeps the sorted rewards themselves (shift 0): every block is then
     formed at the offset, and the spread's digits go to rounding at 1e6."""
 
-    def sort(rewards: torch.Tensor, k: object, name: str, *, k_max_offset: int) -> Any:
-        s = real(rewards, k, name, k_max_offset=k_max_offset)
-        return s._replace(x=s.x + s.shift, shift=torch.zeros_like(s.shift))
+    def prepare(rewards: torch.Tensor, k: object, name: str, *, k_max_offset: int) -> Any:
+        g = real(rewards, k, name, k_max_offset=k_max_offset)
+        return g._replace(x=g.x + g.shift, shift=torch.zeros_like(g.shift))
 
-    return sort
+    return prepare
 
 
 def _centred_without_shift(widen: bool) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -150,7 +150,7 @@ def no_group_shift(row: Row, dtype: torch.dtype) -> Iterator[Row]:
     """The row with its fast path's group (or batch) shift removed."""
     with pytest.MonkeyPatch.context() as mp:
         if row.family == "maxk":
-            mp.setattr(fast.maxk, "_sort", _maxk_sort_without_shift(fast.maxk._sort))
+            mp.setattr(fast.maxk, "_prepare", _maxk_prepare_without_shift(fast.maxk._prepare))
         elif row.name in ("james_stein", "ebpo"):
             mp.setattr(
                 fast.group, "_batch_units", _batch_units_without_shift(dtype == torch.float64)
