@@ -112,7 +112,7 @@ def python_loop_canonical(rewards: Tensor, k: int) -> list[list[float]]:
 
 
 def dense_maxpo(rewards: Tensor, k: int, chunk_bytes: int = 256 * 2**20) -> Tensor:
-    """EI − b by the MaxPO paper's dense forms, in chunks of groups of about ``chunk_bytes`` each."""
+    """EI − b by the MaxPO paper's dense forms, in chunks of about ``chunk_bytes`` each."""
     g = rewards.shape[1]
     step = max(1, chunk_bytes // (8 * g * g))
     parts = [
