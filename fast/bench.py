@@ -184,8 +184,7 @@ def run(
         torch.set_num_threads(threads)
     threads = torch.get_num_threads()
     print(
-        f"advest bench: device={dev}, torch {torch.__version__}, threads={threads}, "
-        f"clock={clock}"
+        f"advest bench: device={dev}, torch {torch.__version__}, threads={threads}, clock={clock}"
     )
     print(
         f"median of {repeats} calls, float32 input; '× grpo' / '× plain' = time / grpo's / plain "
