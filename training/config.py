@@ -102,6 +102,16 @@ class RLConfig:
     out: str = "runs"
     """Run folders go under here."""
 
+    # ----- export and held-out evaluation on user data (training/train.py, training/evaluate.py)
+    eval_data: str | None = None
+    """JSONL (as --data) of held-out prompts for pass@k before, every --eval_every steps and
+    after training; default with --data: the --eval_fraction split of --data."""
+    eval_fraction: float = 0.0
+    """Fraction of --data rows held out for evaluation (split by --seed, never trained on);
+    0 with no --eval_data: a --data run has no held-out evaluation."""
+    eval_every: int = 0
+    """Rollout steps between held-out evaluations during training (0: before and after only)."""
+
     # ----- scale: weight dtype, memory, LoRA, generation engine (training/scale.py, generation.py)
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Weights of the policy and the reference. Log-probs (ratio, KL) are computed in float32
@@ -196,6 +206,7 @@ def validate(cfg: RLConfig) -> None:
     context = None if cfg.model is None else check_model_folder(cfg.model, cfg.max_new_tokens)
     if cfg.data is not None:
         _check_data(cfg)
+    _check_held_out(cfg)
     if cfg.max_prompt_tokens is not None and context is not None:
         budget = cfg.max_prompt_tokens + cfg.max_new_tokens
         if budget > context:
@@ -275,6 +286,41 @@ def _check_data(cfg: RLConfig) -> None:
             f"{chat[0] + 1}) but {why}; give text prompts or a model whose tokenizer has a "
             "chat template"
         )
+
+
+def _check_held_out(cfg: RLConfig) -> None:
+    """The held-out split: a fraction in [0, 1) of --data, or a file, not both."""
+    from advest.training.data import DataError, read_rows
+
+    if cfg.eval_every < 0:
+        raise ConfigError(
+            f"--eval_every must be at least 0; got {cfg.eval_every} (0: before/after)"
+        )
+    if not 0 <= cfg.eval_fraction < 1:
+        raise ConfigError(
+            f"--eval_fraction must lie in [0, 1); got {cfg.eval_fraction} (e.g. 0.1 holds out "
+            "a tenth of --data)"
+        )
+    if cfg.eval_fraction > 0 and cfg.data is None:
+        raise ConfigError("--eval_fraction splits --data; give --data (or use --eval_data)")
+    if cfg.eval_fraction > 0 and cfg.eval_data is not None:
+        raise ConfigError(
+            "--eval_fraction and --eval_data both name a held-out set; give one of them"
+        )
+    if cfg.eval_data is not None:
+        try:
+            read_rows(cfg.eval_data, flag="--eval_data")
+        except DataError as error:
+            raise ConfigError(str(error)) from None
+    if cfg.eval_fraction > 0:
+        assert cfg.data is not None
+        n = len(read_rows(cfg.data))
+        held = round(n * cfg.eval_fraction)
+        if held == 0 or held == n:
+            raise ConfigError(
+                f"--eval_fraction {cfg.eval_fraction} of the {n} rows of --data {cfg.data} "
+                f"holds out {held}; both splits need at least one row"
+            )
 
 
 def _check_estimator(cfg: RLConfig) -> None:

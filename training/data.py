@@ -108,15 +108,31 @@ def _prompt(value: object) -> Prompt:
     return tuple(messages)
 
 
+def split(rows: list[Row], fraction: float, seed: int) -> tuple[list[Row], list[Row]]:
+    """``(train, held_out)``: ``round(len(rows) · fraction)`` rows drawn by ``seed`` are held
+    out, the rest train; both keep file order. The same rows and seed give the same split."""
+    order = list(range(len(rows)))
+    random.Random(f"advest-split/{seed}").shuffle(order)
+    held = set(order[: round(len(rows) * fraction)])
+    return (
+        [r for i, r in enumerate(rows) if i not in held],
+        [r for i, r in enumerate(rows) if i in held],
+    )
+
+
 class PromptSource:
     """The embedded task (``path=None``) or a JSONL file, read as an endless stream: a file is
-    reshuffled each pass with a seed of (seed, pass)."""
+    reshuffled each pass with a seed of (seed, pass). ``held_out`` of the file's rows (split by
+    ``split``) are kept in ``held`` and never drawn."""
 
-    def __init__(self, path: str | None, seed: int, digits: int = 2, pool: int = 0) -> None:
+    def __init__(
+        self, path: str | None, seed: int, digits: int = 2, pool: int = 0, held_out: float = 0.0
+    ) -> None:
         self.seed, self.digits, self.pool = seed, digits, pool
         self.rows: list[Row] | None = None
+        self.held: list[Row] = []
         if path is not None:
-            self.rows = read_rows(path)
+            self.rows, self.held = split(read_rows(path), held_out, seed)
 
     def item(self, index: int) -> Item:
         if self.rows is None:

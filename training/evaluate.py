@@ -7,25 +7,51 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from advest.training import rewards
-from advest.training.data import Item, PromptSource
+from advest.training.data import Item, PromptSource, Row, read_rows
 from advest.training.metrics import pass_at_k
 from advest.training.prompts import encode
 from advest.training.task import held_out
+
+if TYPE_CHECKING:
+    from advest.training.config import RLConfig
 
 
 def embedded_held_out(n: int, seed: int = 0, digits: int = 2) -> list[Item]:
     return [Item(i, p.prompt, p.answer) for i, p in enumerate(held_out(seed, n, digits))]
 
 
-def jsonl_items(path: str) -> list[Item]:
-    """Every row of a prompt/answer JSONL, in file order (parsed and checked by PromptSource)."""
-    rows = PromptSource(path, seed=0).rows or []
-    return [Item(i, p.prompt, p.answer) for i, p in enumerate(rows)]
+def jsonl_items(path: str, flag: str = "--data") -> list[Item]:
+    """Every row of a prompt/answer JSONL, in file order (parsed and checked by ``read_rows``)."""
+    return items_of(read_rows(path, flag=flag))
+
+
+def items_of(rows: list[Row]) -> list[Item]:
+    return [Item(i, r.prompt, r.answer) for i, r in enumerate(rows)]
+
+
+def held_out_items(cfg: RLConfig, source: PromptSource) -> list[Item]:
+    """A run's held-out prompts (at most ``cfg.eval_prompts``): the embedded task's held-out
+    problems, ``--eval_data``, the ``--eval_fraction`` split of ``--data`` (``source.held``), or
+    none (a ``--data`` run given neither)."""
+    if cfg.data is None:
+        items = embedded_held_out(cfg.eval_prompts, cfg.seed)
+    elif cfg.eval_data is not None:
+        items = jsonl_items(cfg.eval_data, "--eval_data")
+    else:
+        items = items_of(source.held)
+    return items[: cfg.eval_prompts]
+
+
+def resolve_model(path: str) -> str:
+    """``advest eval --model``: a model folder as is, or a run folder's exported ``model``."""
+    folder = Path(path)
+    # a run folder's own config.json is the run's settings, not a model's: look for model/ first
+    return str(folder / "model") if (folder / "model").is_dir() else path
 
 
 @torch.no_grad()
@@ -117,7 +143,10 @@ def parser() -> Any:
 
     p = new_parser("advest eval", "Held-out pass@k curves of a checkpoint.")
     p.add_argument(
-        "--model", type=str | None, default=None, help="checkpoint folder (default: embedded)"
+        "--model",
+        type=str | None,
+        default=None,
+        help="model folder, or a run folder (its exported model/); default: the embedded model",
     )
     p.add_argument(
         "--data",
@@ -147,6 +176,7 @@ def main(argv: list[str]) -> int:
     ns = parser().parse_args(argv)
     try:
         if ns.model is not None:
+            ns.model = resolve_model(ns.model)
             check_model_folder(ns.model, ns.max_new_tokens)
         items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)
     except (ConfigError, DataError) as error:
@@ -162,7 +192,10 @@ def main(argv: list[str]) -> int:
         temperature=ns.temperature,
         reward=ns.reward,
     )
-    write({Path(model_path).name: curve}, Path(ns.out))
+    label = Path(model_path).name
+    if label == "model":  # a run's export: name it after the run
+        label = Path(model_path).parent.name
+    write({label: curve}, Path(ns.out))
     for k in (1, 2, 4, 8, 16, 32, 64):
         if k in curve:
             print(f"pass@{k} = {curve[k]:.4f}")

@@ -101,7 +101,9 @@ class RLModule(L.LightningModule):
         super().__init__()
         self.cfg, self.model_path = cfg, model_path
         self.automatic_optimization = False
-        self.source = PromptSource(cfg.data, cfg.seed, pool=cfg.train_pool)
+        self.source = PromptSource(
+            cfg.data, cfg.seed, pool=cfg.train_pool, held_out=cfg.eval_fraction
+        )
         self.reward_fn = rewards.Guarded(rewards.get(cfg.reward), cfg.reward_timeout)
         self.estimator = make_estimator(cfg)
         self.rollout_step = 0  # the data position: rollout steps completed

@@ -5,7 +5,7 @@ adapter-free base as the KL reference, the adapter/merged export, and the distri
 Everything here is decided from ``RLConfig`` and the Trainer arguments; the trainer calls in at
 load time (``prepare``, ``reference``), when it builds the Trainer (``check_trainer``,
 ``strategy``), around checkpoints (``trim_checkpoint``, ``check_loaded``) and at the end
-(``export``).
+(``export``, also with each checkpoint).
 
 Precision contract: whatever the weights' dtype, the log-probs of the ratio and of the KL are
 ``log_softmax`` of the logits cast to float32 (``RLModule.forward_logprobs``); only the logits
@@ -230,18 +230,28 @@ def check_loaded(module: Any, checkpoint: dict[str, Any]) -> None:
 
 
 # ----------------------------------------------------------------------------- export
-def export(module: Any, folder: Path, how: str) -> Path | None:
-    """A LoRA run's result as ``folder/model``: the adapter (``adapter_config.json`` +
-    weights, for ``peft``) or the merged model (a plain ``transformers`` folder). Merging is
-    done in place: call it last. Full fine-tuning exports nothing (the checkpoint has it)."""
-    if not is_lora(module.policy):
-        return None
-    out = folder / "model"
+def export(module: Any, folder: Path, how: str, *, final: bool = True) -> Path:
+    """The policy and its tokenizer as ``folder/model`` (``save_pretrained``), for full
+    fine-tuning and LoRA alike: a plain ``transformers`` folder, or under LoRA the ``peft``
+    adapter (``how="adapter"``) or the merged model (``how="merged"``). Merging is done in
+    place, so before the end (``final=False``: with each checkpoint) a LoRA run writes its
+    adapter whatever ``how`` says. Written beside and renamed, so a kill mid-write leaves the
+    previous export whole."""
+    import shutil
+
+    out, tmp, old = folder / "model", folder / ".model.tmp", folder / ".model.old"
+    shutil.rmtree(tmp, ignore_errors=True)
     policy = module.policy
-    if how == "merged":
+    if is_lora(policy) and how == "merged" and final:
         policy = policy.merge_and_unload()
-    policy.save_pretrained(out)
-    module.tokenizer.save_pretrained(out)
+    policy.save_pretrained(tmp)
+    module.tokenizer.save_pretrained(tmp)
+    # no stale adapter_config.json may survive beside merged weights: swap whole folders
+    if out.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        out.rename(old)
+    tmp.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
     return out
 
 

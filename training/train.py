@@ -34,24 +34,31 @@ TRAINER_DEFAULTS: dict[str, Any] = {
 
 class Checkpointer(L.Callback):
     """``last.ckpt`` every N rollout steps and at the end, written to a temporary file and
-    renamed, so a kill mid-write leaves the previous checkpoint intact."""
+    renamed, so a kill mid-write leaves the previous checkpoint intact; each mid-run checkpoint
+    also exports the policy to ``<run>/model`` (the final export is ``train``'s, after the
+    held-out evaluation)."""
 
-    def __init__(self, folder: Path, every: int) -> None:
-        self.folder, self.every = folder, every
+    def __init__(self, folder: Path, every: int, lora_export: str = "merged") -> None:
+        self.folder, self.every, self.lora_export = folder, every, lora_export
 
-    def save(self, trainer: L.Trainer) -> Path:
+    def save(self, trainer: L.Trainer, export: bool = False) -> Path:
+        from advest.training import scale
+
         target = self.folder / "last.ckpt"
         tmp = self.folder / ".last.ckpt.tmp"
         trainer.save_checkpoint(tmp, weights_only=False)  # collective under DDP; rank 0 writes
         if trainer.is_global_zero:
             os.replace(tmp, target)
+            if export:
+                scale.export(trainer.lightning_module, self.folder.parent, self.lora_export,
+                             final=False)  # fmt: skip
         trainer.strategy.barrier()
         return target
 
     def on_train_batch_end(self, trainer: L.Trainer, module: L.LightningModule, *args: Any) -> None:
         step = int(getattr(module, "rollout_step", 0))
         if self.every and step % self.every == 0:
-            self.save(trainer)
+            self.save(trainer, export=True)
 
     def on_train_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         self.save(trainer)
@@ -90,7 +97,7 @@ def train(
     """Run one RL job; returns its folder. Raises ``ConfigError`` before loading anything when
     the settings cannot work."""
     from advest.training import embedded, scale
-    from advest.training.evaluate import embedded_held_out, write
+    from advest.training.evaluate import held_out_items, write
     from advest.training.module import NonFiniteLoss, RLModule
 
     validate(cfg)
@@ -110,13 +117,15 @@ def train(
                 indent=1,
             )
         )
-    items = embedded_held_out(cfg.eval_prompts, cfg.seed) if cfg.data is None else []
-    do_eval = evaluate and bool(items) and cfg.eval_prompts > 0 and is_rank_zero() and not resume
+    items = held_out_items(cfg, module.source)
+    do_eval = evaluate and bool(items) and is_rank_zero() and not resume
     curves: dict[str, dict[int, float]] = {}
     if do_eval:
         curves["before"] = _curve(module, items, cfg)
         print(f"held-out before: {_brief(curves['before'])}", flush=True)
-    checkpointer = Checkpointer(folder / "checkpoints", cfg.checkpoint_every)
+    checkpointer = Checkpointer(folder / "checkpoints", cfg.checkpoint_every, cfg.lora_export)
+    if do_eval and cfg.eval_every:
+        callbacks = [*callbacks, HeldOut(items, cfg, curves)]
     (folder / "checkpoints").mkdir(exist_ok=True)
     trainer = L.Trainer(
         **scale.strategy({**TRAINER_DEFAULTS, **(trainer_args or {})}, module.policy),
@@ -146,6 +155,22 @@ def train(
     return folder
 
 
+class HeldOut(L.Callback):
+    """Held-out pass@k every ``cfg.eval_every`` rollout steps (rank 0), kept in ``curves`` as
+    ``"step N"`` beside ``before`` and ``after``, and logged as ``heldout_pass@k``."""
+
+    def __init__(self, items: list[Any], cfg: RLConfig, curves: dict[str, dict[int, float]]):
+        self.items, self.cfg, self.curves = items, cfg, curves
+
+    def on_train_batch_end(self, trainer: L.Trainer, module: L.LightningModule, *args: Any) -> None:
+        step = int(getattr(module, "rollout_step", 0))
+        if step % self.cfg.eval_every or step == self.cfg.steps or not trainer.is_global_zero:
+            return  # the last step is the "after" curve
+        curve = _curve(module, self.items, self.cfg)
+        self.curves[f"step {step}"] = curve
+        print(f"held-out step {step}: {_brief(curve)}", flush=True)
+
+
 def _curve(module: Any, items: list[Any], cfg: RLConfig) -> dict[int, float]:
     from advest.training.evaluate import pass_curve
 
@@ -170,7 +195,8 @@ def _brief(curve: dict[int, float]) -> str:
 
 
 def plot_metrics(folder: Path) -> None:
-    """Reward, pass@k and entropy curves from the CSV log, as PNGs beside it."""
+    """Per-step reward, pass@k and entropy curves from the CSV log, as ``train_*.png`` beside it
+    (``passk.png`` is the held-out evaluation's)."""
     import csv
 
     import matplotlib
@@ -183,8 +209,13 @@ def plot_metrics(folder: Path) -> None:
         return
     rows = list(csv.DictReader(path.open()))
     keys = [k for k in rows[0] if k.startswith("pass@")] if rows else []
-    panels = {"reward": ["reward"], "passk": keys, "entropy": ["entropy"]}
-    for stem, cols in panels.items():
+    # train_*: the per-step curves, apart from the held-out passk.png (before/after)
+    panels = {
+        "train_reward": (["reward"], "mean reward"),
+        "train_passk": (keys, "pass@k of the step's groups"),
+        "train_entropy": (["entropy"], "entropy (nats per token)"),
+    }
+    for stem, (cols, ylabel) in panels.items():
         fig, ax = plt.subplots(figsize=(5, 3.2))
         for col in cols:
             pts = [
@@ -195,7 +226,9 @@ def plot_metrics(folder: Path) -> None:
             if pts:
                 ax.plot(*zip(*pts, strict=True), label=col)
         ax.set_xlabel("rollout step")
-        ax.legend()
+        ax.set_ylabel(ylabel)
+        if cols:
+            ax.legend()
         ax.grid(alpha=0.3)
         fig.tight_layout()
         fig.savefig(folder / f"{stem}.png", dpi=110)
