@@ -25,7 +25,7 @@ from advest.proofs.records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"
-FILES = ("Counting.v", "Evaluation.v")  # in dependency order
+FILES = ("Counting.v", "Evaluation.v", "Sorted.v")  # in dependency order
 CLOSED = "Closed under the global context"
 
 
@@ -38,6 +38,19 @@ class Theorem:
     statement: str
     spec: str
 
+
+# The forms of spec.maxk_weights.FORMS and the definition each is proved equal to, on sorted
+# vectors (Sorted.v: Definition form_<form>, Theorem <definition>_sorted); the same pairs as
+# proofs.bounded.FORM_DEFINITIONS (tests/test_coq.py checks both against FORMS).
+SORTED_FORMS: dict[str, str] = {
+    "ei": "ei",
+    "m_plus": "m_plus",
+    "b": "l2o_baseline",
+    "delta": "canonical",
+    "ei_minus_b": "maxpo",
+    "sloo": "pkpo_sloo",
+    "bagirov": "pkpo_s",
+}
 
 # Every theorem holds for every N and every 0 < K < N (K <= N where the spec allows it), for any
 # numeric field and *any* set function f in place of max (the counting theorems never use max).
@@ -96,6 +109,21 @@ THEOREMS: tuple[Theorem, ...] = (
         "(own−below)_p x_p + Σ_{q≤p}(below−above)_q x_q + Σ_q above_q x_q"
         " = own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q",
         "maxk.md §Algorithm",
+    ),
+    Theorem(
+        "Sorted.is_max_fmax",
+        "is_max_fmax",
+        "on a sorted x, the value at a set's largest index is its max (the premise is satisfiable)",
+        "maxk.md §Algorithm",
+    ),
+    *(
+        Theorem(
+            f"Sorted.{definition}_sorted",
+            "fast_forms_equal_definitions",
+            f"sorted x, f = max: {definition}_p = FORMS[{form!r}] at p",
+            "maxk.md I6, §Algorithm" if definition == "pkpo_s" else "maxk.md §Algorithm",
+        )
+        for form, definition in SORTED_FORMS.items()
     ),
 )
 

@@ -4,13 +4,18 @@ linked from the spec row it proves."""
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
+import subprocess
+import tempfile
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from advest.proofs import coq
+from advest.spec.maxk_weights import BinomRatio
 
 ROOT = Path(__file__).parents[1]
 
@@ -124,3 +129,154 @@ def test_the_shared_evaluation_is_the_linear_form_the_coq_theorem_states() -> No
             for p in range(n)
         ]
         assert list(got[0]) == want
+
+
+# --- the Coq statements are about the code: Sorted.v's weights and forms read back into Python ---
+
+SORTED_V = coq.COQ_DIR / "Sorted.v"
+# Sorted.v's names for spec.maxk_weights.WEIGHTS (m_hat is taken in Counting.v by M̂_K itself).
+COQ_WEIGHT_NAMES = {"m_hat_w": "m_hat"}
+# The coefficient definitions of Sorted.v, their Coq text, and what they mean in Python.
+COQ_COEFFICIENTS = {
+    "one": ("1", lambda n, k: Fraction(1)),
+    "neg_one": ("-1", lambda n, k: Fraction(-1)),
+    "k_over_n": ("K%:R / n%:R", lambda n, k: Fraction(k, n)),
+    "minus_k_over_n_minus_1": ("- (K%:R / n.-1%:R)", lambda n, k: Fraction(-k, n - 1)),
+}
+
+
+def _binz(a: int, da: int, b: int, db: int) -> int:
+    """Sorted.binz, transcribed: C(a − da, b − db), 0 where an offset exceeds its base."""
+    return math.comb(a - da, b - db) if da <= a and db <= b else 0
+
+
+def _coq_weights() -> dict[str, tuple[int, int, int, int]]:
+    text = SORTED_V.read_text()
+    found = re.findall(r"^Definition (\w+) := ratio (\d+) (\d+) (\d+) (\d+)\.$", text, re.M)
+    return {COQ_WEIGHT_NAMES.get(name, name): tuple(map(int, o)) for name, *o in found}
+
+
+def _coq_forms() -> dict[str, tuple[list[tuple[str, str]], ...]]:
+    text = SORTED_V.read_text()
+    forms = {}
+    for name, body in re.findall(r"^Definition form_(\w+) : form :=(.*?)\.$", text, re.M | re.S):
+        lists = re.findall(r"\[::(.*?)\]", body, re.S)
+        assert len(lists) == 3, (name, body)
+        forms[name] = tuple(
+            [(c, COQ_WEIGHT_NAMES.get(w, w)) for c, w in re.findall(r"\((\w+), (\w+)\)", part)]
+            for part in lists
+        )
+    return forms
+
+
+def _coq_ratio(offsets: tuple[int, int, int, int], n: int, k: int) -> list[Fraction]:
+    """Sorted.ratio t k dn dk at j = 0..n−1 (x / 0 = 0 in a Coq field)."""
+    t, kk, dn, dk = offsets
+    den = _binz(n, dn, k, dk)
+    return [Fraction(_binz(j + 1, t, k, kk), den) if den else Fraction(0) for j in range(n)]
+
+
+def test_the_weights_the_coq_theorems_use_are_the_weights_of_spec_maxk_weights() -> None:
+    """Every weight of Sorted.v is the BinomRatio of the same name (offsets negated), and the
+    coefficients are the ones FORMS uses."""
+    from advest.spec.maxk_weights import WEIGHTS
+
+    coq_weights = _coq_weights()
+    assert len(coq_weights) == 7
+    for name, (t, kk, dn, dk) in coq_weights.items():
+        w = WEIGHTS[name]
+        assert (w.top, w.k, w.den_n, w.den_k) == (-t, -kk, -dn, -dk), name
+    text = SORTED_V.read_text()
+    for name, (coq_text, _) in COQ_COEFFICIENTS.items():
+        assert re.search(rf"^Definition {name} : R := {re.escape(coq_text)}\.$", text, re.M), name
+
+
+def test_sorted_binz_is_the_binomial_coq_computes() -> None:
+    """The transcription ``_binz`` agrees with Coq's own evaluation of Sorted.binz."""
+    cases = [
+        (a, da, b, db) for a in range(10) for da in range(3) for b in range(10) for db in range(3)
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for f in coq.FILES:
+            shutil.copy(coq.COQ_DIR / f, work / f)
+        for f in coq.FILES:
+            subprocess.run(["coqc", "-q", "-Q", ".", "Advest", f], cwd=work, check=True)
+        terms = "; ".join(f"binz {a} {da} {b} {db}" for a, da, b, db in cases)
+        (work / "B.v").write_text(
+            "From mathcomp Require Import all_ssreflect.\nFrom Advest Require Import Sorted.\n"
+            "Eval vm_compute in [:: " + terms + "].\n"
+        )
+        out = subprocess.run(
+            ["coqc", "-q", "-Q", ".", "Advest", "B.v"], cwd=work, capture_output=True, text=True
+        )
+    values = re.search(r"\[::(.*?)\]", out.stdout, re.S)
+    assert values, out.stdout + out.stderr
+    got = [int(v) for v in re.findall(r"\d+", values.group(1))]
+    assert got == [_binz(*c) for c in cases]
+
+
+def _rows(combos: tuple[list[tuple[str, str]], ...], n: int, k: int) -> list[list[Fraction]]:
+    """(own, below, above) of a Coq form as exact vectors over j = 0..n−1."""
+    weights = _coq_weights()
+    out = []
+    for combo in combos:
+        row = [Fraction(0)] * n
+        for coef, weight in combo:
+            c = COQ_COEFFICIENTS[coef][1](n, k)
+            row = [r + c * w for r, w in zip(row, _coq_ratio(weights[weight], n, k), strict=True)]
+        out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("n", range(1, 65))
+def test_each_coq_form_is_the_form_fast_evaluates(n: int) -> None:
+    """Sorted.v's form_<name> (the right-hand side of its theorem) equals spec.maxk_weights.FORMS
+    [name] as exact coefficient vectors, for every K at this N; and fast's float64 weight tables
+    equal the Coq formulas to 1e-12 (zeros exactly)."""
+    import numpy as np
+    import torch
+
+    from advest.fast._weights import weights
+    from advest.proofs.bounded import FORM_DEFINITIONS
+    from advest.spec.maxk_weights import FORMS, form_rows
+
+    forms = _coq_forms()
+    assert set(forms) == set(FORMS) == set(coq.SORTED_FORMS) == set(FORM_DEFINITIONS)
+    for k in range(1, n + 1):
+        for name, combos in forms.items():
+            if k == n and FORM_DEFINITIONS[name][1]:
+                continue  # M⁻ is undefined at K = N; the theorem assumes K < N
+            coq_own, coq_below, coq_above = _rows(combos, n, k)
+
+            def exact(ratio: BinomRatio, k: int = k) -> np.ndarray:  # type: ignore[type-arg]
+                out = np.empty(n, dtype=object)
+                out[:] = [ratio.exact(q, n, k) for q in range(1, n + 1)]
+                return out
+
+            diag, step, above = form_rows(FORMS[name], n, k, exact)
+            below = [s + a for s, a in zip(step, above, strict=True)]  # step = below − above
+            own = [d + b for d, b in zip(diag, below, strict=True)]  # diag = own − below
+            assert (coq_own, coq_below, coq_above) == (own, below, list(above)), (name, n, k)
+        table = weights(n, k, torch.device("cpu"))
+        for name, offsets in _coq_weights().items():
+            exact_w = _coq_ratio(offsets, n, k)
+            fast_w = getattr(table, name).tolist()
+            for e, f in zip(exact_w, fast_w, strict=True):
+                assert (e == 0) == (f == 0), (name, n, k)
+                assert abs(f - float(e)) <= 1e-12 * float(e), (name, n, k, f, e)
+
+
+def test_every_form_has_its_sorted_theorem_with_the_matching_definition() -> None:
+    """Theorem <definition>_sorted p : <definition> K mx p = lformF form_<form> p, for every form
+    of FORMS, each listed in coq.THEOREMS (so Print Assumptions checks it)."""
+    from advest.proofs.bounded import FORM_DEFINITIONS
+
+    text = SORTED_V.read_text()
+    found = re.findall(
+        r"^Theorem (\w+)_sorted p : (\w+) K mx p = lformF form_(\w+) p\.$", text, re.M
+    )
+    pairs = {form: definition for definition, used, form in found if used == definition}
+    assert pairs == coq.SORTED_FORMS == {f: d for f, (d, _) in FORM_DEFINITIONS.items()}
+    listed = {t.name for t in coq.THEOREMS}
+    assert {f"Sorted.{d}_sorted" for d in pairs.values()} <= listed

@@ -80,6 +80,28 @@ def test_job_list_covers_n_up_to_the_requested_bound() -> None:
 
 # --- proofs that cannot be weakened silently ---------------------------------------------------
 
+# The K domain of each bounded claim, written here independently of bounded.CLAIMS (spec/maxk.md's
+# claims table): the claims that involve M⁻ need K <= N − 1, the others hold up to K = N;
+# ei_is_centred is refuted from K = 2 (EI = r at K = 1 is not centred either, but trivially).
+K_UP_TO_N = {
+    "bagirov_eq9_equals_pkpo_s",
+    "pkpo_sloo_minus_one_is_scaled_ei",
+    "fast_forms_equal_definitions",
+    "definitions_are_permutation_equivariant",
+    "shift_rules_hold",
+    "ei_is_centred",
+}
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_every_claim_is_checked_at_every_k_of_its_domain(n: int) -> None:
+    """A claim whose K range silently shrinks (say range(1, n − 1)) proves fewer cases."""
+    for claim, ks, _ in bounded.CLAIMS:
+        name = claim.__name__
+        low = 2 if name == "ei_is_centred" else 1
+        top = n if name in K_UP_TO_N else n - 1
+        assert list(ks(n)) == list(range(low, top + 1)), name
+
 
 def _captured_premises(monkeypatch: pytest.MonkeyPatch, n: int) -> dict[str, list[object]]:
     """Every premise list any bounded claim hands to z3 at size n (claim -> premises)."""
