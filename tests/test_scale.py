@@ -118,9 +118,8 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradients(
     checkpointed = _module(model_path, gradient_checkpointing=True, **extra)
     assert checkpointed.policy.is_gradient_checkpointing
     torch.manual_seed(3)
-    seqs, pm = plain.generate(["12+3=", "40+41="], 4)
-    P = pm.shape[1]
-    mask = response_mask(seqs[:, P:], plain.tokenizer.eos_token_id)
+    scored = plain.sample([Item(0, "12+3=", "15"), Item(1, "40+41=", "81")])
+    seqs, pm, mask = scored.sequences, scored.prompt_mask, scored.mask
     adv = torch.randn(mask.shape, generator=torch.Generator().manual_seed(0))
     results = []
     for module in (plain, checkpointed):
