@@ -99,6 +99,7 @@ class RLModule(L.LightningModule):
             cfg.data, cfg.seed, pool=cfg.train_pool, held_out=cfg.eval_fraction
         )
         self.scorer = scorer(cfg)
+        self.scorer.start()  # the reward workers import the verifiers while the model loads
         self.plan = estimator_plan(cfg)  # resolved once: every step calls this plan
         self.sampling = generation.Sampling(
             cfg.group_size, cfg.max_new_tokens, cfg.temperature, cfg.top_p

@@ -369,10 +369,16 @@ class Scorer:
         """The weighted sum of one completion's scores."""
         return sum(w * v for w, v in zip(self.weights, parts, strict=True))
 
-    def _in_pool(self, calls: list[Call]) -> list[float]:
-        if self._pool is None:
+    def start(self) -> None:
+        """Start the worker processes now (they import the verifiers while the caller goes on);
+        otherwise the first call starts them."""
+        if self.workers > 0 and self._pool is None:
             self._pool = Pool(self.specs, self.workers, self.timeout_s)
             weakref.finalize(self, self._pool.close)
+
+    def _in_pool(self, calls: list[Call]) -> list[float]:
+        self.start()
+        assert self._pool is not None
         values = []
         for (r, _, _), (kind, value) in zip(calls, self._pool.run(calls), strict=True):
             if kind == "ok":
