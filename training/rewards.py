@@ -19,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import json
 import logging
-import multiprocessing
 import os
 import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -184,11 +186,8 @@ Result = tuple[str, Any]
 """``("ok", value)``, or a failure: ``(kind, message)``."""
 
 
-def _serve(conn: Connection, specs: list[str], cwd: str) -> None:
+def _serve(conn: Connection, specs: list[str]) -> None:
     """A worker: resolve the verifiers once, say so, then answer calls until told to stop."""
-    os.chdir(cwd)  # the forkserver may have started elsewhere; user code sees the run's folder
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
     try:
         fns = [resolve(s) for s in specs]
     except Exception as error:
@@ -198,7 +197,7 @@ def _serve(conn: Connection, specs: list[str], cwd: str) -> None:
     while True:
         try:
             call: Call | None = conn.recv()
-        except (EOFError, OSError):
+        except (EOFError, OSError):  # the trainer is gone
             return
         if call is None:
             return
@@ -210,9 +209,33 @@ def _serve(conn: Connection, specs: list[str], cwd: str) -> None:
         conn.send(result)
 
 
+def _worker_main(fd: int, paths: str, specs: list[str]) -> None:
+    """A worker process's entry (``_BOOT``): the trainer's ``sys.path``, death with the trainer,
+    then ``_serve`` on the socket ``fd``."""
+    sys.path.extend(p for p in json.loads(paths) if p not in sys.path)
+    with contextlib.suppress(Exception):  # Linux: a killed trainer takes its workers along
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    _serve(Connection(fd), specs)
+
+
+_BOOT = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("advest_reward_worker", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+module._worker_main(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
+"""
+"""A worker runs this file by path, not ``advest.training.rewards`` by name: importing the
+``advest`` package imports torch (seconds), which a verifier does not need, and which would make
+replacing a hung worker slow. This module imports only the standard library."""
+
+
 @dataclass(eq=False)  # identity: a key of the busy map
 class _Worker:
-    process: Any  # multiprocessing's process type is context-specific
+    process: subprocess.Popen[bytes]
     conn: Connection
     started: float
     ready: bool = False
@@ -228,30 +251,28 @@ class Pool:
     so a hanging verifier holds one worker for one timeout and the other calls go on. A worker
     takes calls only once it has imported the verifiers (its start-up is no call's time).
 
-    Workers come from the ``forkserver`` context: a clean process that has imported this module
-    once, forked per worker, so a worker starts in milliseconds and never inherits the trainer's
-    threads (which ``fork`` would) or CUDA state."""
+    Workers are fresh interpreters (``subprocess``), not forks: they never inherit the trainer's
+    threads or CUDA state, and unlike ``multiprocessing``'s spawn and forkserver they do not
+    re-run the user's main script (a script that calls ``train`` with no ``__main__`` guard).
+    They start in the working directory, with the trainer's ``sys.path``."""
 
     def __init__(self, specs: Sequence[str], workers: int, timeout_s: float) -> None:
         self.specs, self.timeout_s = list(specs), timeout_s
         self.cwd = os.getcwd()
-        self.context = multiprocessing.get_context("forkserver")
-        self.context.set_forkserver_preload([__name__])
         self.workers = [self._start() for _ in range(workers)]
         self.replaced = 0
 
     def _start(self) -> _Worker:
-        ours, theirs = self.context.Pipe()
-        process = self.context.Process(
-            target=_serve, args=(theirs, self.specs, self.cwd), daemon=True
-        )
-        process.start()
+        ours, theirs = socket.socketpair()
+        fd = theirs.fileno()
+        argv = [sys.executable, "-c", _BOOT, __file__, str(fd), json.dumps(sys.path), *self.specs]
+        process = subprocess.Popen(argv, cwd=self.cwd, pass_fds=[fd], stdin=subprocess.DEVNULL)
         theirs.close()
-        return _Worker(process, ours, time.monotonic())
+        return _Worker(process, Connection(ours.detach()), time.monotonic())
 
     def _replace(self, worker: _Worker) -> None:
         worker.process.kill()
-        worker.process.join()
+        worker.process.wait()
         worker.conn.close()
         self.workers[self.workers.index(worker)] = self._start()
         self.replaced += 1
@@ -261,7 +282,7 @@ class Pool:
         try:
             kind, message = worker.conn.recv()
         except (EOFError, OSError):
-            kind, message = "crash", f"exited with {worker.process.exitcode}"
+            kind, message = "crash", f"exited with {worker.process.wait()}"
         if kind != "ready":
             raise RuntimeError(f"a reward worker could not start: {kind}: {message}")
         worker.ready = True
@@ -298,7 +319,8 @@ class Pool:
                 try:
                     results[index] = worker.conn.recv()
                 except (EOFError, OSError):  # the verifier took its process down
-                    results[index] = ("crash", f"worker exited with {worker.process.exitcode}")
+                    code = worker.process.wait()
+                    results[index] = ("crash", f"the worker exited with {code}")
                     self._replace(worker)
             now = time.monotonic()
             for worker in list(self.workers):
@@ -315,10 +337,11 @@ class Pool:
             with contextlib.suppress(OSError):  # already gone
                 worker.conn.send(None)
         for worker in self.workers:
-            worker.process.join(timeout=1)
-            if worker.process.is_alive():
+            try:
+                worker.process.wait(timeout=1)
+            except subprocess.TimeoutExpired:  # inside a call that does not end
                 worker.process.kill()
-                worker.process.join()
+                worker.process.wait()
             worker.conn.close()
         self.workers = []
 
