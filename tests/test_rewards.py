@@ -247,3 +247,11 @@ def test_eval_samples_and_scores_with_the_run_settings(
     (s, scorer), *_ = seen
     assert (s.top_p, s.temperature, s.group_size, s.max_new_tokens) == (0.5, 0.7, 2, 3)
     assert scorer.specs == ["exact", f"{mod}:length"] and scorer.weights == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("command", [["eval"], ["experiment", "values"]])
+def test_eval_and_values_refuse_a_bad_reward_naming_the_flag(
+    command: list[str], capsys: pytest.CaptureFixture[str], no_model_loading: None
+) -> None:
+    assert cli.main([*command, "--reward", "exact", "no_such_module_xyz:f"]) == 2
+    assert "--reward: 'no_such_module_xyz:f': no module" in capsys.readouterr().err
