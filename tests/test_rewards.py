@@ -98,6 +98,10 @@ def test_several_rewards_and_weights_parse_as_space_separated_lists() -> None:
     assert (ns.reward, ns.reward_weights, ns.steps) == (["math", "mymod:format"], [1.0, 0.1], 2)
     ns = parser().parse_args(gather_lists(["--reward", "math", "--reward_weights", "2"]))
     assert (ns.reward, ns.reward_weights) == ("math", [2.0])
+    ns = parser().parse_args(gather_lists(["--reward=math", "--reward_weights=2"]))
+    assert (ns.reward, ns.reward_weights) == ("math", [2.0])
+    ns = parser().parse_args(gather_lists(["--reward", "[exact, digits]", "--reward_weights", "1"]))
+    assert (ns.reward, ns.reward_weights) == (["exact", "digits"], [1.0])
 
 
 @pytest.fixture

@@ -83,6 +83,8 @@ def gather_lists(argv: list[str]) -> list[str]:
     always a list."""
     out: list[str] = []
     i = 0
+    # --flag=a is --flag a
+    argv = [w for a in argv for w in (a.split("=", 1) if a.split("=")[0] in LIST_FLAGS else [a])]
     while i < len(argv):
         out.append(argv[i])
         i += 1
