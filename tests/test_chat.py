@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from advest.training import prompts
-from advest.training.module import forward_logprobs, load_policy, response_mask
+from advest.training.module import forward_logprobs, load_policy
+from advest.training.sampling import response_mask
 from tests.chat_models import Kind, build
 
 # Lightning and torch warn about their own internals during a fit (as in test_training.py)

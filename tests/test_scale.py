@@ -14,8 +14,9 @@ import torch
 from advest.training import generation, losses, scale
 from advest.training.config import ConfigError, RLConfig
 from advest.training.data import Item
-from advest.training.module import RLModule, load_policy, response_mask
+from advest.training.module import RLModule, load_policy
 from advest.training.prompts import encode
+from advest.training.sampling import response_mask
 from tests.test_training import ROOT, _cfg, _initial, _max_diff, _params, _train, model_path
 
 __all__ = ["model_path"]  # the module-scoped fixture, shared with test_training
@@ -57,9 +58,8 @@ def test_bf16_weights_train_a_few_steps_with_float32_log_probs(
 ) -> None:
     module = _module(model_path, dtype="bfloat16")
     assert module.policy.dtype == torch.bfloat16
-    seqs, pm = module.generate(["12+3="], 2)
-    P = pm.shape[1]
-    mask = response_mask(seqs[:, P:], module.tokenizer.eos_token_id)
+    scored = module.sample(_items(1))
+    seqs, pm, mask = scored.sequences, scored.prompt_mask, scored.mask
     logp, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
     assert logp.dtype == torch.float32  # log_softmax in float32 from bf16 logits
     after = _train(_cfg(model_path, tmp_path, dtype="bfloat16", steps=2, kl_coef=0.1), "bf16")
@@ -118,9 +118,8 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradients(
     checkpointed = _module(model_path, gradient_checkpointing=True, **extra)
     assert checkpointed.policy.is_gradient_checkpointing
     torch.manual_seed(3)
-    seqs, pm = plain.generate(["12+3=", "40+41="], 4)
-    P = pm.shape[1]
-    mask = response_mask(seqs[:, P:], plain.tokenizer.eos_token_id)
+    scored = plain.sample([Item(0, "12+3=", "15"), Item(1, "40+41=", "81")])
+    seqs, pm, mask = scored.sequences, scored.prompt_mask, scored.mask
     adv = torch.randn(mask.shape, generator=torch.Generator().manual_seed(0))
     results = []
     for module in (plain, checkpointed):
@@ -153,11 +152,13 @@ def test_lora_reference_is_the_adapter_free_base_and_starts_at_kl_0_ratio_1(
     assert trained and all("lora_" in n for n in trained)
     torch.manual_seed(0)
     items = _items(3)
-    seqs, pm = module.generate([i.prompt for i in items], 4)
-    rollout, extra = module.score(items, seqs, pm)
+    scored = module.sample(items)
+    seqs, pm = scored.sequences, scored.prompt_mask
+    rollout = module.forward(items, scored)
+    assert rollout.ref_logprobs is not None
     mask = rollout.mask.reshape(seqs.shape[0], -1)
     old = rollout.logprobs.reshape(mask.shape)
-    assert torch.equal(extra["ref_logprobs"], old)  # KL = 0: LoRA's B starts at zero
+    assert torch.equal(rollout.ref_logprobs.reshape(mask.shape), old)  # KL = 0: B starts at 0
     module.policy.train()  # dropout on the adapters' input is on: still zero contribution
     new, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
     assert torch.equal(torch.exp(new - old)[mask], torch.ones_like(new[mask]))  # ratio = 1
@@ -281,7 +282,8 @@ def test_each_generator_gives_valid_completions_masks_and_log_probs(
     runs = []
     for _ in range(2):
         torch.manual_seed(11)
-        runs.append(module.generate([i.prompt for i in items], G))
+        scored = module.sample(items)
+        runs.append((scored.sequences, scored.prompt_mask))
     (seqs, pm), (again, _) = runs
     P = pm.shape[1]
     assert torch.equal(seqs, again)  # the seed fixes the samples
@@ -298,8 +300,7 @@ def test_each_generator_gives_valid_completions_masks_and_log_probs(
     hit = (resp == tok.eos_token_id).any(-1)
     assert bool((resp[hit, ends[hit]] == tok.eos_token_id).all())
     assert bool(mask[~hit].all())
-    rollout, _ = module.score(items, seqs, pm)
-    logp = rollout.logprobs.reshape(mask.shape)
+    logp = module.forward(items, scored).logprobs.reshape(mask.shape)
     # each row alone, unpadded, through a plain forward pass: same log-probs at the response
     for row, m, lp, a in zip(seqs, mask, logp, attn.repeat_interleave(G, 0),
                              strict=True):  # fmt: skip
@@ -336,9 +337,8 @@ def test_the_rollout_forward_in_micro_batches_equals_one_pass(model_path: str) -
     """Chunking keeps the [S, T, V] logits from existing at once and changes nothing else."""
     module = _module(model_path, micro_batches=4)
     torch.manual_seed(5)
-    seqs, pm = module.generate(["12+3=", "40+41="], 4)
-    P = pm.shape[1]
-    mask = response_mask(seqs[:, P:], module.tokenizer.eos_token_id)
+    scored = module.sample([Item(0, "12+3=", "15"), Item(1, "40+41=", "81")])
+    seqs, pm, mask = scored.sequences, scored.prompt_mask, scored.mask
     logp, ent, hidden = scale.rollout_forward(module, module.policy, seqs, pm, mask, True)
     with torch.no_grad():
         whole, logits, states = module.forward_logprobs(module.policy, seqs, pm, mask, hidden=True)

@@ -26,7 +26,7 @@ from advest.training import losses, rewards
 from advest.training.config import ConfigError, RLConfig
 from advest.training.embedded import EmbeddedSpec, build
 from advest.training.metrics import pass_at_k
-from advest.training.rollout import advantages, synthetic
+from advest.training.rollout import plan, synthetic
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning",
@@ -140,16 +140,12 @@ def test_micro_batches_share_one_mini_batch_loss_exactly(how: losses.Aggregation
 
 def test_selecting_an_estimator_by_name_equals_calling_it_directly() -> None:
 
-    cfg = RLConfig(estimator="maxpo", k=3, prompts_per_step=3, group_size=6)
     rollout = synthetic(3, 6, T=5, k=3)
     rollout.rewards = torch.rand(3, 6, generator=torch.Generator().manual_seed(0))
-    by_name = advantages(cfg, registry.get("maxpo"), rollout)
+    by_name = plan("maxpo").advantages(rollout)
     direct = fast_maxk.maxpo(rollout.rewards, 3).unsqueeze(-1).expand(3, 6, 5)
     assert torch.equal(by_name, direct.float())
-    cfg = RLConfig(
-        estimator="covariance_weights", base_estimator="rloo", prompts_per_step=3, group_size=6
-    )
-    by_name = advantages(cfg, registry.get("covariance_weights"), rollout)
+    by_name = plan("covariance_weights", base_estimator="rloo").advantages(rollout)
 
     direct = fast_covariance.covariance_weights(
         rollout.logprobs, fast_group.rloo(rollout.rewards), rollout.mask

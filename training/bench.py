@@ -15,17 +15,16 @@ import torch
 
 from advest.fast import registry
 from advest.fast.bench import _time
-from advest.training.rollout import Rollout, call, synthetic
+from advest.training.rollout import Rollout, plan, synthetic
 
 TARGETS = {"ktae": 0.02, "covariance_weights": 0.02, "hista": 0.10}
 """Issue targets: estimator time / forward time."""
 
 
 def _estimator_call(name: str, r: Rollout) -> Callable[[], Any]:
-    entry = registry.entry(name)
     base = registry.get("grpo")(r.rewards)  # what a reweighter gets from its base estimator
-    fn = entry.fn() if entry.stateful else entry.fn
-    return lambda: call(name, fn, r, {}, base)
+    resolved = plan(name)
+    return lambda: resolved.output(r, base)
 
 
 def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from advest.training.losses import Aggregation, KLEstimator
+from advest.training.rewards import RewardSpecError, Scorer, default_workers
+from advest.training.rollout import Plan, dry_run, plan
 
 
 class ConfigError(ValueError):
@@ -39,11 +41,19 @@ class RLConfig:
     train_pool: int = 0
     """Embedded task: draw training prompts from this many problems (0: an endless stream). A
     finite pool makes prompts recur, which history estimators (kae) need."""
-    reward: str = "exact"
-    """Verifier: ``exact`` (string equality), ``digits`` (partial credit per character) or
-    ``math`` (math-verify)."""
+    reward: str | list[str] = "exact"
+    """Verifier(s): ``exact`` (string equality), ``digits`` (partial credit per character),
+    ``math`` (math-verify), or ``module:function``, a function (completion: str, answer: str) ->
+    float in a module importable from the working directory. Several are summed with
+    --reward_weights: ``--reward math mymod:format``; each is logged as ``reward/NAME``."""
+    reward_weights: list[float] | None = None
+    """Weight of each --reward in the total reward, in the same order (default: 1 each):
+    ``--reward_weights 1.0 0.1``."""
     reward_timeout: float = 5.0
     """Seconds per reward call; a timeout scores 0 and is counted."""
+    reward_workers: int = field(default_factory=default_workers)
+    """Worker processes that run the reward calls (default: one per core, at most 4); a call
+    past --reward_timeout has its worker killed and replaced. 0: in the trainer's process."""
     estimator: str = "maxpo"
     """Registered advantage estimator (``advest list`` shows every name, family and K domain)."""
     base_estimator: str = "grpo"
@@ -175,10 +185,60 @@ def _ranges(cfg: RLConfig) -> None:
             raise ConfigError(f"--{name} must be {word}; got {value} ({hint})")
 
 
+def scorer(cfg: RLConfig) -> Scorer:
+    """The run's reward: every --reward resolved (user modules imported), weighted; what
+    ``validate`` checks is what the run then uses. Raises ``ConfigError`` naming the flag."""
+    return build_scorer(cfg.reward, cfg.reward_weights, cfg.reward_timeout, cfg.reward_workers)
+
+
+REWARD_SETTINGS = ("reward", "reward_weights", "reward_timeout", "reward_workers")
+"""The settings that define a run's reward, shared by ``advest train``, ``eval`` and
+``experiment values``."""
+
+
+def add_reward_settings(parser: Any) -> None:
+    """The ``REWARD_SETTINGS`` flags as ``advest train`` has them (types, defaults, help)."""
+    from typing import get_type_hints
+
+    from advest.training.parsing import field_docs
+
+    types, docs, defaults = get_type_hints(RLConfig), field_docs(RLConfig), RLConfig()
+    for name in REWARD_SETTINGS:
+        parser.add_argument(
+            f"--{name}", type=types[name], default=getattr(defaults, name), help=docs[name]
+        )
+
+
+def build_scorer(
+    reward: str | list[str], weights: list[float] | None, timeout_s: float, workers: int
+) -> Scorer:
+    """A ``Scorer`` from the --reward, --reward_weights, --reward_timeout and --reward_workers
+    settings (``advest train``, ``eval`` and ``experiment values`` share them). Raises
+    ``ConfigError`` naming the flag."""
+    names = [reward] if isinstance(reward, str) else list(reward)
+    if not names:
+        raise ConfigError("--reward is empty: name at least one verifier (e.g. --reward exact)")
+    if weights is not None and len(weights) != len(names):
+        raise ConfigError(
+            f"--reward_weights gives {len(weights)} weights for the {len(names)} rewards of "
+            f"--reward {' '.join(names)}; give one weight per reward, in the same order"
+        )
+    if weights is not None and not all(w == w and abs(w) != float("inf") for w in weights):
+        raise ConfigError(f"--reward_weights must be finite; got {weights}")
+    if len(set(names)) < len(names):
+        raise ConfigError(f"--reward names a verifier twice: {' '.join(names)}")
+    if not timeout_s > 0:
+        raise ConfigError(f"--reward_timeout must be greater than 0; got {timeout_s}")
+    if workers < 0:
+        raise ConfigError(f"--reward_workers must be at least 0; got {workers} (0: in-process)")
+    try:
+        return Scorer(names, weights, timeout_s=timeout_s, workers=workers)
+    except RewardSpecError as error:
+        raise ConfigError(f"--reward: {error}") from None
+
+
 def validate(cfg: RLConfig) -> None:
     """Every check that needs no model: fails fast with what to change."""
-    from advest.training import rewards
-
     _positive(cfg, ["steps", "prompts_per_step", "group_size", "max_new_tokens", "ppo_epochs"])
     _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps"])
     if cfg.max_prompt_tokens is not None and cfg.max_prompt_tokens < 1:
@@ -199,10 +259,7 @@ def validate(cfg: RLConfig) -> None:
         raise ConfigError(f"--clip_low must lie in [0, 1); got {cfg.clip_low}")
     if not 0 < cfg.top_p <= 1:
         raise ConfigError(f"--top_p must lie in (0, 1]; got {cfg.top_p}")
-    try:
-        rewards.get(cfg.reward)
-    except KeyError as error:
-        raise ConfigError(f"--reward: {error.args[0]}") from None
+    scorer(cfg)
     context = None if cfg.model is None else check_model_folder(cfg.model, cfg.max_new_tokens)
     if cfg.data is not None:
         _check_data(cfg)
@@ -323,24 +380,33 @@ def _check_held_out(cfg: RLConfig) -> None:
             )
 
 
+def estimator_plan(cfg: RLConfig) -> Plan:
+    """The run's estimator resolved once (``rollout.plan``): the trainer builds its plan here
+    and ``validate`` dry-runs one built the same way. Raises ``ConfigError`` naming the flag."""
+    try:
+        return plan(cfg.estimator, cfg.base_estimator, cfg.estimator_options)
+    except KeyError as error:
+        raise ConfigError(f"--estimator: {error.args[0]}") from None
+    except (ValueError, TypeError) as error:  # a stateful estimator's constructor refused
+        raise _refused(cfg, error) from None
+
+
+def _refused(cfg: RLConfig, error: Exception) -> ConfigError:
+    return ConfigError(
+        f"estimator {cfg.estimator!r} refuses group_size={cfg.group_size}, k={cfg.k}, "
+        f"options={cfg.estimator_options}: {error}. Change --group_size, --k or --estimator."
+    )
+
+
 def _check_estimator(cfg: RLConfig) -> None:
     """Dry-run the estimator on a rollout of the configured shape: whatever it would refuse at
-    step 1 (K too large for G, G = 1 with leave-one-out, bad options) is refused now."""
-    from advest.fast import registry
-    from advest.training.rollout import dry_run
-
-    for name in {cfg.estimator, cfg.base_estimator}:
-        try:
-            registry.entry(name)
-        except KeyError as error:
-            raise ConfigError(f"--estimator: {error.args[0]}") from None
+    step 1 (K too large for G, G = 1 with leave-one-out, bad options) is refused now. The plan
+    is a fresh one (a stateful estimator's instance), so no state leaks into the run."""
+    trial = estimator_plan(cfg)
     try:
-        dry_run(cfg)
+        dry_run(trial, cfg.prompts_per_step, cfg.group_size, cfg.k)
     except (ValueError, TypeError) as error:
-        raise ConfigError(
-            f"estimator {cfg.estimator!r} refuses group_size={cfg.group_size}, k={cfg.k}, "
-            f"options={cfg.estimator_options}: {error}. Change --group_size, --k or --estimator."
-        ) from None
+        raise _refused(cfg, error) from None
 
 
 def _check_scale(cfg: RLConfig) -> None:

@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from advest.training import rewards
 from advest.training.data import Item, PromptSource, Row, read_rows
+from advest.training.generation import Sampling
 from advest.training.metrics import pass_at_k
 from advest.training.prompts import encode
+from advest.training.rewards import Scorer
+from advest.training.sampling import sample_and_score
 from advest.training.task import held_out
 
 if TYPE_CHECKING:
@@ -62,21 +64,23 @@ def pass_curve(
     *,
     samples: int,
     max_new_tokens: int,
+    scorer: Scorer,
     temperature: float = 1.0,
     top_p: float = 1.0,
-    reward: str = "exact",
     chat_template: bool = True,
     system_prompt: str | None = None,
     seed: int = 1234,
     batch_prompts: int = 32,
 ) -> dict[int, float]:
-    """Mean over prompts of pass@k, k = 1..samples (a sample passes when its reward > 0)."""
-    verifier = rewards.Guarded(rewards.get(reward))
+    """Mean over prompts of pass@k, k = 1..samples: a sample passes when its total reward (the
+    ``scorer``'s weighted sum, as in training) is > 0. Sampled and scored as training samples
+    (``sampling.sample_and_score``)."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     state = torch.get_rng_state()  # evaluation must not move the run's random stream
     torch.manual_seed(seed)
+    sampling = Sampling(samples, max_new_tokens, temperature, top_p)
     counts: list[int] = []
     for start in range(0, len(items), batch_prompts):
         chunk = items[start : start + batch_prompts]
@@ -86,22 +90,16 @@ def pass_curve(
             chat_template=chat_template,
             system_prompt=system_prompt,
         )
-        out = model.generate(
-            input_ids=ids.to(device),
-            attention_mask=attn.to(device),
-            do_sample=True,
-            temperature=temperature,
-            top_p=top_p,
-            top_k=0,
-            max_new_tokens=max_new_tokens,
-            num_return_sequences=samples,
-            pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id,
+        scored = sample_and_score(
+            model,
+            tokenizer,
+            ids.to(device),
+            attn.to(device),
+            [i.answer for i in chunk],
+            sampling,
+            scorer,
         )
-        texts = tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
-        for j, item in enumerate(chunk):
-            group = texts[j * samples : (j + 1) * samples]
-            counts.append(sum(verifier(t, item.answer) > 0 for t in group))
+        counts += [int(c) for c in (scored.rewards > 0).sum(-1).tolist()]
     torch.set_rng_state(state)
     model.train(was_training)
     return {
@@ -139,6 +137,7 @@ def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk"
 
 
 def parser() -> Any:
+    from advest.training.config import add_reward_settings
     from advest.training.parsing import new_parser
 
     p = new_parser("advest eval", "Held-out pass@k curves of a checkpoint.")
@@ -154,27 +153,33 @@ def parser() -> Any:
         default=None,
         help="JSONL prompts/answers (default: embedded held-out)",
     )
-    p.add_argument("--reward", type=str, default="exact", help="verifier: exact, digits or math")
     p.add_argument("--prompts", type=int, default=64, help="held-out prompts (embedded task)")
     p.add_argument(
         "--samples", type=int, default=64, help="n samples per prompt: pass@k for k = 1..n"
     )
     p.add_argument("--max_new_tokens", type=int, default=5, help="response budget in tokens")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    p.add_argument("--top_p", type=float, default=1.0, help="nucleus sampling (1: all tokens)")
+    add_reward_settings(p)
     p.add_argument("--out", type=str, default="runs/eval", help="output folder")
     return p
 
 
 def main(argv: list[str]) -> int:
     """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
-    from advest.training.config import ConfigError, check_model_folder
+    from advest.training.config import ConfigError, build_scorer, check_model_folder
     from advest.training.data import DataError
     from advest.training.embedded import build
     from advest.training.module import load_policy
-    from advest.training.parsing import fail
+    from advest.training.parsing import fail, gather_lists
 
-    ns = parser().parse_args(argv)
+    ns = parser().parse_args(gather_lists(argv))
     try:
+        if not 0 < ns.top_p <= 1:
+            raise ConfigError(f"--top_p must lie in (0, 1]; got {ns.top_p}")
+        if not ns.temperature > 0:
+            raise ConfigError(f"--temperature must be greater than 0; got {ns.temperature}")
+        scorer = build_scorer(ns.reward, ns.reward_weights, ns.reward_timeout, ns.reward_workers)
         if ns.model is not None:
             ns.model = resolve_model(ns.model)
             check_model_folder(ns.model, ns.max_new_tokens)
@@ -183,15 +188,19 @@ def main(argv: list[str]) -> int:
         return fail("advest eval", str(error))
     model_path = ns.model or str(build())
     model, tokenizer = load_policy(model_path)
-    curve = pass_curve(
-        model,
-        tokenizer,
-        items,
-        samples=ns.samples,
-        max_new_tokens=ns.max_new_tokens,
-        temperature=ns.temperature,
-        reward=ns.reward,
-    )
+    try:
+        curve = pass_curve(
+            model,
+            tokenizer,
+            items,
+            samples=ns.samples,
+            max_new_tokens=ns.max_new_tokens,
+            scorer=scorer,
+            temperature=ns.temperature,
+            top_p=ns.top_p,
+        )
+    finally:
+        scorer.close()
     label = Path(model_path).name
     if label == "model":  # a run's export: name it after the run
         label = Path(model_path).parent.name

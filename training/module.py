@@ -19,11 +19,12 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from advest.fast.detokenize import texts_and_offsets
-from advest.training import generation, losses, metrics, rewards, scale
-from advest.training.config import RLConfig
-from advest.training.data import FromStep, Item, Prompt, PromptSource, Steps
+from advest.training import generation, losses, metrics, scale
+from advest.training.config import RLConfig, estimator_plan, scorer
+from advest.training.data import FromStep, Item, PromptSource, Steps
 from advest.training.prompts import encode, token_ids
-from advest.training.rollout import Rollout, advantages, make_estimator, needs
+from advest.training.rollout import Rollout
+from advest.training.sampling import Scored, sample_and_score
 
 
 class NonFiniteLoss(RuntimeError):
@@ -53,13 +54,6 @@ def load_policy(path: str, dtype: torch.dtype = torch.float32) -> tuple[Any, Any
     tokenizer = load_tokenizer(path)
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
     return model, tokenizer
-
-
-def response_mask(responses: Tensor, eos_id: int) -> Tensor:
-    """``[..., T]`` bool: response tokens up to and including the first EOS."""
-    eos = responses == eos_id
-    after_eos: Tensor = (eos.cumsum(-1) - eos.long()) > 0
-    return ~after_eos
 
 
 def positions(attention_mask: Tensor) -> Tensor:
@@ -104,8 +98,12 @@ class RLModule(L.LightningModule):
         self.source = PromptSource(
             cfg.data, cfg.seed, pool=cfg.train_pool, held_out=cfg.eval_fraction
         )
-        self.reward_fn = rewards.Guarded(rewards.get(cfg.reward), cfg.reward_timeout)
-        self.estimator = make_estimator(cfg)
+        self.scorer = scorer(cfg)
+        self.scorer.start()  # the reward workers import the verifiers while the model loads
+        self.plan = estimator_plan(cfg)  # resolved once: every step calls this plan
+        self.sampling = generation.Sampling(
+            cfg.group_size, cfg.max_new_tokens, cfg.temperature, cfg.top_p
+        )
         self.rollout_step = 0  # the data position: rollout steps completed
         self.bad_steps = 0  # consecutive steps skipped for a non-finite loss
         self.skipped_total = 0
@@ -177,55 +175,60 @@ class RLModule(L.LightningModule):
     # ----------------------------------------------------------------- one rollout step
     def training_step(self, step: Any, batch_idx: int) -> None:
         step = int(step)
-        cfg, times = self.cfg, {}
+        cfg = self.cfg
         seed = hash((cfg.seed, step, self.global_rank)) % 2**62
         items = self.source.batch(
             step, self.global_rank, self.trainer.world_size, cfg.prompts_per_step
         )
-        t0 = time.perf_counter()
         torch.manual_seed(seed)
-        sequences, prompt_mask = self.generate([i.prompt for i in items], cfg.group_size)
-        times["time/generate"] = time.perf_counter() - t0
+        scored = self.sample(items)
         t0 = time.perf_counter()
-        rollout, extra = self.score(items, sequences, prompt_mask)
-        times["time/reward"] = extra["reward_s"]
-        times["time/forward"] = time.perf_counter() - t0 - extra["reward_s"]
+        rollout = self.forward(items, scored)
+        times = {
+            "time/generate": scored.generate_s,
+            "time/reward": scored.reward_s,
+            "time/forward": time.perf_counter() - t0,
+        }
         t0 = time.perf_counter()
-        adv = advantages(cfg, self.estimator, rollout)  # [B, G, T]
+        adv = self.plan.advantages(rollout)  # [B, G, T]
         times["time/advantage"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        keep = ~extra["truncated"] if cfg.mask_truncated else None
-        update = self.update(
-            sequences, prompt_mask, rollout, adv, extra["ref_logprobs"], seed, keep
-        )
+        update = self.update(rollout, adv, seed)
         times["time/update"] = time.perf_counter() - t0
         self.rollout_step = step + 1
         self.scheduler_step()
-        self.log_step(rollout, adv, extra, update, times)
+        self.log_step(rollout, adv, update, times)
 
     def scheduler_step(self) -> None:
         sched = self.lr_schedulers()
         if sched is not None:
             sched.step()  # type: ignore[union-attr]
 
-    @torch.no_grad()
-    def generate(self, prompts: list[Prompt], group_size: int) -> tuple[Tensor, Tensor]:
-        """``[B·G, P + T]`` token ids, prompt left-padded, response right-padded; and the
-        ``[B·G, P]`` prompt attention mask ``generate`` used."""
+    def sample(self, items: list[Item]) -> Scored:
+        """``cfg.group_size`` completions of each item's prompt, sampled by the run's engine and
+        scored by its rewards: the sample-and-score path evaluation shares."""
         tok, cfg = self.tokenizer, self.cfg
         ids, attn = encode(
-            tok, prompts, chat_template=cfg.chat_template, system_prompt=cfg.system_prompt
-        )
-        ids, attn = ids.to(self.device), attn.to(self.device)
+            tok, [i.prompt for i in items], chat_template=cfg.chat_template,
+            system_prompt=cfg.system_prompt,
+        )  # fmt: skip
         self.policy.eval()
-        sampling = generation.Sampling(group_size, cfg.max_new_tokens, cfg.temperature, cfg.top_p)
-        enc = {"input_ids": ids, "attention_mask": attn}
+        return sample_and_score(
+            self.policy,
+            tok,
+            ids.to(self.device),
+            attn.to(self.device),
+            [i.answer for i in items],
+            self.sampling,
+            self.scorer,
+            engine=self.engine,
+        )
+
+    def engine(self, model: Any, tokenizer: Any, enc: dict[str, Tensor], s: Any) -> Tensor:
+        """The configured generation engine, on the full (unsharded) parameters."""
         with scale.full_parameters(self):
-            out = self.generator(self.policy, tok, enc, sampling)
-        P = ids.shape[1]
-        width = P + cfg.max_new_tokens  # pad every batch to the budget: fixed shapes
-        out = torch.nn.functional.pad(out, (0, width - out.shape[1]), value=tok.pad_token_id)
-        return out, attn.repeat_interleave(group_size, 0)
+            out: Tensor = self.generator(model, tokenizer, enc, s)
+        return out
 
     def forward_logprobs(
         self,
@@ -245,90 +248,74 @@ class RLModule(L.LightningModule):
         )
 
     @torch.no_grad()
-    def score(
-        self, items: list[Item], sequences: Tensor, prompt_mask: Tensor
-    ) -> tuple[Rollout, dict[str, Any]]:
-        """Rewards (timed alone) and the one rollout forward pass (log-probs, entropy, hidden
-        states; the reference model's log-probs when KL is on)."""
+    def forward(self, items: list[Item], scored: Scored) -> Rollout:
+        """The rollout forward pass over scored samples (no rewards computed here): log-probs,
+        entropy and (when the estimator reads them) hidden states of the policy, the reference
+        model's log-probs when KL is on, and texts with token offsets when the estimator reads
+        them."""
         cfg, tok = self.cfg, self.tokenizer
         B, G, T = len(items), cfg.group_size, cfg.max_new_tokens
-        resp = sequences[:, prompt_mask.shape[1] :]
-        mask = response_mask(resp, tok.eos_token_id)
-        start = time.perf_counter()
-        texts = [
-            tok.decode(r[m].tolist(), skip_special_tokens=True)
-            for r, m in zip(resp, mask, strict=True)
-        ]
-        reward = torch.tensor(
-            [self.reward_fn(t, items[i // G].answer) for i, t in enumerate(texts)],
-            dtype=torch.float32,
-            device=self.device,
-        ).view(B, G)
-        reward_seconds = time.perf_counter() - start
+        sequences, prompt_mask, mask = scored.sequences, scored.prompt_mask, scored.mask
         self.policy.eval()
         logp, ent, hidden = scale.rollout_forward(
-            self, self.policy, sequences, prompt_mask, mask, needs(cfg, "hidden")
+            self, self.policy, sequences, prompt_mask, mask, self.plan.needs("hidden")
         )
         ref_logp = None
         if self.ref is not None:
             ref_logp, _, _ = scale.rollout_forward(
                 self, self.ref, sequences, prompt_mask, mask, False
             )
-        token_ids, tmask = resp.reshape(B, G, T), mask.reshape(B, G, T)
-        grouped = [texts[b * G : (b + 1) * G] for b in range(B)]
+        token_ids, tmask = scored.responses.reshape(B, G, T), mask.reshape(B, G, T)
+        grouped = [scored.texts[b * G : (b + 1) * G] for b in range(B)]
         offsets = torch.zeros(0)
-        if needs(cfg, "offsets"):  # texts aligned with per-token character spans
+        if self.plan.needs("offsets"):  # texts aligned with per-token character spans
             grouped, offsets = texts_and_offsets(token_ids, tmask, tok)
-        rollout = Rollout(
+        self.note_truncation(scored.truncated, T)
+        return Rollout(
             prompt_ids=torch.tensor([i.prompt_id for i in items], device=self.device),
             token_ids=token_ids,
             mask=tmask,
-            rewards=reward,
+            rewards=scored.rewards,
             logprobs=logp.reshape(B, G, T),
             texts=grouped,
             offsets=offsets,
             hidden=hidden.reshape(B, G, T, -1).float() if hidden is not None else None,
             k=cfg.k,
+            reward_parts=scored.parts,
+            sequences=sequences,
+            prompt_mask=prompt_mask,
+            entropy=ent.reshape(B, G, T),
+            ref_logprobs=None if ref_logp is None else ref_logp.reshape(B, G, T),
+            truncated=scored.truncated.reshape(B, G),
         )
-        entropy = float((ent * mask).sum() / mask.sum().clamp(min=1))
-        truncated = ~(resp == tok.eos_token_id).any(-1)  # [S]: hit the budget without EOS
-        if float(truncated.float().mean()) > 0.5 and not self.warned_truncation:
+
+    def note_truncation(self, truncated: Tensor, T: int) -> None:
+        """Printed once, not warned: a run with a tiny budget on purpose is not an error."""
+        share = float(truncated.float().mean())
+        if share > 0.5 and not self.warned_truncation:
             self.warned_truncation = True
-            # printed once, not warned: a run with a tiny budget on purpose is not an error
             print(
-                f"note: {float(truncated.float().mean()):.0%} of the completions at rollout step "
-                f"{self.rollout_step} hit --max_new_tokens {T} without EOS; raise "
-                "--max_new_tokens, or leave them out of the loss with --mask_truncated",
+                f"note: {share:.0%} of the completions at rollout step {self.rollout_step} hit "
+                f"--max_new_tokens {T} without EOS; raise --max_new_tokens, or leave them out "
+                "of the loss with --mask_truncated",
                 flush=True,
             )
-        return rollout, {
-            "entropy": entropy,
-            "ref_logprobs": ref_logp,
-            "reward_s": reward_seconds,
-            "truncated": truncated,
-        }
 
     # ----------------------------------------------------------------- optimisation
-    def update(
-        self,
-        sequences: Tensor,
-        prompt_mask: Tensor,
-        rollout: Rollout,
-        adv: Tensor,
-        ref_logprobs: Tensor | None,
-        seed: int,
-        keep: Tensor | None = None,
-    ) -> dict[str, float]:
-        """``ppo_epochs × minibatches`` optimiser steps on the rollout; ``keep [S]`` bool leaves
-        the sequences it marks False out of the loss."""
+    def update(self, rollout: Rollout, adv: Tensor, seed: int) -> dict[str, float]:
+        """``ppo_epochs × minibatches`` optimiser steps on the rollout (with --mask_truncated,
+        truncated completions are left out of the loss)."""
         cfg = self.cfg
         opt = self.optimizers()
         assert not isinstance(opt, list)  # one optimiser
+        sequences, prompt_mask = rollout.sequences, rollout.prompt_mask
+        assert sequences is not None and prompt_mask is not None  # a trainer rollout has both
         S = sequences.shape[0]
         old = rollout.logprobs.reshape(S, -1)
         mask = rollout.mask.reshape(S, -1)
-        if keep is not None:
-            mask = mask & keep[:, None]
+        if cfg.mask_truncated and rollout.truncated is not None:
+            mask = mask & ~rollout.truncated.reshape(S, 1)
+        ref_logprobs = None if rollout.ref_logprobs is None else rollout.ref_logprobs.reshape(S, -1)
         adv = adv.reshape(S, -1)
         gen = torch.Generator().manual_seed(seed)
         stats: dict[str, list[float]] = {"clip_frac": [], "kl": [], "grad_norm": [], "loss": []}
@@ -397,14 +384,10 @@ class RLModule(L.LightningModule):
 
     # ----------------------------------------------------------------- metrics and state
     def log_step(
-        self,
-        rollout: Rollout,
-        adv: Tensor,
-        extra: dict[str, Any],
-        update: dict[str, float],
-        times: dict[str, float],
+        self, rollout: Rollout, adv: Tensor, update: dict[str, float], times: dict[str, float]
     ) -> None:
         cfg = self.cfg
+        assert rollout.entropy is not None and rollout.truncated is not None  # the trainer's
         correct = rollout.rewards > 0
         valid = rollout.mask
         a = adv[valid]
@@ -414,16 +397,17 @@ class RLModule(L.LightningModule):
         k_big = cfg.k if 1 < cfg.k <= cfg.group_size else cfg.group_size
         values = {
             "reward": float(rollout.rewards.mean()),
+            **self.reward_columns(rollout),
             "pass@1": metrics.mean_pass_at_k(correct, 1),
             f"pass@{k_big}": metrics.mean_pass_at_k(correct, k_big),
             "adv_mean": float(a.mean()) if a.numel() else 0.0,
             "adv_std": float(a.std()) if a.numel() > 1 else 0.0,
             "zero_adv_groups": float((adv.abs().sum(dim=(1, 2)) == 0).float().mean()),
             "flat_reward_groups": float(flat.float().mean()),
-            "entropy": extra["entropy"],
+            "entropy": float((rollout.entropy * valid).sum() / valid.sum().clamp(min=1)),
             "response_length": float(rollout.lengths.float().mean()),
-            "truncated": float(extra["truncated"].float().mean()),
-            "reward_failures": float(sum(self.reward_fn.failures.values())),
+            "truncated": float(rollout.truncated.float().mean()),
+            "reward_failures": float(sum(self.scorer.failures.values())),
             "skipped_steps": float(self.skipped_total),
             "rollout_step": float(self.rollout_step),
             **update,
@@ -434,6 +418,12 @@ class RLModule(L.LightningModule):
         self.log_dict({k: v for k, v in values.items() if k in bar}, prog_bar=True, on_step=True)
         self.log_dict({k: v for k, v in values.items() if k not in bar}, on_step=True)
 
+    def reward_columns(self, rollout: Rollout) -> dict[str, float]:
+        """``reward/NAME``: each reward function's mean score, beside the weighted total."""
+        assert rollout.reward_parts is not None
+        means = rollout.reward_parts.mean(dim=(0, 1)).tolist()
+        return {f"reward/{n}": v for n, v in zip(self.scorer.specs, means, strict=True)}
+
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         import random
 
@@ -443,9 +433,9 @@ class RLModule(L.LightningModule):
             "rollout_step": self.rollout_step,
             "bad_steps": self.bad_steps,
             "skipped_total": self.skipped_total,
-            "reward_failures": dict(self.reward_fn.failures),
-            "estimator": self.estimator.state_dict()
-            if hasattr(self.estimator, "state_dict")
+            "reward_failures": dict(self.scorer.failures),
+            "estimator": self.plan.instance.state_dict()
+            if hasattr(self.plan.instance, "state_dict")
             else None,
             "rng": {
                 "torch": torch.get_rng_state(),
@@ -468,9 +458,9 @@ class RLModule(L.LightningModule):
         self.rollout_step = int(state["rollout_step"])
         self.bad_steps = int(state["bad_steps"])
         self.skipped_total = int(state["skipped_total"])
-        self.reward_fn.failures.update(state["reward_failures"])
+        self.scorer.failures.update(state["reward_failures"])
         if state["estimator"] is not None:
-            self.estimator.load_state_dict(state["estimator"])
+            self.plan.instance.load_state_dict(state["estimator"])
         torch.set_rng_state(state["rng"]["torch"])
         random.setstate(state["rng"]["python"])
         kind, keys, pos, has_gauss, gauss = state["rng"]["numpy"]

@@ -13,6 +13,7 @@ CLI), with the conventions fixed once here.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import sys
 from typing import Any, NoReturn
@@ -69,6 +70,44 @@ def settings(cls: type[Any], namespace: Any) -> Any:
     """The dataclass ``cls`` built from the fields of a parsed namespace."""
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in vars(namespace).items() if k in names})
+
+
+LIST_FLAGS = ("--reward", "--reward_weights")
+"""Flags that take several values separated by spaces (``--reward math mymod:format``)."""
+
+
+def gather_lists(argv: list[str]) -> list[str]:
+    """``--reward math mymod:format`` → ``--reward '[math, mymod:format]'``: the values after a
+    ``LIST_FLAGS`` flag, up to the next ``--flag``, as the one list value jsonargparse reads. A
+    single ``--reward`` value stays as it is (a name, or a list written ``[a, b]``); weights are
+    always a list."""
+    out: list[str] = []
+    i = 0
+    # --flag=a is --flag a
+    argv = [w for a in argv for w in (a.split("=", 1) if a.split("=")[0] in LIST_FLAGS else [a])]
+    while i < len(argv):
+        out.append(argv[i])
+        i += 1
+        if out[-1] not in LIST_FLAGS:
+            continue
+        values = []
+        while i < len(argv) and not argv[i].startswith("--"):
+            values.append(argv[i])
+            i += 1
+        listed = len(values) > 1 or (out[-1] == "--reward_weights" and values)
+        if listed and not values[0].startswith("["):
+            out.append("[" + ", ".join(v if _number(v) else json.dumps(v) for v in values) + "]")
+        else:
+            out.extend(values)
+    return out
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def fail(prog: str, message: str) -> int:

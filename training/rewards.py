@@ -1,22 +1,41 @@
-"""Verifiers: ``reward(completion, answer) -> float``, and the guard that keeps a run alive.
+"""Verifiers: ``reward(completion, answer) -> float``, how a run names them, and the guards that
+keep a run alive.
 
 ``exact``: 1 when the stripped completion equals the answer (the embedded task).
 ``digits``: partial credit per matching character (dense; for tiny or untrained models).
 ``math``: 1 when ``math-verify`` finds the completion's final answer equal to the gold one.
+``module:function``: a user's verifier, imported from the working directory (``resolve``).
 
-``Guarded`` calls a verifier with a per-call timeout; an exception or a timeout gives reward 0,
-is counted by kind, and is logged once per kind, never killing the run.
+``Scorer`` is what a run calls: the weighted sum of its verifiers, each also kept on its own,
+with every call bounded by a timeout. Calls run in worker processes (``Pool``), so that one slow
+or hanging call costs its own timeout and no more: a worker past its deadline is killed and
+replaced. With no workers, ``Guarded`` bounds each call in this process with ``SIGALRM``. Either
+way an exception or a timeout gives reward 0, is counted by kind, and is warned about once per
+kind, never killing the run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import inspect
+import json
 import logging
+import os
 import signal
+import socket
+import subprocess
+import sys
 import threading
+import time
 import warnings
-from collections import Counter
-from collections.abc import Callable
+import weakref
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from types import FrameType
+from typing import Any
 
 Reward = Callable[[str, str], float]
 
@@ -37,10 +56,10 @@ def digits(completion: str, answer: str) -> float:
 
 def math(completion: str, answer: str) -> float:
     """math-verify (HF), gold first: ``verify(parse(gold), parse(prediction))``. Its own timeouts
-    are disabled here because ``Guarded`` enforces one for every verifier."""
+    are disabled here because the ``Scorer`` enforces one for every verifier."""
     from math_verify import parse, verify
 
-    # it warns on every call that its timeouts are off; ours is on (Guarded)
+    # it warns on every call that its timeouts are off; ours is on (Scorer)
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     gold = parse(answer if "$" in answer else f"${answer}$", parsing_timeout=None)
     pred = parse(completion, parsing_timeout=None)
@@ -49,12 +68,73 @@ def math(completion: str, answer: str) -> float:
 
 VERIFIERS: dict[str, Reward] = {"exact": exact, "digits": digits, "math": math}
 
+USER_FORM = (
+    "module:function, a function (completion: str, answer: str) -> float in a module "
+    "importable from the working directory"
+)
 
-def get(name: str) -> Reward:
+
+class RewardSpecError(ValueError):
+    """A reward name that names no verifier; the message says why."""
+
+
+def resolve(spec: str) -> Reward:
+    """The verifier a run names: a built-in (``exact``, ``digits``, ``math``) or ``module:function``
+    (a dotted attribute path after the colon), the module imported with the working directory on
+    ``sys.path``. Raises ``RewardSpecError`` saying what is wrong."""
+    if ":" not in spec:
+        if spec in VERIFIERS:
+            return VERIFIERS[spec]
+        raise RewardSpecError(
+            f"unknown reward {spec!r}; valid: {', '.join(sorted(VERIFIERS))}, or {USER_FORM}"
+        )
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise RewardSpecError(f"{spec!r} is not module:function; write {USER_FORM}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:  # a user's module beside the run, as `python -m` would find it
+        sys.path.insert(0, cwd)
     try:
-        return VERIFIERS[name]
-    except KeyError:
-        raise KeyError(f"unknown reward {name!r}; valid: {', '.join(sorted(VERIFIERS))}") from None
+        target: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name is not None and module_name.startswith(error.name):
+            raise RewardSpecError(
+                f"{spec!r}: no module {module_name!r} importable from {cwd} or sys.path"
+            ) from None
+        raise RewardSpecError(f"{spec!r}: importing {module_name!r} failed: {error}") from None
+    except Exception as error:  # the user's module raised while importing
+        raise RewardSpecError(
+            f"{spec!r}: importing {module_name!r} raised {type(error).__name__}: {error}"
+        ) from None
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise RewardSpecError(f"{spec!r}: module {module_name!r} has no {attribute!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise RewardSpecError(f"{spec!r} is a {type(target).__name__}, not a function")
+    try:
+        inspect.signature(target).bind("completion", "answer")
+    except TypeError:
+        raise RewardSpecError(f"{spec!r} does not take (completion, answer)") from None
+    except ValueError:  # no signature to inspect (some builtins): let the call decide
+        pass
+    fn: Reward = target
+    return fn
+
+
+# ----------------------------------------------------------------------------- failures
+def record(failures: Counter[str], kind: str, message: str) -> float:
+    """Count a failed call by kind, warn the first time a kind occurs; the call scores 0."""
+    if kind not in failures:
+        warnings.warn(f"reward failed ({kind}): {message}; scoring 0", stacklevel=3)
+    failures[kind] += 1
+    return 0.0
+
+
+def _finite(value: float, failures: Counter[str], name: str) -> float:
+    if value != value or value in (float("inf"), float("-inf")):
+        return record(failures, "non-finite", f"{name} returned {value}")
+    return value
 
 
 class _Timeout(Exception):
@@ -66,24 +146,24 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
 
 
 class Guarded:
-    """A verifier that cannot kill the run. ``failures`` counts failed calls by kind
-    (``"timeout"`` or the exception's type name)."""
+    """A verifier that cannot kill the run, called in this process. ``failures`` counts failed
+    calls by kind (``"timeout"``, ``"non-finite"`` or the exception's type name)."""
 
-    def __init__(self, fn: Reward, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, fn: Reward, timeout_s: float = 5.0, failures: Counter[str] | None = None
+    ) -> None:
         self.fn = fn
         self.timeout_s = timeout_s
-        self.failures: Counter[str] = Counter()
+        self.failures: Counter[str] = Counter() if failures is None else failures
 
     def __call__(self, completion: str, answer: str) -> float:
         try:
             value = float(self._timed(completion, answer))
         except _Timeout:
-            return self._fail("timeout", f"reward call exceeded {self.timeout_s} s")
+            return record(self.failures, "timeout", f"reward call exceeded {self.timeout_s} s")
         except Exception as error:  # any verifier bug costs one sample, not the run
-            return self._fail(type(error).__name__, str(error))
-        if value != value or value in (float("inf"), float("-inf")):
-            return self._fail("non-finite", f"reward returned {value}")
-        return value
+            return record(self.failures, type(error).__name__, str(error))
+        return _finite(value, self.failures, "reward")
 
     def _timed(self, completion: str, answer: str) -> float:
         # SIGALRM interrupts pure-Python loops and sympy; it exists only in the main thread
@@ -97,8 +177,245 @@ class Guarded:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
 
-    def _fail(self, kind: str, message: str) -> float:
-        if kind not in self.failures:
-            warnings.warn(f"reward failed ({kind}): {message}; scoring 0", stacklevel=3)
-        self.failures[kind] += 1
-        return 0.0
+
+# ----------------------------------------------------------------------------- worker pool
+Call = tuple[int, str, str]
+"""(index of the verifier in the run's list, completion, answer)."""
+
+Result = tuple[str, Any]
+"""``("ok", value)``, or a failure: ``(kind, message)``."""
+
+
+def _serve(conn: Connection, specs: list[str]) -> None:
+    """A worker: resolve the verifiers once, say so, then answer calls until told to stop."""
+    try:
+        fns = [resolve(s) for s in specs]
+    except Exception as error:
+        conn.send((type(error).__name__, str(error)))
+        return
+    conn.send(("ready", None))
+    while True:
+        try:
+            call: Call | None = conn.recv()
+        except (EOFError, OSError):  # the trainer is gone
+            return
+        if call is None:
+            return
+        index, completion, answer = call
+        try:
+            result: Result = ("ok", float(fns[index](completion, answer)))
+        except Exception as error:  # reported by kind, like Guarded
+            result = (type(error).__name__, str(error))
+        conn.send(result)
+
+
+def _worker_main(fd: int, paths: str, specs: list[str]) -> None:
+    """A worker process's entry (``_BOOT``): the trainer's ``sys.path``, death with the trainer,
+    then ``_serve`` on the socket ``fd``."""
+    sys.path.extend(p for p in json.loads(paths) if p not in sys.path)
+    with contextlib.suppress(Exception):  # Linux: a killed trainer takes its workers along
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    _serve(Connection(fd), specs)
+
+
+_BOOT = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("advest_reward_worker", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+module._worker_main(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
+"""
+"""A worker runs this file by path, not ``advest.training.rewards`` by name: importing the
+``advest`` package imports torch (seconds), which a verifier does not need, and which would make
+replacing a hung worker slow. This module imports only the standard library."""
+
+
+@dataclass(eq=False)  # identity: a key of the busy map
+class _Worker:
+    process: subprocess.Popen[bytes]
+    conn: Connection
+    started: float
+    ready: bool = False
+
+
+STARTUP_S = 300.0
+"""Seconds a worker may take to import the verifiers' modules before the pool gives up."""
+
+
+class Pool:
+    """``workers`` processes that each resolve ``specs`` once and run one call at a time. A call
+    gets ``timeout_s`` from when a worker takes it; past that its worker is killed and replaced,
+    so a hanging verifier holds one worker for one timeout and the other calls go on. A worker
+    takes calls only once it has imported the verifiers (its start-up is no call's time).
+
+    Workers are fresh interpreters (``subprocess``), not forks: they never inherit the trainer's
+    threads or CUDA state, and unlike ``multiprocessing``'s spawn and forkserver they do not
+    re-run the user's main script (a script that calls ``train`` with no ``__main__`` guard).
+    They start in the working directory, with the trainer's ``sys.path``."""
+
+    def __init__(self, specs: Sequence[str], workers: int, timeout_s: float) -> None:
+        self.specs, self.timeout_s = list(specs), timeout_s
+        self.cwd = os.getcwd()
+        self.workers = [self._start() for _ in range(workers)]
+        self.replaced = 0
+
+    def _start(self) -> _Worker:
+        ours, theirs = socket.socketpair()
+        fd = theirs.fileno()
+        argv = [sys.executable, "-c", _BOOT, __file__, str(fd), json.dumps(sys.path), *self.specs]
+        process = subprocess.Popen(argv, cwd=self.cwd, pass_fds=[fd], stdin=subprocess.DEVNULL)
+        theirs.close()
+        return _Worker(process, Connection(ours.detach()), time.monotonic())
+
+    def _replace(self, worker: _Worker) -> None:
+        worker.process.kill()
+        worker.process.wait()
+        worker.conn.close()
+        self.workers[self.workers.index(worker)] = self._start()
+        self.replaced += 1
+
+    def _started(self, worker: _Worker) -> None:
+        """Read a starting worker's first message: ready, or why it could not start."""
+        try:
+            kind, message = worker.conn.recv()
+        except (EOFError, OSError):
+            kind, message = "crash", f"exited with {worker.process.wait()}"
+        if kind != "ready":
+            raise RuntimeError(f"a reward worker could not start: {kind}: {message}")
+        worker.ready = True
+
+    def run(self, calls: Sequence[Call]) -> list[Result]:
+        """Every call's result, in order."""
+        results: list[Result] = [("missing", "")] * len(calls)
+        todo = deque(range(len(calls)))
+        busy: dict[_Worker, tuple[int, float]] = {}  # worker → (call, deadline)
+        while todo or busy:
+            for worker in self.workers:
+                if not todo:
+                    break
+                if worker.ready and worker not in busy:
+                    index = todo.popleft()
+                    try:
+                        worker.conn.send(calls[index])
+                    except OSError:  # it died between calls: a fresh one will take the call
+                        todo.appendleft(index)
+                        self._replace(worker)
+                        continue
+                    busy[worker] = (index, time.monotonic() + self.timeout_s)
+            now = time.monotonic()
+            waiting = [w for w in self.workers if w in busy or not w.ready]
+            deadlines = [d for _, d in busy.values()] + [
+                w.started + STARTUP_S for w in waiting if not w.ready
+            ]
+            for conn in wait([w.conn for w in waiting], max(min(deadlines) - now, 0)):
+                worker = next(w for w in self.workers if w.conn is conn)
+                if not worker.ready:
+                    self._started(worker)
+                    continue
+                index, _ = busy.pop(worker)
+                try:
+                    results[index] = worker.conn.recv()
+                except (EOFError, OSError):  # the verifier took its process down
+                    code = worker.process.wait()
+                    results[index] = ("crash", f"the worker exited with {code}")
+                    self._replace(worker)
+            now = time.monotonic()
+            for worker in list(self.workers):
+                if worker in busy and busy[worker][1] <= now:
+                    index, _ = busy.pop(worker)
+                    results[index] = ("timeout", f"reward call exceeded {self.timeout_s} s")
+                    self._replace(worker)
+                elif not worker.ready and worker.started + STARTUP_S <= now:
+                    raise RuntimeError(f"a reward worker did not start within {STARTUP_S} s")
+        return results
+
+    def close(self) -> None:
+        for worker in self.workers:
+            with contextlib.suppress(OSError):  # already gone
+                worker.conn.send(None)
+        for worker in self.workers:
+            try:
+                worker.process.wait(timeout=1)
+            except subprocess.TimeoutExpired:  # inside a call that does not end
+                worker.process.kill()
+                worker.process.wait()
+            worker.conn.close()
+        self.workers = []
+
+
+def default_workers() -> int:
+    """Verifier worker processes when a run does not say: one per core, at most 4."""
+    return min(4, os.cpu_count() or 1)
+
+
+class Scorer:
+    """The reward of a run: ``specs`` (names ``resolve`` accepts) with ``weights`` (default 1
+    each); the total is the weighted sum. ``workers`` > 0 runs the calls in a ``Pool`` (started
+    on first use), 0 in this process through ``Guarded``. ``failures`` counts failed calls by
+    kind over every verifier."""
+
+    def __init__(
+        self,
+        specs: Sequence[str],
+        weights: Sequence[float] | None = None,
+        *,
+        timeout_s: float = 5.0,
+        workers: int = 0,
+    ) -> None:
+        self.specs = list(specs)
+        self.weights = [1.0] * len(self.specs) if weights is None else [float(w) for w in weights]
+        if len(self.weights) != len(self.specs):
+            raise ValueError(f"{len(self.specs)} rewards but {len(self.weights)} weights")
+        self.timeout_s, self.workers = timeout_s, workers
+        self.failures: Counter[str] = Counter()
+        self.guards = [Guarded(resolve(s), timeout_s, self.failures) for s in self.specs]
+        self._pool: Pool | None = None
+
+    def __call__(self, completions: Sequence[str], answers: Sequence[str]) -> list[list[float]]:
+        """``[S][R]`` scores of S completions (with their answers) by each of the R verifiers."""
+        calls = [
+            (r, c, a)
+            for c, a in zip(completions, answers, strict=True)
+            for r in range(len(self.specs))
+        ]
+        if self.workers > 0:
+            values = self._in_pool(calls)
+        else:
+            values = [self.guards[r](c, a) for r, c, a in calls]
+        R = len(self.specs)
+        return [values[i * R : (i + 1) * R] for i in range(len(completions))]
+
+    def total(self, parts: Sequence[float]) -> float:
+        """The weighted sum of one completion's scores."""
+        return sum(w * v for w, v in zip(self.weights, parts, strict=True))
+
+    def start(self) -> None:
+        """Start the worker processes now (they import the verifiers while the caller goes on);
+        otherwise the first call starts them."""
+        if self.workers > 0 and self._pool is None:
+            self._pool = Pool(self.specs, self.workers, self.timeout_s)
+            weakref.finalize(self, self._pool.close)
+
+    def _in_pool(self, calls: list[Call]) -> list[float]:
+        self.start()
+        assert self._pool is not None
+        values = []
+        for (r, _, _), (kind, value) in zip(calls, self._pool.run(calls), strict=True):
+            if kind == "ok":
+                values.append(_finite(value, self.failures, self.specs[r]))
+            else:
+                values.append(record(self.failures, kind, f"{self.specs[r]}: {value}"))
+        return values
+
+    def close(self) -> None:
+        """Stop the worker processes (a later call starts new ones)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # processes do not travel: a copy (a spawned DDP rank) starts its own pool
+        return {**self.__dict__, "_pool": None}

@@ -98,7 +98,7 @@ def train(
     the settings cannot work."""
     from advest.training import embedded, scale
     from advest.training.evaluate import held_out_items, write
-    from advest.training.module import NonFiniteLoss, RLModule
+    from advest.training.module import RLModule
 
     validate(cfg)
     scale.check_trainer(cfg, {**TRAINER_DEFAULTS, **(trainer_args or {})})
@@ -138,21 +138,30 @@ def train(
         num_sanity_val_steps=0,
     )
     try:
-        trainer.fit(module, ckpt_path=str(ckpt) if resume else None)
+        _fit(trainer, module, ckpt if resume else None, checkpointer)
+        if trainer.is_global_zero:
+            if do_eval:
+                curves["after"] = _curve(module, items, cfg)
+                print(
+                    f"held-out after:  {_brief(curves['after'])}  (estimator {cfg.estimator})",
+                    flush=True,
+                )
+                write(curves, folder, "passk")
+            plot_metrics(folder)
+            scale.export(module, folder, cfg.lora_export)  # last: merging changes the policy
+    finally:
+        module.scorer.close()  # the reward workers end with the run, however it ends
+    return folder
+
+
+def _fit(trainer: L.Trainer, module: Any, ckpt: Path | None, checkpointer: Checkpointer) -> None:
+    from advest.training.module import NonFiniteLoss
+
+    try:
+        trainer.fit(module, ckpt_path=None if ckpt is None else str(ckpt))
     except NonFiniteLoss:
         checkpointer.save(trainer)
         raise
-    if trainer.is_global_zero:
-        if do_eval:
-            curves["after"] = _curve(module, items, cfg)
-            print(
-                f"held-out after:  {_brief(curves['after'])}  (estimator {cfg.estimator})",
-                flush=True,
-            )
-            write(curves, folder, "passk")
-        plot_metrics(folder)
-        scale.export(module, folder, cfg.lora_export)  # last: merging changes the policy
-    return folder
 
 
 class HeldOut(L.Callback):
@@ -182,7 +191,7 @@ def _curve(module: Any, items: list[Any], cfg: RLConfig) -> dict[int, float]:
         max_new_tokens=cfg.max_new_tokens,
         temperature=cfg.temperature,
         top_p=cfg.top_p,
-        reward=cfg.reward,
+        scorer=module.scorer,
         chat_template=cfg.chat_template,
         system_prompt=cfg.system_prompt,
         seed=cfg.seed + 1234,
@@ -335,10 +344,10 @@ def trainer_arguments(ns: Any, defaults: Any) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str]) -> int:
-    from advest.training.parsing import fail, settings
+    from advest.training.parsing import fail, gather_lists, settings
 
     p = parser()
-    ns = p.parse_args(list(argv))
+    ns = p.parse_args(gather_lists(list(argv)))
     try:
         trainer_args = trainer_arguments(ns, p.get_defaults().trainer)
         cfg = settings(RLConfig, ns)

@@ -27,35 +27,35 @@ from torch import Tensor
 from advest.fast import registry
 from advest.fast.detokenize import texts_and_offsets
 from advest.training.evaluate import embedded_held_out
-from advest.training.module import load_policy, positions, response_mask
+from advest.training.generation import Sampling
+from advest.training.module import load_policy, positions
 from advest.training.prompts import token_ids as prompt_ids
-from advest.training.rollout import Rollout, call
+from advest.training.rewards import Scorer
+from advest.training.rollout import Rollout, plan
+from advest.training.sampling import Scored, sample_and_score
 
 TOKEN_BASELINES = ("numca", "hista")
 
 
-def _generate(model: Any, tok: Any, prompts: list[Tensor], n: int, budget: int) -> list[Tensor]:
-    """n sampled continuations (token ids, EOS-trimmed) of each prompt, a list of id tensors."""
-    width = max(p.numel() for p in prompts)
-    ids = torch.full((len(prompts), width), tok.pad_token_id)
-    attn = torch.zeros(len(prompts), width, dtype=torch.long)
-    for j, p in enumerate(prompts):  # left padding
-        ids[j, width - p.numel() :], attn[j, width - p.numel() :] = p, 1
-    out = model.generate(
-        input_ids=ids,
-        attention_mask=attn,
-        do_sample=True,
-        top_k=0,
-        max_new_tokens=max(budget, 1),
-        num_return_sequences=n,
-        pad_token_id=tok.pad_token_id,
-        eos_token_id=tok.eos_token_id,
+def _sample(
+    model: Any,
+    tok: Any,
+    state: Tensor,
+    answer: str,
+    n: int,
+    budget: int,
+    a: Any,
+    scorer: Scorer,
+    prefix: Tensor | None = None,
+) -> Scored:
+    """n continuations of one state (``state``: prompt and ``prefix`` token ids), sampled and
+    scored as training samples are (``--temperature``, ``--top_p``, ``--reward``); the reward
+    of a continuation is that of the whole response, ``prefix`` included."""
+    ids = state.unsqueeze(0)
+    sampling = Sampling(n, max(budget, 1), a.temperature, a.top_p)
+    return sample_and_score(
+        model, tok, ids, torch.ones_like(ids), [answer], sampling, scorer, prefix=prefix
     )
-    return [row[width:] for row in out]
-
-
-def _reward(tok: Any, ids: Tensor, answer: str) -> float:
-    return float(tok.decode(ids.tolist(), skip_special_tokens=True).strip() == answer)
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -99,20 +99,23 @@ def _bootstrap(rows: list[dict[str, Any]], key: str, m: int, reps: int, seed: in
 
 
 @torch.no_grad()
-def states_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
+def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any]:
     items = embedded_held_out(a.problems, seed=7)
     rng = random.Random(a.seed)
     torch.manual_seed(a.seed)
     rows: list[dict[str, Any]] = []
+    estimators = {  # resolved once; hista with the block size the responses need
+        name: plan(name, options={"w": a.hista_w} if name == "hista" else {})
+        for name in TOKEN_BASELINES
+        if name in registry.names()
+    }
     for item in items:
         prompt = torch.tensor(prompt_ids(tok, item.prompt))
-        resp = _generate(model, tok, [prompt], a.group, a.max_new_tokens)
+        scored = _sample(model, tok, prompt, item.answer, a.group, a.max_new_tokens, a, scorer)
         T = a.max_new_tokens
-        token_ids = torch.full((1, a.group, T), tok.pad_token_id)
-        for g, r in enumerate(resp):
-            token_ids[0, g, : r.numel()] = r
-        mask = response_mask(token_ids, tok.eos_token_id)
-        rewards = torch.tensor([[_reward(tok, r, item.answer) for r in resp]], dtype=torch.float64)
+        token_ids = scored.responses.reshape(1, a.group, T)
+        mask = scored.mask.reshape(1, a.group, T)
+        rewards = scored.rewards.double()  # [1, G]
         texts, offsets = texts_and_offsets(token_ids, mask, tok)
         seqs = torch.cat([prompt.expand(a.group, -1), token_ids[0]], 1)
         attn = torch.cat([torch.ones(a.group, prompt.numel(), dtype=torch.long), mask[0].long()], 1)
@@ -134,12 +137,8 @@ def states_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
             offsets=offsets,
             hidden=hidden,
         )
-        options = {"hista": {"w": a.hista_w}}
         base = {  # the baseline each token-level estimator used: b = R_i − A_{i,t}
-            name: R.unsqueeze(-1)
-            - call(name, registry.get(name), rollout, options.get(name, {}), None)[0].double()
-            for name in TOKEN_BASELINES
-            if name in registry.names()
+            name: R.unsqueeze(-1) - p.output(rollout)[0].double() for name, p in estimators.items()
         }
         lengths = mask[0].sum(-1)
         for _ in range(a.states):
@@ -148,9 +147,9 @@ def states_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
                 continue
             t = rng.randrange(1, int(lengths[i]))  # prefix of t tokens; the next token is t
             state = torch.cat([prompt, token_ids[0, i, :t]])
-            conts = _generate(model, tok, [state], a.mc, a.max_new_tokens - t)
-            full = [torch.cat([token_ids[0, i, :t], c]) for c in conts]
-            v = float(np.mean([_reward(tok, f, item.answer) for f in full]))
+            prefix = token_ids[0, i, :t]
+            conts = _sample(model, tok, state, item.answer, a.mc, T - t, a, scorer, prefix)
+            v = float(conts.rewards.double().mean())
             others = torch.cat([R[:i], R[i + 1 :]])
             rows.append({
                 "problem": item.prompt, "t": t, "v_mc": v,
@@ -177,7 +176,7 @@ def states_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
 
 
 @torch.no_grad()
-def kae_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
+def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any]:
     """Fixed policy, I iterations of n samples per prompt: KAE's value from the history before
     the last iteration vs the last iteration's group mean, both against V_MC (M samples)."""
     items = embedded_held_out(a.problems, seed=11)
@@ -185,18 +184,18 @@ def kae_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
     torch.manual_seed(a.seed + 1)
     budget = a.max_new_tokens
     truth = torch.tensor([
-        np.mean([_reward(tok, c, i.answer) for c in _generate(model, tok, [p], a.mc, budget)])
+        float(_sample(model, tok, p, i.answer, a.mc, budget, a, scorer).rewards.double().mean())
         for p, i in zip(prompts, items, strict=True)
-    ])  # fmt: skip
+    ], dtype=torch.float64)  # fmt: skip
     out: dict[str, Any] = {}
     for n in (1, 2, 4):
         kae = registry.get("kae")(h=1.0)  # a fixed policy: all history is relevant
         ids = torch.arange(len(items))
         for _ in range(a.iterations):
-            r = torch.tensor([
-                [_reward(tok, c, i.answer) for c in _generate(model, tok, [p], n, a.max_new_tokens)]
+            r = torch.cat([
+                _sample(model, tok, p, i.answer, n, budget, a, scorer).rewards.double()
                 for p, i in zip(prompts, items, strict=True)
-            ], dtype=torch.float64)  # fmt: skip
+            ])  # fmt: skip
             history = kae.value(ids) if kae.iteration > 1 else None
             kae(ids, r)
         group = r.mean(-1)
@@ -210,6 +209,7 @@ def kae_benchmark(model: Any, tok: Any, a: Any) -> dict[str, Any]:
 
 
 def parser() -> Any:
+    from advest.training.config import add_reward_settings
     from advest.training.parsing import new_parser, switch
 
     p = new_parser("advest experiment values", __doc__ or "")
@@ -222,6 +222,9 @@ def parser() -> Any:
     p.add_argument("--mc", type=int, default=16, help="M continuations per state")
     p.add_argument("--iterations", type=int, default=8, help="KAE: iterations of history")
     p.add_argument("--max_new_tokens", type=int, default=5, help="response budget in tokens")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    p.add_argument("--top_p", type=float, default=1.0, help="nucleus sampling (1: all tokens)")
+    add_reward_settings(p)
     p.add_argument("--hista_w", type=int, default=1, help="Hista block size (responses are short)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (95% CI)")
     p.add_argument("--seed", type=int, default=0, help="seeds the sampling")
@@ -231,7 +234,18 @@ def parser() -> Any:
 
 
 def main(argv: list[str]) -> int:
-    a = parser().parse_args(argv)
+    from advest.training.config import ConfigError, build_scorer
+    from advest.training.parsing import fail, gather_lists
+
+    a = parser().parse_args(gather_lists(argv))
+    try:
+        if not 0 < a.top_p <= 1 or not a.temperature > 0:
+            raise ConfigError(
+                f"need --temperature > 0, 0 < --top_p ≤ 1; got {a.temperature}, {a.top_p}"
+            )
+        scorer = build_scorer(a.reward, a.reward_weights, a.reward_timeout, a.reward_workers)
+    except ConfigError as error:
+        return fail("advest experiment values", str(error))
     if a.quick:
         a.problems, a.group, a.states, a.mc, a.iterations, a.bootstrap = 4, 4, 2, 4, 2, 20
     out = Path(a.out or f"runs/values/{time.strftime('%Y%m%d-%H%M%S')}")
@@ -242,7 +256,13 @@ def main(argv: list[str]) -> int:
     model, tok = load_policy(model_path)
     model.eval()
     (out / "config.json").write_text(json.dumps({**vars(a), "model_path": model_path}, indent=1))
-    metrics = {"states": states_benchmark(model, tok, a), "kae": kae_benchmark(model, tok, a)}
+    try:
+        metrics = {
+            "states": states_benchmark(model, tok, a, scorer),
+            "kae": kae_benchmark(model, tok, a, scorer),
+        }
+    finally:
+        scorer.close()
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
     (out / "summary.md").write_text(summary(metrics))
     _plot(metrics, out)
