@@ -407,6 +407,28 @@ def test_a_run_killed_mid_way_resumes_to_the_same_parameters(
     assert "will be deleted" not in out  # no false warning from Lightning's CSV logger
 
 
+def test_each_checkpoint_is_written_after_its_steps_metrics_row(
+    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill right after last.ckpt is written must not lose that step's row of metrics.csv
+    (resume starts after the checkpoint's step, so the row would never be written again)."""
+    from advest.training import train as train_module
+
+    seen: list[tuple[int, float]] = []
+    real = train_module.Checkpointer.save
+
+    def save(self: Any, trainer: Any, export: bool = False) -> Path:
+        step = int(trainer.lightning_module.rollout_step)
+        rows = _metrics(tmp_path / "ckpt")
+        seen.append((step, float(rows[-1]["rollout_step"]) if rows else 0.0))
+        return real(self, trainer, export)
+
+    monkeypatch.setattr(train_module.Checkpointer, "save", save)
+    _train(_cfg(model_path, tmp_path, steps=4, checkpoint_every=2), "ckpt")
+    assert [s for s, _ in seen] == [2, 4, 4]  # every 2 steps, and at the end
+    assert all(row == step for step, row in seen), seen
+
+
 def _metrics(folder: Path) -> list[dict[str, str]]:
     import csv
 

@@ -415,8 +415,16 @@ class RLModule(L.LightningModule):
         }
         values = {k: v for k, v in values.items() if math.isfinite(v)}
         bar = {"reward", "pass@1", "entropy"}
-        self.log_dict({k: v for k, v in values.items() if k in bar}, prog_bar=True, on_step=True)
-        self.log_dict({k: v for k, v in values.items() if k not in bar}, on_step=True)
+        self.log_dict(
+            {k: v for k, v in values.items() if k in bar}, prog_bar=True, logger=False, on_step=True
+        )
+        # The row goes to the loggers here, inside the step, so it is on disk before the
+        # checkpoint callback (on_train_batch_end) writes last.ckpt. Lightning logs self.log
+        # values only after that hook: a kill between the two lost the step's row for good,
+        # and the resumed metrics.csv missed it. A kill after the row and before the checkpoint
+        # is harmless: the resumed run rewrites that step and MetricsCSV drops the stale row.
+        for logger in self.loggers:
+            logger.log_metrics(values, step=self.rollout_step)
 
     def reward_columns(self, rollout: Rollout) -> dict[str, float]:
         """``reward/NAME``: each reward function's mean score, beside the weighted total."""
