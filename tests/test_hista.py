@@ -610,3 +610,13 @@ def test_bad_input_raises_clear_errors() -> None:
         ref_hista([[[0.0]], [[1.0]]], [1, 0], tau_scale=0.0)
     with pytest.raises(ValueError, match="one dimension"):
         ref_hista([[[0.0]], [[1.0, 2.0]]], [1, 0])
+
+
+@pytest.mark.parametrize("gather_elt", [0, 2, 4])
+def test_a_chunk_is_the_most_rollouts_whose_buffers_fit_the_budget(gather_elt: int) -> None:
+    """Each pooled rollout holds a float32 buffer [M·w, D] and, when the mask is not a prefix, a
+    gathered copy [T, D] in the input dtype: a chunk takes as many as fit, and no more."""
+    m, w, t, d, budget = 4, 16, 64, 8, 40_000
+    per_row = m * w * d * 4 + t * d * gather_elt
+    rows = _pool_rows(m, w, t, d, 4, gather_elt, budget)
+    assert rows * per_row <= budget < (rows + 1) * per_row

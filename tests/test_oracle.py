@@ -207,3 +207,22 @@ def test_k_equal_n_is_checked_for_estimators_that_accept_it() -> None:
     assert _by(findings, "unbiased", "float64")[0].startswith("yes")
     refused = oracle.check(fast.maxk.maxpo, "maxk", 3, ns=[3, 4], dtype="float64")
     assert _by(refused, "accepts N", "float64")[0] == "refused"  # maxpo claims K <= N - 1
+
+
+def test_the_report_table_has_a_row_per_property_and_a_column_per_dtype() -> None:
+    """Verdicts merged over N where they agree, split by N where they do not; a global finding
+    (no dtype) fills every column."""
+    F = oracle.Finding
+    findings = [
+        F("centred", "yes", "", "float32", 2),
+        F("centred", "yes", "", "float32", 8),
+        F("centred", "no", "", "float64", 2),
+        F("centred", "yes", "", "float64", 8),
+        F("modifies its inputs", "no", ""),
+    ]
+    lines = oracle.table(findings).splitlines()
+    assert lines[0] == "| property | float32 | float64 |"
+    assert lines[2:] == [
+        "| centred | yes (N = 2, 8) | N=2: no; N=8: yes |",
+        "| modifies its inputs | no | no |",
+    ]
