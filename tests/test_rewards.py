@@ -90,6 +90,21 @@ def test_a_user_reward_from_the_working_directory_is_logged_beside_the_weighted_
         assert float(row["reward_failures"]) == 0
 
 
+def test_pass_at_k_is_decided_by_the_first_reward_not_by_a_bonus(
+    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bonus that is always positive (length) makes every total > 0; pass@1 must still be
+    the verifier's (exact) success rate."""
+    mod = _user_module(tmp_path, "user_rewards_pass")
+    monkeypatch.chdir(tmp_path)
+    cfg = _cfg(model_path, tmp_path, reward=["exact", f"{mod}:length"], reward_weights=[1.0, 0.1])
+    _train(cfg, "pass")
+    rows = _rows(tmp_path / "pass")
+    for row in rows:
+        assert float(row["pass@1"]) == float(row["reward/exact"])  # 0/1 scores: their mean
+    assert any(float(row["pass@1"]) < 1 for row in rows)  # the bonus alone would give 1.0
+
+
 def test_several_rewards_and_weights_parse_as_space_separated_lists() -> None:
     from advest.training.train import parser
 

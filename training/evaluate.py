@@ -72,9 +72,9 @@ def pass_curve(
     seed: int = 1234,
     batch_prompts: int = 32,
 ) -> dict[int, float]:
-    """Mean over prompts of pass@k, k = 1..samples: a sample passes when its total reward (the
-    ``scorer``'s weighted sum, as in training) is > 0. Sampled and scored as training samples
-    (``sampling.sample_and_score``)."""
+    """Mean over prompts of pass@k, k = 1..samples: a sample passes when the first reward of
+    ``scorer`` (the verifier) is > 0, as in training's pass@k columns; further rewards shape the
+    training reward only. Sampled and scored as training samples (``sampling.sample_and_score``)."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -99,7 +99,7 @@ def pass_curve(
             sampling,
             scorer,
         )
-        counts += [int(c) for c in (scored.rewards > 0).sum(-1).tolist()]
+        counts += [int(c) for c in (scored.parts[..., 0] > 0).sum(-1).tolist()]
     torch.set_rng_state(state)
     model.train(was_training)
     return {

@@ -388,7 +388,10 @@ class RLModule(L.LightningModule):
     ) -> None:
         cfg = self.cfg
         assert rollout.entropy is not None and rollout.truncated is not None  # the trainer's
-        correct = rollout.rewards > 0
+        # pass@k asks whether the answer is right: the first --reward (the verifier) decides;
+        # further rewards (format bonuses, length terms) shape the total, not the pass.
+        assert rollout.reward_parts is not None
+        correct = rollout.reward_parts[..., 0] > 0
         valid = rollout.mask
         a = adv[valid]
         flat = (rollout.rewards == rollout.rewards[:, :1]).all(-1)
