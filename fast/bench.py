@@ -45,6 +45,32 @@ with other jobs: with ``--threads 1`` it counts only the call's own work, not ti
 descheduled (with more threads it also counts spin-waiting)."""
 _clock = time.perf_counter
 
+MALLOC = ("default", "retain")
+"""``default``: the C allocator as configured. ``retain`` (glibc): keep freed memory in the
+process instead of giving it back to the OS after each call. glibc hands every multi-MB buffer
+(a [4096, 64] float64 is 2 MiB) back with munmap/trim when it is freed, so the next call
+page-faults it in again; on 2 cores that costs ~3 ms of grpo's ~4 ms at (4096, 64). jemalloc,
+tcmalloc and PyTorch's CUDA caching allocator keep such buffers, which is what ``retain`` mimics,
+so its ratios are the ones that carry over to a trainer; ``default`` measures allocator churn."""
+
+
+def retain_freed_memory() -> None:
+    """mallopt(M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_TOP_PAD) so glibc keeps freed buffers for the
+    next call (process-wide, for the rest of the process: a benchmark setting, never set by the
+    estimators)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    if libc is None or not hasattr(libc, "mallopt"):
+        raise ValueError("--malloc retain needs glibc's mallopt (Linux); use --malloc default")
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+    for option, value in ((m_trim_threshold, 2**31 - 1), (m_mmap_threshold, 2**30),
+                          (m_top_pad, 2**26)):  # fmt: skip
+        if libc.mallopt(option, value) != 1:
+            raise ValueError(f"mallopt({option}, {value}) failed; use --malloc default")
+
 
 def _time_round_robin(
     calls: dict[Key, Callable[[], Any]], repeats: int, device: torch.device
@@ -173,18 +199,24 @@ def run(
     threads: int | None = None,
     shapes: list[tuple[int, int]] | None = None,
     clock: str = "wall",
+    malloc: str = "default",
 ) -> dict[tuple[int, int], dict[str, dict[str, float]]]:
     """Print one table per shape and return the medians, ``{(B, G): {kind: {name: s}}}``."""
     global _clock
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {sorted(CLOCKS)}; got {clock!r}")
+    if malloc not in MALLOC:
+        raise ValueError(f"malloc must be one of {MALLOC}; got {malloc!r}")
     _clock = CLOCKS[clock]
+    if malloc == "retain":
+        retain_freed_memory()
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if threads:
         torch.set_num_threads(threads)
     threads = torch.get_num_threads()
     print(
         f"advest bench: device={dev}, torch {torch.__version__}, threads={threads}, clock={clock}"
+        f", malloc={malloc}"
     )
     print(
         f"median of {repeats} calls, float32 input; '× grpo' / '× plain' = time / grpo's / plain "

@@ -21,3 +21,19 @@ def test_bench_prints_every_estimator_on_general_binary_and_few_valued_input(
         assert set(bench.outcome_names()) <= set(times[(3, 8)][kind])
         assert all(t > 0 for t in times[(3, 8)][kind].values())
     assert "binary: slowest max@K estimator" in out
+
+
+def test_the_retain_allocator_mode_runs_and_is_reported() -> None:
+    """``--malloc retain`` is process-wide, so it runs in a child process here."""
+    import subprocess
+    import sys
+
+    code = (
+        "from advest.fast import bench; "
+        "bench.run(repeats=1, device='cpu', shapes=[(3, 8)], malloc='retain')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "malloc=retain" in done.stdout.splitlines()[0]
+    with pytest.raises(ValueError, match="malloc must be one of"):
+        bench.run(repeats=1, device="cpu", shapes=[(3, 8)], malloc="jemalloc")

@@ -79,6 +79,14 @@ def bench_parser() -> Parser:
         default="wall",
         help="wall: elapsed time; cpu: process CPU time (a loaded machine, with --threads 1)",
     )
+    p.add_argument(
+        "--malloc",
+        choices=["default", "retain"],
+        default="default",
+        help="retain: keep freed buffers in the process (glibc mallopt), as jemalloc, tcmalloc "
+        "and the CUDA caching allocator do; default: give them back to the OS after each call "
+        "(each call then page-faults its buffers in again)",
+    )
     return p
 
 
@@ -91,6 +99,7 @@ def _bench(ns: Any) -> int:
         device=ns.device,
         threads=ns.threads,
         clock=ns.clock,
+        malloc=ns.malloc,
     )
     from advest.training.bench import run as run_tokens
 
