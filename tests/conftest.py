@@ -85,3 +85,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if not _path_cannot_matter(item)]
+
+
+@pytest.fixture
+def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if a model loads: bad settings must be refused before any model does."""
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise AssertionError("a model was loaded before the settings were checked")
+
+    monkeypatch.setattr("advest.training.module.load_policy", refuse)
+    monkeypatch.setattr("advest.training.embedded.build", refuse)

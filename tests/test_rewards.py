@@ -119,15 +119,6 @@ def test_several_rewards_and_weights_parse_as_space_separated_lists() -> None:
     assert (ns.reward, ns.reward_weights) == (["exact", "digits"], [1.0])
 
 
-@pytest.fixture
-def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a model was loaded before the rewards were checked")
-
-    monkeypatch.setattr("advest.training.module.load_policy", refuse)
-    monkeypatch.setattr("advest.training.embedded.build", refuse)
-
-
 @pytest.mark.parametrize(
     ("reward", "says"),
     [

@@ -69,15 +69,6 @@ def test_bf16_weights_train_a_few_steps_with_float32_log_probs(
     assert _max_diff(after, initial) > 0
 
 
-@pytest.fixture
-def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a model was loaded before the configuration was checked")
-
-    monkeypatch.setattr("advest.training.module.load_policy", refuse)
-    monkeypatch.setattr("advest.training.embedded.build", refuse)
-
-
 @pytest.mark.parametrize(
     ("dtype", "trainer", "message"),
     [

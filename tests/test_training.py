@@ -178,15 +178,6 @@ def test_kl_to_the_reference_model_is_zero_on_the_first_step(
 
 
 # ----------------------------------------------------------------------------- bad configuration
-@pytest.fixture
-def no_model_loading(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a model was loaded before the configuration was checked")
-
-    monkeypatch.setattr("advest.training.module.load_policy", refuse)
-    monkeypatch.setattr("advest.training.embedded.build", refuse)
-
-
 @pytest.mark.parametrize(
     ("over", "message"),
     [
