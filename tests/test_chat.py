@@ -15,14 +15,10 @@ from advest.training import prompts
 from advest.training.module import forward_logprobs, load_policy
 from advest.training.sampling import response_mask
 from tests.chat_models import Kind, build
+from tests.test_training import TRAINER_WARNINGS
 
 # Lightning and torch warn about their own internals during a fit (as in test_training.py)
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::DeprecationWarning",
-    "ignore::UserWarning",
-    "ignore::FutureWarning",
-    "ignore::lightning.fabric.utilities.warnings.PossibleUserWarning",
-)
+pytestmark = TRAINER_WARNINGS
 KINDS: list[Kind] = ["qwen2", "llama"]
 SYSTEM = "please answer with a number only"
 CHATS: list[Any] = [

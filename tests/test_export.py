@@ -15,16 +15,11 @@ import torch
 from advest.training import evaluate
 from advest.training.config import ConfigError
 from advest.training.data import PromptSource, read_rows, split
-from tests.test_training import _cfg, model_path
+from tests.test_training import TRAINER_WARNINGS, _cfg, model_path
 
 __all__ = ["model_path"]  # the module-scoped fixture, shared with test_training
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::DeprecationWarning",
-    "ignore::UserWarning",
-    "ignore::FutureWarning",
-    "ignore::lightning.fabric.utilities.warnings.PossibleUserWarning",
-)
+pytestmark = TRAINER_WARNINGS
 
 IDS = torch.tensor([[1, 4, 5, 13, 6, 14, 7]])
 

@@ -17,16 +17,11 @@ import pytest
 from advest.fast import registry
 from advest.training import cli, rewards
 from advest.training.parsing import gather_lists
-from tests.test_training import _cfg, _train, model_path
+from tests.test_training import TRAINER_WARNINGS, _cfg, _train, model_path
 
 __all__ = ["model_path"]  # the module-scoped fixture, shared with test_training
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::DeprecationWarning",
-    "ignore::UserWarning",
-    "ignore::FutureWarning",
-    "ignore::lightning.fabric.utilities.warnings.PossibleUserWarning",
-)
+pytestmark = TRAINER_WARNINGS
 
 USER_REWARDS = """
     import os

@@ -17,16 +17,20 @@ from advest.training.data import Item
 from advest.training.module import RLModule, load_policy
 from advest.training.prompts import encode
 from advest.training.sampling import response_mask
-from tests.test_training import ROOT, _cfg, _initial, _max_diff, _params, _train, model_path
+from tests.test_training import (
+    ROOT,
+    TRAINER_WARNINGS,
+    _cfg,
+    _initial,
+    _max_diff,
+    _params,
+    _train,
+    model_path,
+)
 
 __all__ = ["model_path"]  # the module-scoped fixture, shared with test_training
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::DeprecationWarning",
-    "ignore::UserWarning",
-    "ignore::FutureWarning",
-    "ignore::lightning.fabric.utilities.warnings.PossibleUserWarning",
-)
+pytestmark = TRAINER_WARNINGS
 
 LORA: dict[str, Any] = {"lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.1}
 

@@ -28,12 +28,14 @@ from advest.training.embedded import EmbeddedSpec, build
 from advest.training.metrics import pass_at_k
 from advest.training.rollout import plan, synthetic
 
-pytestmark = pytest.mark.filterwarnings(
+# Lightning's and transformers' warnings about a toy CPU run; shared by every trainer test module.
+TRAINER_WARNINGS = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning",
     "ignore::UserWarning",
     "ignore::FutureWarning",
     "ignore::lightning.fabric.utilities.warnings.PossibleUserWarning",
 )
+pytestmark = TRAINER_WARNINGS
 
 TINY = EmbeddedSpec(hidden_size=32, layers=1, heads=2, warm_start_steps=30)
 ROOT = Path(__file__).resolve().parents[1]
