@@ -170,7 +170,6 @@ RANGES: dict[str, tuple[str, str]] = {
     "eval_prompts": (">=0", "0 skips the held-out evaluation"),
     "checkpoint_every": (">=0", "0 checkpoints only at the end"),
     "train_pool": (">=0", "0 means an endless stream of prompts"),
-    "temperature": (">0", "e.g. 1.0"),
     "clip_high": (">=0", "the ratio is clipped to [1 - clip_low, 1 + clip_high]"),
 }
 """Bounds checked before anything loads: flag → (bound, what to do instead)."""
@@ -183,6 +182,15 @@ def _ranges(cfg: RLConfig) -> None:
         if not ok or value != value:
             word = "greater than 0" if bound == ">0" else "at least 0"
             raise ConfigError(f"--{name} must be {word}; got {value} ({hint})")
+
+
+def check_sampling(temperature: float, top_p: float) -> None:
+    """The sampling settings ``advest train``, ``eval`` and ``experiment values`` share, checked
+    the same way in all three. Raises ``ConfigError`` naming the flag."""
+    if not temperature > 0:
+        raise ConfigError(f"--temperature must be greater than 0; got {temperature} (e.g. 1.0)")
+    if not 0 < top_p <= 1:
+        raise ConfigError(f"--top_p must lie in (0, 1]; got {top_p}")
 
 
 def scorer(cfg: RLConfig) -> Scorer:
@@ -257,8 +265,7 @@ def validate(cfg: RLConfig) -> None:
         )
     if not 0 <= cfg.clip_low < 1:
         raise ConfigError(f"--clip_low must lie in [0, 1); got {cfg.clip_low}")
-    if not 0 < cfg.top_p <= 1:
-        raise ConfigError(f"--top_p must lie in (0, 1]; got {cfg.top_p}")
+    check_sampling(cfg.temperature, cfg.top_p)
     scorer(cfg)
     context = None if cfg.model is None else check_model_folder(cfg.model, cfg.max_new_tokens)
     if cfg.data is not None:

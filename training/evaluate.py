@@ -16,7 +16,7 @@ from advest.training.generation import Sampling
 from advest.training.metrics import pass_at_k
 from advest.training.prompts import encode
 from advest.training.rewards import Scorer
-from advest.training.sampling import sample_and_score
+from advest.training.sampling import passes, sample_and_score
 from advest.training.task import held_out
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def pass_curve(
             sampling,
             scorer,
         )
-        counts += [int(c) for c in (scored.parts[..., 0] > 0).sum(-1).tolist()]
+        counts += [int(c) for c in passes(scored.parts).sum(-1).tolist()]
     torch.set_rng_state(state)
     model.train(was_training)
     return {
@@ -167,7 +167,12 @@ def parser() -> Any:
 
 def main(argv: list[str]) -> int:
     """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
-    from advest.training.config import ConfigError, build_scorer, check_model_folder
+    from advest.training.config import (
+        ConfigError,
+        build_scorer,
+        check_model_folder,
+        check_sampling,
+    )
     from advest.training.data import DataError
     from advest.training.embedded import build
     from advest.training.module import load_policy
@@ -175,10 +180,7 @@ def main(argv: list[str]) -> int:
 
     ns = parser().parse_args(gather_lists(argv))
     try:
-        if not 0 < ns.top_p <= 1:
-            raise ConfigError(f"--top_p must lie in (0, 1]; got {ns.top_p}")
-        if not ns.temperature > 0:
-            raise ConfigError(f"--temperature must be greater than 0; got {ns.temperature}")
+        check_sampling(ns.temperature, ns.top_p)
         scorer = build_scorer(ns.reward, ns.reward_weights, ns.reward_timeout, ns.reward_workers)
         if ns.model is not None:
             ns.model = resolve_model(ns.model)

@@ -24,7 +24,7 @@ from advest.training.config import RLConfig, estimator_plan, scorer
 from advest.training.data import FromStep, Item, PromptSource, Steps
 from advest.training.prompts import encode, token_ids
 from advest.training.rollout import Rollout
-from advest.training.sampling import Scored, sample_and_score
+from advest.training.sampling import Scored, passes, sample_and_score
 
 
 class NonFiniteLoss(RuntimeError):
@@ -387,11 +387,9 @@ class RLModule(L.LightningModule):
         self, rollout: Rollout, adv: Tensor, update: dict[str, float], times: dict[str, float]
     ) -> None:
         cfg = self.cfg
-        assert rollout.entropy is not None and rollout.truncated is not None  # the trainer's
-        # pass@k asks whether the answer is right: the first --reward (the verifier) decides;
-        # further rewards (format bonuses, length terms) shape the total, not the pass.
-        assert rollout.reward_parts is not None
-        correct = rollout.reward_parts[..., 0] > 0
+        parts, entropy, truncated = rollout.reward_parts, rollout.entropy, rollout.truncated
+        assert parts is not None and entropy is not None and truncated is not None  # a trainer's
+        correct = passes(parts)
         valid = rollout.mask
         a = adv[valid]
         flat = (rollout.rewards == rollout.rewards[:, :1]).all(-1)
@@ -400,16 +398,16 @@ class RLModule(L.LightningModule):
         k_big = cfg.k if 1 < cfg.k <= cfg.group_size else cfg.group_size
         values = {
             "reward": float(rollout.rewards.mean()),
-            **self.reward_columns(rollout),
+            **self.reward_columns(parts),
             "pass@1": metrics.mean_pass_at_k(correct, 1),
             f"pass@{k_big}": metrics.mean_pass_at_k(correct, k_big),
             "adv_mean": float(a.mean()) if a.numel() else 0.0,
             "adv_std": float(a.std()) if a.numel() > 1 else 0.0,
             "zero_adv_groups": float((adv.abs().sum(dim=(1, 2)) == 0).float().mean()),
             "flat_reward_groups": float(flat.float().mean()),
-            "entropy": float((rollout.entropy * valid).sum() / valid.sum().clamp(min=1)),
+            "entropy": float((entropy * valid).sum() / valid.sum().clamp(min=1)),
             "response_length": float(rollout.lengths.float().mean()),
-            "truncated": float(rollout.truncated.float().mean()),
+            "truncated": float(truncated.float().mean()),
             "reward_failures": float(sum(self.scorer.failures.values())),
             "skipped_steps": float(self.skipped_total),
             "rollout_step": float(self.rollout_step),
@@ -429,10 +427,10 @@ class RLModule(L.LightningModule):
         for logger in self.loggers:
             logger.log_metrics(values, step=self.rollout_step)
 
-    def reward_columns(self, rollout: Rollout) -> dict[str, float]:
-        """``reward/NAME``: each reward function's mean score, beside the weighted total."""
-        assert rollout.reward_parts is not None
-        means = rollout.reward_parts.mean(dim=(0, 1)).tolist()
+    def reward_columns(self, parts: Tensor) -> dict[str, float]:
+        """``reward/NAME``: each reward function's mean score (``parts [B, G, R]``), beside the
+        weighted total."""
+        means = parts.mean(dim=(0, 1)).tolist()
         return {f"reward/{n}": v for n, v in zip(self.scorer.specs, means, strict=True)}
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

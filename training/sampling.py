@@ -46,6 +46,14 @@ class Scored:
         return self.sequences[:, self.prompt_mask.shape[1] :]
 
 
+def passes(parts: Tensor) -> Tensor:
+    """``[..., R]`` reward scores -> ``[...]`` bool: whether each sample passes, for pass@k in
+    training and held out alike. The first reward (the verifier) decides; further rewards
+    (format bonuses, length terms) shape the total reward, not the pass."""
+    passed: Tensor = parts[..., 0] > 0
+    return passed
+
+
 def response_mask(responses: Tensor, eos_id: int) -> Tensor:
     """``[..., T]`` bool: response tokens up to and including the first EOS."""
     eos = responses == eos_id

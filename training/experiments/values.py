@@ -234,15 +234,12 @@ def parser() -> Any:
 
 
 def main(argv: list[str]) -> int:
-    from advest.training.config import ConfigError, build_scorer
+    from advest.training.config import ConfigError, build_scorer, check_sampling
     from advest.training.parsing import fail, gather_lists
 
     a = parser().parse_args(gather_lists(argv))
     try:
-        if not 0 < a.top_p <= 1 or not a.temperature > 0:
-            raise ConfigError(
-                f"need --temperature > 0, 0 < --top_p ≤ 1; got {a.temperature}, {a.top_p}"
-            )
+        check_sampling(a.temperature, a.top_p)
         scorer = build_scorer(a.reward, a.reward_weights, a.reward_timeout, a.reward_workers)
     except ConfigError as error:
         return fail("advest experiment values", str(error))
