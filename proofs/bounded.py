@@ -20,6 +20,7 @@ from advest.spec.catalogue import CATALOGUE
 from advest.spec.maxk_weights import (
     CHEN_FAIL_ALL,
     CHEN_FAIL_REST,
+    FORM_DEFINITIONS,
     FORMS,
     BinomRatio,
     chen_raw,
@@ -207,18 +208,6 @@ def pkpo_sloo_closed_form(n: int, k: int) -> Record:
 
 
 # --- the fast algorithm ---------------------------------------------------------------------
-
-# Which definition each of fast's linear forms (spec.maxk_weights.FORMS) computes.
-FORM_DEFINITIONS: dict[str, tuple[str, bool]] = {
-    # form: (definition, needs K <= N−1)
-    "ei": ("ei", False),
-    "m_plus": ("m_plus", False),
-    "b": ("l2o_baseline", True),
-    "delta": ("canonical", True),
-    "ei_minus_b": ("maxpo", True),
-    "sloo": ("pkpo_sloo", True),
-    "bagirov": ("pkpo_s", False),
-}
 
 
 def sorted_ascending(x: Sequence[Any]) -> list[Any]:

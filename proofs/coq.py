@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advest.proofs.records import Record
+from advest.spec.maxk_weights import FORM_DEFINITIONS
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"
@@ -38,19 +39,6 @@ class Theorem:
     statement: str
     spec: str
 
-
-# The forms of spec.maxk_weights.FORMS and the definition each is proved equal to, on sorted
-# vectors (Sorted.v: Definition form_<form>, Theorem <definition>_sorted); the same pairs as
-# proofs.bounded.FORM_DEFINITIONS (tests/test_coq.py checks both against FORMS).
-SORTED_FORMS: dict[str, str] = {
-    "ei": "ei",
-    "m_plus": "m_plus",
-    "b": "l2o_baseline",
-    "delta": "canonical",
-    "ei_minus_b": "maxpo",
-    "sloo": "pkpo_sloo",
-    "bagirov": "pkpo_s",
-}
 
 # Every theorem holds for every N and every 0 < K < N (K <= N where the spec allows it), for any
 # numeric field and *any* set function f in place of max (the counting theorems never use max).
@@ -123,7 +111,7 @@ THEOREMS: tuple[Theorem, ...] = (
             f"sorted x, f = max: {definition}_p = FORMS[{form!r}] at p",
             "maxk.md I6, §Algorithm" if definition == "pkpo_s" else "maxk.md §Algorithm",
         )
-        for form, definition in SORTED_FORMS.items()
+        for form, (definition, _) in FORM_DEFINITIONS.items()
     ),
 )
 

@@ -126,6 +126,19 @@ FORMS: dict[str, Form] = {
 FORMS["ei_minus_b"] = difference(FORMS["ei"], FORMS["b"])  # maxpo = EI − b
 FORMS["bagirov"] = (((M_HAT, _c(1)),), (), ((BAGIROV_ABOVE, _c(1)),))  # Bagirov Eq. 9 = (K/N) M⁺
 
+FORM_DEFINITIONS: dict[str, tuple[str, bool]] = {
+    # form: (the subset definition it computes, whether it needs K <= N−1)
+    "ei": ("ei", False),
+    "m_plus": ("m_plus", False),
+    "b": ("l2o_baseline", True),
+    "delta": ("canonical", True),
+    "ei_minus_b": ("maxpo", True),
+    "sloo": ("pkpo_sloo", True),
+    "bagirov": ("pkpo_s", False),
+}
+"""Which definition each form of ``FORMS`` computes: what the z3 proof (``proofs.bounded``)
+and the Coq theorems (``proofs/coq/Sorted.v``, ``Theorem <definition>_sorted``) prove."""
+
 
 def form_rows(
     form: Form,

@@ -238,11 +238,10 @@ def test_each_coq_form_is_the_form_fast_evaluates(n: int) -> None:
     import torch
 
     from advest.fast._weights import weights
-    from advest.proofs.bounded import FORM_DEFINITIONS
-    from advest.spec.maxk_weights import FORMS, form_rows
+    from advest.spec.maxk_weights import FORM_DEFINITIONS, FORMS, form_rows
 
     forms = _coq_forms()
-    assert set(forms) == set(FORMS) == set(coq.SORTED_FORMS) == set(FORM_DEFINITIONS)
+    assert set(forms) == set(FORMS) == set(FORM_DEFINITIONS)
     for k in range(1, n + 1):
         for name, combos in forms.items():
             if k == n and FORM_DEFINITIONS[name][1]:
@@ -270,13 +269,13 @@ def test_each_coq_form_is_the_form_fast_evaluates(n: int) -> None:
 def test_every_form_has_its_sorted_theorem_with_the_matching_definition() -> None:
     """Theorem <definition>_sorted p : <definition> K mx p = lformF form_<form> p, for every form
     of FORMS, each listed in coq.THEOREMS (so Print Assumptions checks it)."""
-    from advest.proofs.bounded import FORM_DEFINITIONS
+    from advest.spec.maxk_weights import FORM_DEFINITIONS
 
     text = SORTED_V.read_text()
     found = re.findall(
         r"^Theorem (\w+)_sorted p : (\w+) K mx p = lformF form_(\w+) p\.$", text, re.M
     )
     pairs = {form: definition for definition, used, form in found if used == definition}
-    assert pairs == coq.SORTED_FORMS == {f: d for f, (d, _) in FORM_DEFINITIONS.items()}
+    assert pairs == {f: d for f, (d, _) in FORM_DEFINITIONS.items()}
     listed = {t.name for t in coq.THEOREMS}
     assert {f"Sorted.{d}_sorted" for d in pairs.values()} <= listed
