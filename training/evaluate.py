@@ -138,22 +138,40 @@ def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk"
 
 def parser() -> Any:
     from advest.training.config import add_reward_settings
-    from advest.training.parsing import new_parser
+    from advest.training.parsing import new_parser, switch
 
     p = new_parser("advest eval", "Held-out pass@k curves of a checkpoint.")
     p.add_argument(
         "--model",
         type=str | None,
         default=None,
-        help="model folder, or a run folder (its exported model/); default: the embedded model",
+        help="model folder, a run folder (its exported model/), a .gguf file or "
+        "smollm2-135m-instruct; default: the embedded model",
     )
     p.add_argument(
         "--data",
         type=str | None,
         default=None,
-        help="JSONL prompts/answers (default: embedded held-out)",
+        help="JSONL prompts/answers, or reasoning_gym:TASK (its held-out prompts, drawn as "
+        "advest train draws them for --seed); default: embedded held-out",
     )
-    p.add_argument("--prompts", type=int, default=64, help="held-out prompts (embedded task)")
+    p.add_argument(
+        "--data_options", type=dict, default={}, help="a reasoning-gym task's settings, as JSON"
+    )
+    p.add_argument(
+        "--data_size",
+        type=int,
+        default=1000,
+        help="the training run's --data_size (its rows are never held out)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="the training run's --seed")
+    switch(p, "chat_template", True, "send prompts through the tokenizer's chat template")
+    p.add_argument(
+        "--system_prompt", type=str | None, default=None, help="a system message before prompts"
+    )
+    p.add_argument(
+        "--prompts", type=int, default=64, help="held-out prompts (embedded task, reasoning-gym)"
+    )
     p.add_argument(
         "--samples", type=int, default=64, help="n samples per prompt: pass@k for k = 1..n"
     )
@@ -167,14 +185,15 @@ def parser() -> Any:
 
 def main(argv: list[str]) -> int:
     """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
+    from advest.training import models, tasks
     from advest.training.config import (
         ConfigError,
         build_scorer,
-        check_model_folder,
+        check_model,
         check_sampling,
+        check_task,
     )
     from advest.training.data import DataError
-    from advest.training.embedded import build
     from advest.training.module import load_policy
     from advest.training.parsing import fail, gather_lists
 
@@ -184,11 +203,17 @@ def main(argv: list[str]) -> int:
         scorer = build_scorer(ns.reward, ns.reward_weights, ns.reward_timeout, ns.reward_workers)
         if ns.model is not None:
             ns.model = resolve_model(ns.model)
-            check_model_folder(ns.model, ns.max_new_tokens)
-        items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)
+            check_model(ns.model, ns.max_new_tokens)
+        check_task(ns.data, ns.data_options, ns.data_size, ns.reward)
+        if tasks.is_task(ns.data):
+            train = tasks.rows(ns.data, ns.data_options, ns.data_size, ns.seed)
+            rows = tasks.held_out_rows(ns.data, ns.data_options, ns.prompts, ns.seed, train)
+            items = items_of(rows)
+        else:
+            items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)
     except (ConfigError, DataError) as error:
         return fail("advest eval", str(error))
-    model_path = ns.model or str(build())
+    model_path = models.folder(ns.model)
     model, tokenizer = load_policy(model_path)
     try:
         curve = pass_curve(
@@ -200,10 +225,12 @@ def main(argv: list[str]) -> int:
             scorer=scorer,
             temperature=ns.temperature,
             top_p=ns.top_p,
+            chat_template=ns.chat_template,
+            system_prompt=ns.system_prompt,
         )
     finally:
         scorer.close()
-    label = Path(model_path).name
+    label = Path(ns.model).name if ns.model else Path(model_path).name
     if label == "model":  # a run's export: name it after the run
         label = Path(model_path).parent.name
     write({label: curve}, Path(ns.out))

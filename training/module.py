@@ -96,7 +96,13 @@ class RLModule(L.LightningModule):
         self.cfg, self.model_path = cfg, model_path
         self.automatic_optimization = False
         self.source = PromptSource(
-            cfg.data, cfg.seed, pool=cfg.train_pool, held_out=cfg.eval_fraction
+            cfg.data,
+            cfg.seed,
+            pool=cfg.train_pool,
+            held_out=cfg.eval_fraction,
+            task_options=cfg.data_options,
+            task_size=cfg.data_size,
+            task_held=cfg.eval_prompts if cfg.eval_data is None else 0,
         )
         self.scorer = scorer(cfg)
         self.scorer.start()  # the reward workers import the verifiers while the model loads

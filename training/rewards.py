@@ -4,6 +4,7 @@ keep a run alive.
 ``exact``: 1 when the stripped completion equals the answer (the embedded task).
 ``digits``: partial credit per matching character (dense; for tiny or untrained models).
 ``math``: 1 when ``math-verify`` finds the completion's final answer equal to the gold one.
+``reasoning_gym``: the task's own ``score_answer`` (rows of ``--data reasoning_gym:TASK``).
 ``module:function``: a user's verifier, imported from the working directory (``resolve``).
 
 ``Scorer`` is what a run calls: the weighted sum of its verifiers, each also kept on its own,
@@ -17,11 +18,13 @@ kind, never killing the run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -66,7 +69,64 @@ def math(completion: str, answer: str) -> float:
     return float(verify(gold, pred, timeout_seconds=None))
 
 
-VERIFIERS: dict[str, Reward] = {"exact": exact, "digits": digits, "math": math}
+TASK_RECORD = "reasoning_gym:"
+"""An answer that starts with this is a reasoning-gym entry, ``{"task": name, "entry": {...}}``
+as JSON after the tag (``training/tasks.py`` writes them)."""
+
+
+def plain_answer(answer: str) -> str:
+    """The gold answer as text: a reasoning-gym record's ``entry["answer"]``, else as given."""
+    if answer.startswith(TASK_RECORD):
+        return str(json.loads(answer[len(TASK_RECORD) :])["entry"]["answer"])
+    return answer
+
+
+def answer_candidates(completion: str) -> list[str]:
+    """What a completion answers, the reasoning-gym way: the last ``<answer>...</answer>``
+    (the tasks' own format) when there is one; otherwise, for models that answer in plain text,
+    the last non-empty line, the text after its last ``=``, and its last word (a trailing
+    period dropped). The reward is the best score over these few candidates."""
+    tagged = re.findall(r"<answer>(.*?)</answer>", completion, re.DOTALL)
+    if tagged:
+        return [tagged[-1].strip()]
+    lines = [line.strip() for line in completion.strip().splitlines() if line.strip()]
+    if not lines:
+        return [""]
+    last = lines[-1].rstrip(".").strip()
+    words = last.split()
+    return list(dict.fromkeys([last, last.rsplit("=", 1)[-1].strip(), words[-1] if words else ""]))
+
+
+@functools.cache
+def _task_scorer(task: str) -> Callable[[str, dict[str, Any]], float]:
+    from reasoning_gym import get_score_answer_fn
+
+    fn: Callable[[str, dict[str, Any]], float] = get_score_answer_fn(task)
+    return fn
+
+
+def reasoning_gym(completion: str, answer: str) -> float:
+    """The task's own ``score_answer(answer, entry)`` on the best of ``answer_candidates``; the
+    entry comes with the row (``--data reasoning_gym:TASK``)."""
+    if not answer.startswith(TASK_RECORD):
+        raise ValueError(
+            "the reasoning_gym reward scores rows of --data reasoning_gym:TASK; this row's "
+            "answer is plain text"
+        )
+    record = json.loads(answer[len(TASK_RECORD) :])
+    score = _task_scorer(record["task"])
+    return max(float(score(c, record["entry"]) or 0.0) for c in answer_candidates(completion))
+
+
+VERIFIERS: dict[str, Reward] = {
+    "exact": exact,
+    "digits": digits,
+    "math": math,
+    "reasoning_gym": reasoning_gym,
+}
+
+RAW_ANSWER = frozenset({"reasoning_gym"})
+"""Verifiers that read a reasoning-gym record whole; every other one gets ``plain_answer``."""
 
 USER_FORM = (
     "module:function, a function (completion: str, answer: str) -> float in a module "
@@ -376,9 +436,10 @@ class Scorer:
 
     def __call__(self, completions: Sequence[str], answers: Sequence[str]) -> list[list[float]]:
         """``[S][R]`` scores of S completions (with their answers) by each of the R verifiers."""
+        plain = [plain_answer(a) for a in answers]
         calls = [
-            (r, c, a)
-            for c, a in zip(completions, answers, strict=True)
+            (r, c, a if self.specs[r] in RAW_ANSWER else p)
+            for c, a, p in zip(completions, answers, plain, strict=True)
             for r in range(len(self.specs))
         ]
         if self.workers > 0:

@@ -96,7 +96,7 @@ def train(
 ) -> Path:
     """Run one RL job; returns its folder. Raises ``ConfigError`` before loading anything when
     the settings cannot work."""
-    from advest.training import embedded, scale
+    from advest.training import models, scale
     from advest.training.evaluate import held_out_items, write
     from advest.training.module import RLModule
 
@@ -106,7 +106,7 @@ def train(
     ckpt = folder / "checkpoints" / "last.ckpt"
     if resume and not ckpt.exists():
         raise ConfigError(f"--resume: no checkpoint at {ckpt}")
-    model_path = cfg.model or str(embedded.build())
+    model_path = models.folder(cfg.model)  # a GGUF file becomes a plain folder, once
     L.seed_everything(cfg.seed, verbose=False)
     module = RLModule(cfg, model_path)
     folder.mkdir(parents=True, exist_ok=True)
