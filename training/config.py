@@ -277,7 +277,10 @@ def validate(cfg: RLConfig) -> None:
     check_sampling(cfg.temperature, cfg.top_p)
     scorer(cfg)
     context = None if cfg.model is None else check_model(cfg.model, cfg.max_new_tokens)
-    check_task(cfg.data, cfg.data_options, cfg.data_size, cfg.reward)
+    check_task(
+        cfg.data, cfg.data_options, cfg.data_size, cfg.reward,
+        held=cfg.eval_prompts if cfg.eval_data is None else 0, seed=cfg.seed,
+    )  # fmt: skip
     if cfg.data is not None and not tasks.is_task(cfg.data):
         _check_data(cfg)
     _check_held_out(cfg)
@@ -294,10 +297,18 @@ def validate(cfg: RLConfig) -> None:
 
 
 def check_task(
-    data: str | None, options: dict[str, Any], size: int, reward: str | list[str]
+    data: str | None,
+    options: dict[str, Any],
+    size: int,
+    reward: str | list[str],
+    *,
+    held: int = 0,
+    seed: int = 0,
 ) -> None:
     """A reasoning-gym ``--data`` (task, options, size), and ``--reward reasoning_gym`` only with
-    one. Raises ``ConfigError`` naming the flag; builds one row at most."""
+    one. With ``held`` > 0, the ``held`` held-out rows for ``seed`` must exist beside the
+    training rows (they are drawn here: cheap next to loading a model). Raises ``ConfigError``
+    naming the flag."""
     from advest.training.data import DataError
 
     rewards = [reward] if isinstance(reward, str) else list(reward)
@@ -313,6 +324,9 @@ def check_task(
         assert data is not None
         try:
             tasks.check(data, options, size)
+            if held:
+                train = tasks.rows(data, options, size, seed)
+                tasks.held_out_rows(data, options, held, seed, train)
         except DataError as error:
             raise ConfigError(str(error)) from None
 

@@ -125,8 +125,11 @@ def build(spec: EmbeddedSpec | None = None, *, verbose: bool = True) -> Path:
     warm_start(model, tokenizer, spec)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
-    model.save_pretrained(tmp)  # type: ignore[operator]
-    tokenizer.save_pretrained(tmp)  # type: ignore[attr-defined]
+    from advest.training.models import quiet_transformers
+
+    with quiet_transformers():  # no "Writing model shards" bar
+        model.save_pretrained(tmp)  # type: ignore[operator]
+        tokenizer.save_pretrained(tmp)  # type: ignore[attr-defined]
     (tmp / "advest_embedded.json").write_text(json.dumps(asdict(spec), indent=1))
     try:
         tmp.rename(path)

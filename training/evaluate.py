@@ -204,7 +204,7 @@ def main(argv: list[str]) -> int:
         if ns.model is not None:
             ns.model = resolve_model(ns.model)
             check_model(ns.model, ns.max_new_tokens)
-        check_task(ns.data, ns.data_options, ns.data_size, ns.reward)
+        check_task(ns.data, ns.data_options, ns.data_size, ns.reward, held=ns.prompts, seed=ns.seed)
         if tasks.is_task(ns.data):
             train = tasks.rows(ns.data, ns.data_options, ns.data_size, ns.seed)
             rows = tasks.held_out_rows(ns.data, ns.data_options, ns.prompts, ns.seed, train)

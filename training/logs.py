@@ -70,3 +70,55 @@ class MetricsCSV(Logger):
             writer.writeheader()
             writer.writerows(self.rows)
         os.replace(tmp, self.path)  # a kill mid-write leaves the previous file whole
+
+
+# ----------------------------------------------------------------------------- the console
+QUIET_LOGGERS = (
+    "lightning.pytorch.utilities.rank_zero",  # "GPU available", the LitLogger tip, "fit stopped"
+    "lightning.fabric.utilities.rank_zero",
+    "lightning.pytorch.accelerators.cuda",
+)
+"""Lightning's info lines that tell a user nothing they can act on (its advertisement among
+them); its warnings still show."""
+
+QUIET_WARNINGS = (
+    # Lightning's own pytree helper calls a torch API that torch deprecated: not the user's code
+    r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+    # a pretrained model loads in eval mode; the trainer sets the modes it needs itself
+    r"Found \d+ module\(s\) in eval mode",
+    # peft asks transformers with a name transformers renamed: not the user's code
+    r"`is_gradient_checkpointing` is deprecated",
+)
+"""Warnings raised inside libraries about libraries: noise in a run's log."""
+
+
+def quiet_libraries() -> None:
+    """Silence ``QUIET_LOGGERS`` and ``QUIET_WARNINGS`` for this process (the trainer's one
+    progress bar and advest's own lines remain)."""
+    import logging
+    import warnings
+
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for message in QUIET_WARNINGS:
+        warnings.filterwarnings("ignore", message=message)
+
+
+def step_bar(keys: tuple[str, ...]) -> Any:
+    """The run's one progress bar: rollout steps done of ``--steps`` (a resumed run starts at
+    its checkpoint's step), the step's ``keys`` (reward, pass@k), and the time left."""
+    from lightning.pytorch.callbacks import TQDMProgressBar
+
+    class StepBar(TQDMProgressBar):
+        def on_train_epoch_start(self, trainer: Any, *args: Any) -> None:
+            super().on_train_epoch_start(trainer, *args)
+            self.train_progress_bar.set_description("rollout steps")
+            self.train_progress_bar.initial = 0
+            self.train_progress_bar.n = int(getattr(trainer.lightning_module, "rollout_step", 0))
+            self.train_progress_bar.refresh()
+
+        def get_metrics(self, trainer: Any, module: Any) -> dict[str, Any]:
+            shown = super().get_metrics(trainer, module)
+            return {k: shown[k] for k in keys if k in shown}
+
+    return StepBar()

@@ -51,8 +51,11 @@ def load_policy(path: str, dtype: torch.dtype = torch.float32) -> tuple[Any, Any
     place a model is loaded, so that precision, adapters or checkpointing are decided here."""
     from transformers import AutoModelForCausalLM
 
+    from advest.training.models import quiet_transformers
+
     tokenizer = load_tokenizer(path)
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+    with quiet_transformers():  # no "Loading weights" bar
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
     return model, tokenizer
 
 
@@ -110,6 +113,11 @@ class RLModule(L.LightningModule):
         self.sampling = generation.Sampling(
             cfg.group_size, cfg.max_new_tokens, cfg.temperature, cfg.top_p
         )
+        # pass@K at the run's K where it is defined for G samples (K is ignored by estimators
+        # without one, so any K may be configured with them), else pass@G
+        self.k_big = cfg.k if 1 < cfg.k <= cfg.group_size else cfg.group_size
+        self.shown = ("reward", "pass@1", f"pass@{self.k_big}")
+        """The step's values on the progress bar (``logs.step_bar``)."""
         self.rollout_step = 0  # the data position: rollout steps completed
         self.bad_steps = 0  # consecutive steps skipped for a non-finite loss
         self.skipped_total = 0
@@ -392,16 +400,13 @@ class RLModule(L.LightningModule):
     def log_step(
         self, rollout: Rollout, adv: Tensor, update: dict[str, float], times: dict[str, float]
     ) -> None:
-        cfg = self.cfg
         parts, entropy, truncated = rollout.reward_parts, rollout.entropy, rollout.truncated
         assert parts is not None and entropy is not None and truncated is not None  # a trainer's
         correct = passes(parts)
         valid = rollout.mask
         a = adv[valid]
         flat = (rollout.rewards == rollout.rewards[:, :1]).all(-1)
-        # pass@K at the run's K where it is defined for G samples (K is ignored by estimators
-        # without one, so any K may be configured with them), else pass@G
-        k_big = cfg.k if 1 < cfg.k <= cfg.group_size else cfg.group_size
+        k_big = self.k_big
         values = {
             "reward": float(rollout.rewards.mean()),
             **self.reward_columns(parts),
@@ -421,7 +426,7 @@ class RLModule(L.LightningModule):
             **times,
         }
         values = {k: v for k, v in values.items() if math.isfinite(v)}
-        bar = {"reward", "pass@1", "entropy"}
+        bar = set(self.shown)
         self.log_dict(
             {k: v for k, v in values.items() if k in bar}, prog_bar=True, logger=False, on_step=True
         )

@@ -48,9 +48,11 @@ class Scored:
 
 def passes(parts: Tensor) -> Tensor:
     """``[..., R]`` reward scores -> ``[...]`` bool: whether each sample passes, for pass@k in
-    training and held out alike. The first reward (the verifier) decides; further rewards
-    (format bonuses, length terms) shape the total reward, not the pass."""
-    passed: Tensor = parts[..., 0] > 0
+    training and held out alike. The first reward (the verifier) decides, and only full credit
+    (a score of at least 1) passes: partial credit (``digits``, reasoning-gym's "the answer
+    occurs in the text") shapes the reward, as further rewards (format bonuses, length terms)
+    do, but is not a pass."""
+    passed: Tensor = parts[..., 0] >= 1
     return passed
 
 

@@ -244,8 +244,11 @@ def export(module: Any, folder: Path, how: str, *, final: bool = True) -> Path:
     policy = module.policy
     if is_lora(policy) and how == "merged" and final:
         policy = policy.merge_and_unload()
-    policy.save_pretrained(tmp)
-    module.tokenizer.save_pretrained(tmp)
+    from advest.training.models import quiet_transformers
+
+    with quiet_transformers():  # no "Writing model shards" bar
+        policy.save_pretrained(tmp)
+        module.tokenizer.save_pretrained(tmp)
     # no stale adapter_config.json may survive beside merged weights: swap whole folders
     if out.exists():
         shutil.rmtree(old, ignore_errors=True)

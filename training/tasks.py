@@ -94,12 +94,21 @@ def held_out_rows(
     data: str, options: dict[str, Any], size: int, seed: int, train: list[Row]
 ) -> list[Row]:
     """``size`` held-out rows from the seed ``seed + HELD_OUT_SEED``, none of whose questions
-    is one of ``train``'s (a few more are drawn to replace those dropped)."""
+    is one of ``train``'s (more are drawn to replace those dropped). Raises ``DataError`` when
+    the task's options allow too few questions beyond the training rows."""
     seen = {r.prompt for r in train}
     name = task_name(data)
-    drawn = _entries(name, options, 2 * size + 8, seed + HELD_OUT_SEED)
-    fresh = [_row(name, e) for e in drawn if e["question"] not in seen]
-    return fresh[:size]
+    fresh: dict[str, Row] = {}
+    for e in _entries(name, options, 4 * size + 16, seed + HELD_OUT_SEED):
+        if e["question"] not in seen and len(fresh) < size:
+            fresh.setdefault(e["question"], _row(name, e))
+    if len(fresh) < size:
+        raise DataError(
+            f"--data {data}: only {len(fresh)} of {size} held-out questions are not among the "
+            f"{len(train)} training rows (the options {json.dumps(options)} allow few distinct "
+            "questions); lower --data_size or --eval_prompts, or widen --data_options"
+        )
+    return list(fresh.values())
 
 
 def _row(name: str, entry: dict[str, Any]) -> Row:

@@ -98,8 +98,10 @@ def train(
     the settings cannot work."""
     from advest.training import models, scale
     from advest.training.evaluate import held_out_items, write
+    from advest.training.logs import quiet_libraries, step_bar
     from advest.training.module import RLModule
 
+    quiet_libraries()
     validate(cfg)
     scale.check_trainer(cfg, {**TRAINER_DEFAULTS, **(trainer_args or {})})
     folder = run_folder(cfg, name)
@@ -127,6 +129,8 @@ def train(
     if do_eval and cfg.eval_every:
         callbacks = [*callbacks, HeldOut(items, cfg, curves)]
     (folder / "checkpoints").mkdir(exist_ok=True)
+    if (trainer_args or {}).get("enable_progress_bar", True):
+        callbacks = [*callbacks, step_bar(module.shown)]
     trainer = L.Trainer(
         **scale.strategy({**TRAINER_DEFAULTS, **(trainer_args or {})}, module.policy),
         max_epochs=1,
