@@ -32,7 +32,10 @@ def entropy(logits: Tensor) -> Tensor:
 
 def adam_variance_proxy(optimizer: torch.optim.Optimizer) -> float:
     """Σ over parameters of v̂ − m̂², Adam's bias-corrected moments (MaxPO §5, Fig. 3): a smoothed
-    proxy for the element-wise gradient variance. 0 before the first step."""
+    proxy for the element-wise gradient variance. 0 before the first step.
+
+    Computed as Σ v / (1 − β₂ᵗ) − (m · m) / (1 − β₁ᵗ)², two reductions per tensor: the literal
+    form's three full-size temporaries cost 5 s a step for a 135 M-parameter model on CPU."""
     total = 0.0
     for group in optimizer.param_groups:
         beta1, beta2 = group["betas"]
@@ -41,7 +44,6 @@ def adam_variance_proxy(optimizer: torch.optim.Optimizer) -> float:
             if "exp_avg" not in state:
                 continue
             t = float(state["step"])
-            m_hat = state["exp_avg"] / (1 - beta1**t)
-            v_hat = state["exp_avg_sq"] / (1 - beta2**t)
-            total += float((v_hat - m_hat.square()).sum())
+            m, v = state["exp_avg"].reshape(-1), state["exp_avg_sq"].reshape(-1)
+            total += float(v.sum()) / (1 - beta2**t) - float(m @ m) / (1 - beta1**t) ** 2
     return total

@@ -179,8 +179,13 @@ class RLModule(L.LightningModule):
         return DataLoader(Steps(self.cfg.steps), sampler=sampler, batch_size=None)
 
     def configure_optimizers(self) -> Any:
+        params = list(scale.trainable(self.policy))
+        # On CPU torch defaults to its per-tensor Python loop (foreach and fused are chosen only
+        # for CUDA): 12 s of a 39 s step for SmolLM2-135M on 2 cores. The fused kernel computes
+        # the same AdamW update in one pass over each tensor.
+        fused = bool(params) and all(p.device.type == "cpu" for p in params)
         opt = torch.optim.AdamW(
-            scale.trainable(self.policy), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay
+            params, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay, fused=fused or None
         )
         warm = max(self.cfg.warmup_steps, 0)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (warm + 1)))
