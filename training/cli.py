@@ -172,7 +172,7 @@ DELEGATED = {
 SUMMARY = {
     "train": "RL training of a local checkpoint with any registered estimator",
     "eval": "held-out pass@k curves of a checkpoint",
-    "experiment": "reproduce the papers' claims: bandit, compare, values",
+    "experiment": "reproduce the papers' claims: bandit, compare, values, real",
     "list": "every registered estimator: family, inputs, K domain, spec page",
     "demo": "the max@K estimators side by side on one group",
     "bench": "estimator benchmarks that print numbers and ratios",

@@ -56,8 +56,21 @@ def resolve_model(path: str) -> str:
     return str(folder / "model") if (folder / "model").is_dir() else path
 
 
+def pass_curve(model: Any, tokenizer: Any, items: list[Item], **kw: Any) -> dict[int, float]:
+    """Mean over prompts of pass@k, k = 1..samples (``pass_counts``'s keywords)."""
+    return curve_of(pass_counts(model, tokenizer, items, **kw), kw["samples"])
+
+
+def curve_of(counts: list[int], samples: int) -> dict[int, float]:
+    """Per-prompt pass counts (of ``samples`` each) → mean pass@k for k = 1..samples."""
+    return {
+        k: sum(pass_at_k(samples, c, k) for c in counts) / len(counts)
+        for k in range(1, samples + 1)
+    }
+
+
 @torch.no_grad()
-def pass_curve(
+def pass_counts(
     model: Any,
     tokenizer: Any,
     items: list[Item],
@@ -71,10 +84,11 @@ def pass_curve(
     system_prompt: str | None = None,
     seed: int = 1234,
     batch_prompts: int = 32,
-) -> dict[int, float]:
-    """Mean over prompts of pass@k, k = 1..samples: a sample passes when the first reward of
-    ``scorer`` (the verifier) is > 0, as in training's pass@k columns; further rewards shape the
-    training reward only. Sampled and scored as training samples (``sampling.sample_and_score``)."""
+) -> list[int]:
+    """How many of ``samples`` completions of each prompt pass: a sample passes when the first
+    reward of ``scorer`` (the verifier) gives full credit, as in training's pass@k columns;
+    further rewards shape the training reward only. Sampled and scored as training samples
+    (``sampling.sample_and_score``)."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -102,10 +116,7 @@ def pass_curve(
         counts += [int(c) for c in passes(scored.parts).sum(-1).tolist()]
     torch.set_rng_state(state)
     model.train(was_training)
-    return {
-        k: sum(pass_at_k(samples, c, k) for c in counts) / len(counts)
-        for k in range(1, samples + 1)
-    }
+    return counts
 
 
 def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk") -> None:

@@ -122,8 +122,9 @@ def train(
     items = held_out_items(cfg, module.source)
     do_eval = evaluate and bool(items) and is_rank_zero() and not resume
     curves: dict[str, dict[int, float]] = {}
+    counts: dict[str, list[int]] = {}  # per-prompt passes, for intervals over prompts
     if do_eval:
-        curves["before"] = _curve(module, items, cfg)
+        curves["before"] = _curve(module, items, cfg, counts, "before")
         print(f"held-out before: {_brief(curves['before'])}", flush=True)
     checkpointer = Checkpointer(folder / "checkpoints", cfg.checkpoint_every, cfg.lora_export)
     if do_eval and cfg.eval_every:
@@ -145,12 +146,15 @@ def train(
         _fit(trainer, module, ckpt if resume else None, checkpointer)
         if trainer.is_global_zero:
             if do_eval:
-                curves["after"] = _curve(module, items, cfg)
+                curves["after"] = _curve(module, items, cfg, counts, "after")
                 print(
                     f"held-out after:  {_brief(curves['after'])}  (estimator {cfg.estimator})",
                     flush=True,
                 )
                 write(curves, folder, "passk")
+                (folder / "passk_counts.json").write_text(
+                    json.dumps({"samples": cfg.eval_samples, **counts})
+                )
             plot_metrics(folder)
             scale.export(module, folder, cfg.lora_export)  # last: merging changes the policy
     finally:
@@ -184,10 +188,17 @@ class HeldOut(L.Callback):
         print(f"held-out step {step}: {_brief(curve)}", flush=True)
 
 
-def _curve(module: Any, items: list[Any], cfg: RLConfig) -> dict[int, float]:
-    from advest.training.evaluate import pass_curve
+def _curve(
+    module: Any,
+    items: list[Any],
+    cfg: RLConfig,
+    counts: dict[str, list[int]] | None = None,
+    label: str = "",
+) -> dict[int, float]:
+    """Held-out pass@k of the policy now; its per-prompt counts go to ``counts[label]``."""
+    from advest.training.evaluate import curve_of, pass_counts
 
-    return pass_curve(
+    got = pass_counts(
         module.policy,
         module.tokenizer,
         items,
@@ -200,6 +211,9 @@ def _curve(module: Any, items: list[Any], cfg: RLConfig) -> dict[int, float]:
         system_prompt=cfg.system_prompt,
         seed=cfg.seed + 1234,
     )
+    if counts is not None:
+        counts[label] = got
+    return curve_of(got, cfg.eval_samples)
 
 
 def _brief(curve: dict[int, float]) -> str:

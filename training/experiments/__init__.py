@@ -2,7 +2,8 @@
 
 Experiments: ``bandit`` (the MaxPO softmax bandit, MaxPO paper §5.1 / App. G.1), ``compare`` (the
 embedded task trained with several estimators), ``values`` (an SVEB-style value-estimation
-benchmark). Each writes ``config.json``, ``metrics.json``, PNG plots and ``summary.md`` under
+benchmark), ``real`` (SmolLM2-135M-Instruct on reasoning-gym tasks). Each writes
+``config.json``, ``metrics.json``, PNG plots and ``summary.md`` under
 ``runs/<name>/<time>/`` (``--out`` to change) and has a ``--quick`` smoke mode.
 """
 
@@ -15,6 +16,7 @@ EXPERIMENTS = {
     "bandit": "advest.training.experiments.bandit",
     "compare": "advest.training.experiments.compare",
     "values": "advest.training.experiments.values",
+    "real": "advest.training.experiments.real",
 }
 
 
