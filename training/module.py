@@ -457,12 +457,26 @@ class RLModule(L.LightningModule):
         }
         scale.trim_checkpoint(self, checkpoint)
 
+    def apply_lr(self, checkpoint: dict[str, Any]) -> None:
+        """A resume's --lr replaces the checkpoint's (the optimiser and scheduler states are
+        restored from this dict after this hook), keeping the warm-up factor reached. Left alone
+        when unchanged, so that a resume stays bit-identical to the uninterrupted run."""
+        for opt in checkpoint.get("optimizer_states", []):
+            for group in opt["param_groups"]:
+                if group.get("initial_lr", self.cfg.lr) != self.cfg.lr:
+                    group["lr"] = self.cfg.lr * group["lr"] / group["initial_lr"]
+                    group["initial_lr"] = self.cfg.lr
+        for sched in checkpoint.get("lr_schedulers", []):
+            if "base_lrs" in sched:
+                sched["base_lrs"] = [self.cfg.lr] * len(sched["base_lrs"])
+
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         import random
 
         import numpy as np
 
         scale.check_loaded(self, checkpoint)
+        self.apply_lr(checkpoint)
         state = checkpoint["advest"]
         self.rollout_step = int(state["rollout_step"])
         self.bad_steps = int(state["bad_steps"])

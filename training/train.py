@@ -9,7 +9,6 @@ it, and Lightning's ``Trainer`` arguments sit under ``--trainer.*`` (``--trainer
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Sequence
@@ -20,6 +19,13 @@ from typing import Any
 import lightning as L
 
 from advest.training.config import ConfigError, RLConfig, validate
+from advest.training.resume import (
+    check_fresh,
+    check_name,
+    remove_leftovers,
+    resume_point,
+    write_config,
+)
 
 TRAINER_DEFAULTS: dict[str, Any] = {
     "accelerator": "auto",
@@ -102,21 +108,26 @@ def train(
 
     validate(cfg)
     scale.check_trainer(cfg, {**TRAINER_DEFAULTS, **(trainer_args or {})})
+    check_name(name)
     folder = run_folder(cfg, name)
     ckpt = folder / "checkpoints" / "last.ckpt"
-    if resume and not ckpt.exists():
-        raise ConfigError(f"--resume: no checkpoint at {ckpt}")
+    if resume and name is None:
+        raise ConfigError("--resume needs --name: the run folder under --out to continue")
+    point = resume_point(cfg, folder) if resume else None
+    if point is None:
+        check_fresh(folder)
     model_path = cfg.model or str(embedded.build())
     L.seed_everything(cfg.seed, verbose=False)
     module = RLModule(cfg, model_path)
     folder.mkdir(parents=True, exist_ok=True)
     if is_rank_zero():
-        (folder / "config.json").write_text(
-            json.dumps(
-                {"rl": asdict(cfg), "trainer": trainer_args or {}, "model_path": model_path},
-                indent=1,
-            )
-        )
+        remove_leftovers(folder)  # a killed run's temporary files
+        record = {"rl": asdict(cfg), "trainer": trainer_args or {}, "model_path": model_path}
+        write_config(folder, record, point)
+        if point is not None:
+            for key, (was, now) in point.changes.items():
+                print(f"resume: --{key} {was} -> {now} from step {point.step}", flush=True)
+            print(f"resume: step {point.step} of {cfg.steps}", flush=True)
     items = held_out_items(cfg, module.source)
     do_eval = evaluate and bool(items) and is_rank_zero() and not resume
     curves: dict[str, dict[int, float]] = {}
@@ -129,7 +140,9 @@ def train(
     (folder / "checkpoints").mkdir(exist_ok=True)
     trainer = L.Trainer(
         **scale.strategy({**TRAINER_DEFAULTS, **(trainer_args or {})}, module.policy),
-        max_epochs=1,
+        # one epoch is the whole run; a finished run's checkpoint is at the end of its epoch,
+        # so extending it is one more epoch, which ends when the --steps left are done
+        max_epochs=1 if point is None else point.epoch + 1,
         default_root_dir=str(folder),
         logger=loggers(folder, resume),
         callbacks=[checkpointer, *callbacks],
@@ -348,8 +361,18 @@ def main(argv: Sequence[str]) -> int:
 
     p = parser()
     ns = p.parse_args(gather_lists(list(argv)))
+    lightning_defaults = p.get_defaults().trainer
+    if ns.resume and ns.name:  # flags not given again keep the run's own values
+        from advest.training.resume import check_name, defaults
+
+        try:
+            check_name(ns.name)
+            p.set_defaults(defaults(Path(ns.out) / ns.name))
+        except ConfigError as error:
+            return fail("advest train", str(error))
+        ns = p.parse_args(gather_lists(list(argv)))
     try:
-        trainer_args = trainer_arguments(ns, p.get_defaults().trainer)
+        trainer_args = trainer_arguments(ns, lightning_defaults)
         cfg = settings(RLConfig, ns)
         train(cfg, trainer_args, name=ns.name, resume=ns.resume, evaluate=ns.eval)
     except ConfigError as error:
