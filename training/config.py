@@ -4,7 +4,8 @@ the checks that run before any model is loaded."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -187,8 +188,10 @@ def _ranges(cfg: RLConfig) -> None:
 def check_sampling(temperature: float, top_p: float) -> None:
     """The sampling settings ``advest train``, ``eval`` and ``experiment values`` share, checked
     the same way in all three. Raises ``ConfigError`` naming the flag."""
-    if not temperature > 0:
-        raise ConfigError(f"--temperature must be greater than 0; got {temperature} (e.g. 1.0)")
+    if not 0 < temperature < math.inf:
+        raise ConfigError(
+            f"--temperature must be greater than 0 and finite; got {temperature} (e.g. 1)"
+        )
     if not 0 < top_p <= 1:
         raise ConfigError(f"--top_p must lie in (0, 1]; got {top_p}")
 
@@ -245,8 +248,20 @@ def build_scorer(
         raise ConfigError(f"--reward: {error}") from None
 
 
+def check_finite(cfg: RLConfig) -> None:
+    """Every number of ``cfg`` that is a float (in lists and ``estimator_options`` too) is
+    finite: ``--lr 1e999`` or a YAML ``.inf`` would otherwise train NaN weights."""
+    values: list[tuple[str, Any]] = [(f"--{f.name}", getattr(cfg, f.name)) for f in fields(cfg)]
+    values += [(f"--estimator_options {k}", v) for k, v in cfg.estimator_options.items()]
+    for flag, value in values:
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ConfigError(f"{flag} must be a finite number; got {value}")
+
+
 def validate(cfg: RLConfig) -> None:
     """Every check that needs no model: fails fast with what to change."""
+    check_finite(cfg)
     _positive(cfg, ["steps", "prompts_per_step", "group_size", "max_new_tokens", "ppo_epochs"])
     _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps"])
     if cfg.max_prompt_tokens is not None and cfg.max_prompt_tokens < 1:

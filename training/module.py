@@ -27,8 +27,16 @@ from advest.training.rollout import Rollout
 from advest.training.sampling import Scored, passes, sample_and_score
 
 
-class NonFiniteLoss(RuntimeError):
-    pass
+class RunStopped(RuntimeError):
+    """The run stopped itself; the message says why and what to change."""
+
+
+class NonFiniteLoss(RunStopped):
+    """Too many optimiser steps in a row skipped for a non-finite loss or gradient norm."""
+
+
+class NonFiniteWeights(RunStopped):
+    """An optimiser step made the policy's weights non-finite: nothing is saved after it."""
 
 
 def load_tokenizer(path: str) -> Any:
@@ -353,34 +361,55 @@ class RLModule(L.LightningModule):
                     stats["kl"].append(float((parts.kl * m).sum() / m.sum().clamp(min=1)))
                     stats["loss"].append(float(parts.loss.detach()))
                 if not finite:
-                    self.skip_nonfinite()
+                    self.skip_nonfinite("loss")
                     opt.zero_grad()
                     continue
-                self.bad_steps = 0
                 norm_total = torch.nn.utils.clip_grad_norm_(
                     self.policy.parameters(), cfg.max_grad_norm
                 )
+                if not bool(torch.isfinite(norm_total)):  # the step would make every weight NaN
+                    self.skip_nonfinite("gradient norm")
+                    opt.zero_grad()
+                    continue
+                self.bad_steps = 0
                 stats["grad_norm"].append(float(norm_total))
                 opt.step()
+                self.check_weights(float(norm_total))
         self.policy.eval()
         out = {k: sum(v) / len(v) for k, v in stats.items() if v}
         out["grad_variance_proxy"] = metrics.adam_variance_proxy(opt.optimizer)
         return out
 
-    def skip_nonfinite(self) -> None:
+    def skip_nonfinite(self, what: str) -> None:
         self.bad_steps += 1
         self.skipped_total += 1
+        step = self.rollout_step + 1  # the step being trained, as metrics.csv numbers it
         warnings.warn(
-            f"non-finite loss at rollout step {self.rollout_step}: optimiser step skipped "
+            f"non-finite {what} at rollout step {step}: optimiser step skipped "
             f"({self.bad_steps} in a row)",
             stacklevel=2,
         )
         if self.bad_steps >= self.cfg.max_bad_steps:
+            plural = "losses" if what == "loss" else f"{what}s"
             raise NonFiniteLoss(
-                f"{self.bad_steps} consecutive non-finite losses at rollout step "
-                f"{self.rollout_step}: stopping. Lower --lr, raise --max_grad_norm's strictness, "
-                f"or check the estimator's inputs; a checkpoint was written."
+                f"{self.bad_steps} consecutive non-finite {plural} at rollout step {step}: "
+                "stopping. Lower --lr or --max_grad_norm, or check the estimator's inputs and "
+                "the rewards; the weights were not updated by these steps."
             )
+
+    def check_weights(self, grad_norm: float) -> None:
+        """After an optimiser step: a non-finite weight stops the run before anything is
+        sampled, checkpointed or exported with it."""
+        params = scale.trainable(self.policy)
+        if bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):
+            return
+        raise NonFiniteWeights(
+            f"rollout step {self.rollout_step + 1}: the policy's weights became non-finite "
+            f"(NaN or inf) in an optimiser step whose loss and gradient norm ({grad_norm:.3g}) "
+            f"were finite; the likely cause is a learning rate too large for this model "
+            f"(--lr {self.cfg.lr:g}, --dtype {self.cfg.dtype}): lower --lr. Nothing was saved "
+            "or exported after this step."
+        )
 
     # ----------------------------------------------------------------- metrics and state
     def log_step(

@@ -84,6 +84,13 @@ def check_trainer(cfg: RLConfig, trainer_args: dict[str, Any]) -> None:
             f"--trainer.precision {precision} with --dtype {cfg.dtype}: "
             f"{precision_reason(cfg.dtype, precision)}"
         )
+    check_devices(trainer_args)
+    if cfg.dtype == "float16" and not _has_gpu(trainer_args):
+        raise ConfigError(
+            "--dtype float16 needs a GPU: on CPU, AdamW's eps (1e-8) and the squares of "
+            "gradients below ~1e-4 round to 0 in float16, so the first optimiser step divides by "
+            "zero and the weights become inf/NaN; use --dtype bfloat16 or float32 on CPU"
+        )
     strategy = trainer_args.get("strategy", "auto")
     name = strategy if isinstance(strategy, str) else type(strategy).__name__.lower()
     if "deepspeed" in name:
@@ -101,6 +108,26 @@ def check_trainer(cfg: RLConfig, trainer_args: dict[str, Any]) -> None:
         raise ConfigError(
             f"--lora_r {cfg.lora_r} needs peft: pip install 'advest[lora]' (or --lora_r 0 for "
             "full fine-tuning)"
+        )
+
+
+def check_devices(trainer_args: dict[str, Any]) -> None:
+    """``--trainer.accelerator`` and ``--trainer.devices`` that Lightning would refuse only
+    after the model has loaded."""
+    accelerator = str(trainer_args.get("accelerator", "auto"))
+    if accelerator in {"gpu", "cuda"} and not torch.cuda.is_available():
+        raise ConfigError(
+            f"--trainer.accelerator {accelerator}: no GPU is visible to torch "
+            "(torch.cuda.is_available() is False); use --trainer.accelerator cpu or auto"
+        )
+    if accelerator == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("--trainer.accelerator mps: MPS is not available; use cpu or auto")
+    devices = trainer_args.get("devices", 1)
+    text = str(devices).strip()
+    if text in {"0", "", "[]"} or (isinstance(devices, int) and devices < -1):
+        raise ConfigError(
+            f"--trainer.devices {devices!r}: give at least 1 device (a count, -1 or auto for "
+            "all, or a list of indices)"
         )
 
 

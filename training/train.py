@@ -10,6 +10,7 @@ it, and Lightning's ``Trainer`` arguments sit under ``--trainer.*`` (``--trainer
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -68,6 +69,16 @@ class Checkpointer(L.Callback):
 
     def on_train_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         self.save(trainer)
+
+    def on_exception(
+        self, trainer: L.Trainer, module: L.LightningModule, error: BaseException
+    ) -> None:
+        if isinstance(error, KeyboardInterrupt) and trainer.is_global_zero:
+            print(
+                f"advest train: interrupted; {kept(self.folder)} Continue with --resume.",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def loggers(folder: Path, resume: bool = False) -> list[Any]:
@@ -168,13 +179,26 @@ def train(
 
 
 def _fit(trainer: L.Trainer, module: Any, ckpt: Path | None, checkpointer: Checkpointer) -> None:
-    from advest.training.module import NonFiniteLoss
+    from advest.training.module import NonFiniteLoss, RunStopped
 
     try:
         trainer.fit(module, ckpt_path=None if ckpt is None else str(ckpt))
-    except NonFiniteLoss:
-        checkpointer.save(trainer)
-        raise
+    except NonFiniteLoss as error:
+        checkpointer.save(trainer)  # the skipped steps left the weights as they were
+        raise NonFiniteLoss(f"{error} {kept(checkpointer.folder)}") from None
+    except RunStopped as error:  # NaN weights: the last checkpoint is the last good one
+        raise type(error)(f"{error} {kept(checkpointer.folder)}") from None
+
+
+def kept(folder: Path) -> str:
+    """What a stopped run leaves to resume from."""
+    ckpt = folder / "last.ckpt"
+    if not ckpt.is_file():
+        return "No checkpoint was written before it (see --checkpoint_every)."
+    import torch
+
+    step = torch.load(ckpt, map_location="cpu", mmap=True, weights_only=False)["advest"]
+    return f"The last good checkpoint, {ckpt}, holds rollout step {step['rollout_step']}."
 
 
 class HeldOut(L.Callback):
@@ -357,6 +381,7 @@ def trainer_arguments(ns: Any, defaults: Any) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str]) -> int:
+    from advest.training.module import RunStopped
     from advest.training.parsing import fail, gather_lists, settings
 
     p = parser()
@@ -377,4 +402,10 @@ def main(argv: Sequence[str]) -> int:
         train(cfg, trainer_args, name=ns.name, resume=ns.resume, evaluate=ns.eval)
     except ConfigError as error:
         return fail("advest train", str(error))
+    except RunStopped as error:  # the run found it cannot go on: no traceback, exit code 1
+        print(f"advest train: stopped: {error}", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:  # outside the fit (loading, evaluation); inside, Lightning's
+        print("advest train: interrupted", file=sys.stderr, flush=True)
+        return 130
     return 0
