@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -119,3 +120,31 @@ def test_a_reused_name_or_a_path_as_name_is_refused_and_touches_nothing(
     assert _train(*_args(model, tmp_path), "--steps", "1", "--name", "mine") == 2
     assert "already holds files; continue that run with --resume" in capsys.readouterr().err
     assert _snapshot(tmp_path) == before
+
+
+def test_an_export_replaces_model_in_one_step_with_no_moment_without_it(
+    model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from advest.training import scale
+    from advest.training.module import load_policy
+
+    policy, tokenizer = load_policy(model)
+    module = SimpleNamespace(policy=policy, tokenizer=tokenizer)
+    scale.export(module, tmp_path, "merged")
+    (tmp_path / "model" / "adapter_config.json").write_text("{}")  # stale: must not survive
+    real = Path.rename
+
+    def rename(self: Path, target: Any) -> Any:
+        assert self.name != "model", "model/ was moved away: a moment without it"
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    with torch.no_grad():
+        next(policy.parameters()).add_(1.0)
+    scale.export(module, tmp_path, "merged")
+    assert not (tmp_path / "model" / "adapter_config.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temporary left
+    again, _ = load_policy(str(tmp_path / "model"))
+    assert torch.equal(next(again.parameters()), next(policy.parameters()))

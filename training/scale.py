@@ -274,12 +274,34 @@ def export(module: Any, folder: Path, how: str, *, final: bool = True) -> Path:
     policy.save_pretrained(tmp)
     module.tokenizer.save_pretrained(tmp)
     # no stale adapter_config.json may survive beside merged weights: swap whole folders
-    if out.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        out.rename(old)
-    tmp.rename(out)
     shutil.rmtree(old, ignore_errors=True)
+    if not out.exists():
+        tmp.rename(out)
+    elif _exchange(tmp, out):  # one atomic step: model/ is the old export, then the new one
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:  # no atomic exchange on this system: model/ is missing between the two renames
+        out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
     return out
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where the
+    system has no such call."""
+    import ctypes
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+    return bool(done)
 
 
 # ----------------------------------------------------------------------------- strategies
