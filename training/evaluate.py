@@ -171,21 +171,41 @@ def main(argv: list[str]) -> int:
         ConfigError,
         build_scorer,
         check_model_folder,
+        check_out,
         check_sampling,
+        check_weights,
+        has_chat_template,
     )
     from advest.training.data import DataError
-    from advest.training.embedded import build
+    from advest.training.embedded import CONTEXT, build
     from advest.training.module import load_policy
     from advest.training.parsing import fail, gather_lists
 
     ns = parser().parse_args(gather_lists(argv))
     try:
+        for flag in ("samples", "prompts", "max_new_tokens"):
+            if getattr(ns, flag) < 1:
+                raise ConfigError(f"--{flag} must be at least 1; got {getattr(ns, flag)}")
         check_sampling(ns.temperature, ns.top_p)
-        scorer = build_scorer(ns.reward, ns.reward_weights, ns.reward_timeout, ns.reward_workers)
+        check_out(ns.out)
         if ns.model is not None:
             ns.model = resolve_model(ns.model)
             check_model_folder(ns.model, ns.max_new_tokens)
+            check_weights(ns.model)
+        elif ns.max_new_tokens >= CONTEXT:
+            raise ConfigError(
+                f"--max_new_tokens {ns.max_new_tokens} does not fit the embedded model's context "
+                f"of {CONTEXT} tokens; lower --max_new_tokens"
+            )
         items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)
+        chat = [i for i in items if not isinstance(i.prompt, str)]
+        if chat and (ns.model is None or not has_chat_template(ns.model)):
+            raise ConfigError(
+                f"--data {ns.data}: {len(chat)} rows give chat messages but "
+                f"{ns.model or 'the embedded model'} has no chat template; give text prompts "
+                "or a model whose tokenizer has one"
+            )
+        scorer = build_scorer(ns.reward, ns.reward_weights, ns.reward_timeout, ns.reward_workers)
     except (ConfigError, DataError) as error:
         return fail("advest eval", str(error))
     model_path = ns.model or str(build())

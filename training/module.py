@@ -8,9 +8,11 @@ drew.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -20,7 +22,7 @@ from torch.utils.data import DataLoader
 
 from advest.fast.detokenize import texts_and_offsets
 from advest.training import generation, losses, metrics, scale
-from advest.training.config import RLConfig, estimator_plan, scorer
+from advest.training.config import ConfigError, RLConfig, estimator_plan, scorer
 from advest.training.data import FromStep, Item, PromptSource, Steps
 from advest.training.prompts import encode, token_ids
 from advest.training.rollout import Rollout
@@ -117,8 +119,9 @@ class RLModule(L.LightningModule):
         self.skipped_total = 0
         dtype = scale.torch_dtype(cfg.dtype)
         self.warned_truncation = False
+        self.tokenizer = load_tokenizer(model_path)
+        self.drop_long_prompts()  # before the weights load: a budget no prompt fits is refused
         self.policy, self.tokenizer = load_policy(model_path, dtype)
-        self.drop_long_prompts()
         self.policy.config.use_cache = True
         self.policy = scale.prepare(self.policy, cfg)  # gradient checkpointing, LoRA
         self.generator = generation.get(cfg.generator)
@@ -147,11 +150,16 @@ class RLModule(L.LightningModule):
         ]
         limit = cfg.max_prompt_tokens
         if limit is None:  # what the context leaves beside the completion budget
-            context = getattr(self.policy.config, "max_position_embeddings", None)
+            config = Path(self.model_path) / "config.json"  # read, not loaded: no weights yet
+            context = (
+                json.loads(config.read_text()).get("max_position_embeddings")
+                if config.is_file()
+                else None
+            )
             limit = context - cfg.max_new_tokens if isinstance(context, int) else max(size)
         kept = [r for r, n in zip(rows, size, strict=True) if n <= limit]
         if not kept:
-            raise ValueError(
+            raise ConfigError(
                 f"--data {cfg.data}: every prompt is longer than --max_prompt_tokens {limit} "
                 f"(shortest: {min(size)} tokens); raise it or shorten the prompts"
             )

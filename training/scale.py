@@ -271,8 +271,12 @@ def export(module: Any, folder: Path, how: str, *, final: bool = True) -> Path:
     policy = module.policy
     if is_lora(policy) and how == "merged" and final:
         policy = policy.merge_and_unload()
-    policy.save_pretrained(tmp)
-    module.tokenizer.save_pretrained(tmp)
+    try:
+        policy.save_pretrained(tmp)
+        module.tokenizer.save_pretrained(tmp)
+    except BaseException:  # Ctrl-C or a full disk mid-write: no half export left behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     # no stale adapter_config.json may survive beside merged weights: swap whole folders
     shutil.rmtree(old, ignore_errors=True)
     if not out.exists():

@@ -53,7 +53,11 @@ class Checkpointer(L.Callback):
 
         target = self.folder / "last.ckpt"
         tmp = self.folder / ".last.ckpt.tmp"
-        trainer.save_checkpoint(tmp, weights_only=False)  # collective under DDP; rank 0 writes
+        try:
+            trainer.save_checkpoint(tmp, weights_only=False)  # collective under DDP; rank 0 writes
+        except BaseException:  # Ctrl-C or a full disk mid-write: no half checkpoint left behind
+            tmp.unlink(missing_ok=True)
+            raise
         if trainer.is_global_zero:
             os.replace(tmp, target)
             if export:
