@@ -729,8 +729,12 @@ def command(args: Any) -> int:
             convention = "verl"
         else:
             fn = load(target)
-    except (ImportError, AttributeError, ValueError) as error:
-        print(f"advest check: cannot import {target}: {error}", file=sys.stderr)
+    except Exception as error:  # a syntax error or an exception raised by the module's import
+        where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
+        print(
+            f"advest check: cannot import {target}: {type(error).__name__}{where}: {error}",
+            file=sys.stderr,
+        )
         return 2
     try:
         findings = check(

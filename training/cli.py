@@ -91,7 +91,19 @@ def bench_parser() -> Parser:
 
 
 def _bench(ns: Any) -> int:
+    import torch
+
     from advest.fast.bench import run
+
+    if ns.repeats < 1:
+        raise ValueError(f"--repeats must be at least 1; got {ns.repeats}")
+    if ns.threads is not None and ns.threads < 1:
+        raise ValueError(f"--threads must be at least 1; got {ns.threads} (default: all)")
+    device = ns.device or "cpu"
+    if device.split(":")[0] not in ("cpu", "cuda"):
+        raise ValueError(f"--device {ns.device!r}: choose cpu or cuda")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"--device {ns.device}: no GPU is visible to torch; use --device cpu")
 
     run(
         repeats=ns.repeats,

@@ -4,7 +4,8 @@ the checks that run before any model is loaded."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -196,8 +197,10 @@ def _ranges(cfg: RLConfig) -> None:
 def check_sampling(temperature: float, top_p: float) -> None:
     """The sampling settings ``advest train``, ``eval`` and ``experiment values`` share, checked
     the same way in all three. Raises ``ConfigError`` naming the flag."""
-    if not temperature > 0:
-        raise ConfigError(f"--temperature must be greater than 0; got {temperature} (e.g. 1.0)")
+    if not 0 < temperature < math.inf:
+        raise ConfigError(
+            f"--temperature must be greater than 0 and finite; got {temperature} (e.g. 1)"
+        )
     if not 0 < top_p <= 1:
         raise ConfigError(f"--top_p must lie in (0, 1]; got {top_p}")
 
@@ -254,8 +257,20 @@ def build_scorer(
         raise ConfigError(f"--reward: {error}") from None
 
 
+def check_finite(cfg: RLConfig) -> None:
+    """Every number of ``cfg`` that is a float (in lists and ``estimator_options`` too) is
+    finite: ``--lr 1e999`` or a YAML ``.inf`` would otherwise train NaN weights."""
+    values: list[tuple[str, Any]] = [(f"--{f.name}", getattr(cfg, f.name)) for f in fields(cfg)]
+    values += [(f"--estimator_options {k}", v) for k, v in cfg.estimator_options.items()]
+    for flag, value in values:
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ConfigError(f"{flag} must be a finite number; got {value}")
+
+
 def validate(cfg: RLConfig) -> None:
     """Every check that needs no model: fails fast with what to change."""
+    check_finite(cfg)
     _positive(cfg, ["steps", "prompts_per_step", "group_size", "max_new_tokens", "ppo_epochs"])
     _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps"])
     if cfg.max_prompt_tokens is not None and cfg.max_prompt_tokens < 1:
@@ -276,7 +291,15 @@ def validate(cfg: RLConfig) -> None:
         raise ConfigError(f"--clip_low must lie in [0, 1); got {cfg.clip_low}")
     check_sampling(cfg.temperature, cfg.top_p)
     scorer(cfg)
-    context = None if cfg.model is None else check_model(cfg.model, cfg.max_new_tokens)
+    check_out(cfg.out)
+    context: int | None
+    if cfg.model is None:
+        from advest.training.embedded import CONTEXT
+
+        context = CONTEXT
+        _fits(cfg.max_new_tokens, CONTEXT)
+    else:
+        context = check_model(cfg.model, cfg.max_new_tokens)
     check_task(
         cfg.data, cfg.data_options, cfg.data_size, cfg.reward,
         held=cfg.eval_prompts if cfg.eval_data is None else 0, seed=cfg.seed,
@@ -294,6 +317,8 @@ def validate(cfg: RLConfig) -> None:
             )
     _check_estimator(cfg)
     _check_scale(cfg)
+    if cfg.model is not None and not models.is_gguf(cfg.model):  # last: reads weight headers
+        check_weights(cfg.model)
 
 
 def check_task(
@@ -376,12 +401,56 @@ def check_model_folder(
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{flag} {path}: config.json is not JSON ({error})") from None
     context = config.get("max_position_embeddings")
-    if max_new_tokens is not None and isinstance(context, int) and max_new_tokens >= context:
+    if max_new_tokens is not None and isinstance(context, int):
+        _fits(max_new_tokens, context)
+    return context if isinstance(context, int) else None
+
+
+def _fits(max_new_tokens: int, context: int) -> None:
+    if max_new_tokens >= context:
         raise ConfigError(
             f"--max_new_tokens {max_new_tokens} does not fit the model's context of {context} "
             "tokens (prompt included); lower --max_new_tokens"
         )
-    return context if isinstance(context, int) else None
+
+
+def check_weights(path: str, flag: str = "--model") -> None:
+    """Every ``*.safetensors`` file of a model folder is whole: its header parses and the file
+    is as long as the header says (a truncated download or copy otherwise fails mid-load)."""
+    import struct
+
+    for file in sorted(Path(path).glob("*.safetensors")):
+        size = file.stat().st_size
+        try:
+            with file.open("rb") as f:
+                (n,) = struct.unpack("<Q", f.read(8))
+                header = json.loads(f.read(n)) if 8 + n <= size else None
+        except (struct.error, json.JSONDecodeError, UnicodeDecodeError):
+            header = None
+        if not isinstance(header, dict):
+            raise ConfigError(f"{flag} {path}: {file.name} is not a safetensors file")
+        ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"]
+        if size < 8 + n + max(ends, default=0):
+            raise ConfigError(
+                f"{flag} {path}: {file.name} is truncated ({size} bytes of "
+                f"{8 + n + max(ends)}); copy or download it again"
+            )
+
+
+def check_out(out: str, flag: str = "--out") -> None:
+    """An output folder that exists as a folder, or can be created, and can be written."""
+    import os
+
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{flag} {out} is a file; give a folder (it is created if missing)")
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"{flag} {out}: {parent} is a file, so the folder cannot be created")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag} {out}: {parent} is not writable")
 
 
 def has_chat_template(path: str) -> bool:
@@ -487,6 +556,28 @@ def _check_estimator(cfg: RLConfig) -> None:
         dry_run(trial, cfg.prompts_per_step, cfg.group_size, cfg.k)
     except (ValueError, TypeError) as error:
         raise _refused(cfg, error) from None
+    if cfg.group_size == 1 and _learns_nothing_alone(cfg):
+        raise ConfigError(
+            f"--estimator {cfg.estimator} gives a group of one sample a zero advantage whatever "
+            "its reward, so with --group_size 1 the run learns nothing; use --group_size 2 or more"
+        )
+
+
+def _learns_nothing_alone(cfg: RLConfig) -> bool:
+    """Whether the estimator's advantages are all zero on groups of one sample with distinct,
+    non-zero rewards (a group baseline at G = 1 is the sample itself)."""
+    import dataclasses
+
+    import torch
+
+    from advest.training.rollout import synthetic
+
+    B = 4
+    rewards = torch.arange(1.0, B + 1).view(B, 1)  # [B, 1]
+    one = dataclasses.replace(
+        synthetic(B, 1, T=4, k=cfg.k), rewards=rewards, reward_parts=rewards.unsqueeze(-1)
+    )
+    return not bool(estimator_plan(cfg).advantages(one).any())
 
 
 def _check_scale(cfg: RLConfig) -> None:

@@ -34,7 +34,11 @@ def run(rewards: list[float], k: int) -> None:
     for name in fast.maxk.__all__:
         if registry.entry(name).family != "maxk":
             continue
-        args: tuple[int, ...] = () if name == "tang_passk" else (k,)
+        takes_k = "k" in registry.entry(name).inputs
+        if not takes_k and k != n:  # K is fixed by the estimator (K = G): --k would be ignored
+            print(f"{name + ' *':<22}  K = N only ({registry.entry(name).k_domain}); pass --k {n}")
+            continue
+        args: tuple[int, ...] = (k,) if takes_k else ()
         try:
             exact = getattr(reference.maxk, name)(rewards, *args)
             got = getattr(fast.maxk, name)(r, *args)[0].tolist()

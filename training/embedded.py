@@ -23,6 +23,8 @@ import torch
 from advest.training.task import ALPHABET, problem
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
+CONTEXT = 64
+"""The embedded model's context in tokens (prompt and completion), checked before it is built."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def build_model(spec: EmbeddedSpec, vocab_size: int) -> torch.nn.Module:
         num_hidden_layers=spec.layers,
         num_attention_heads=spec.heads,
         num_key_value_heads=spec.heads,
-        max_position_embeddings=64,
+        max_position_embeddings=CONTEXT,
         pad_token_id=0,
         bos_token_id=1,
         eos_token_id=2,

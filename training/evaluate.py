@@ -201,20 +201,34 @@ def main(argv: list[str]) -> int:
         ConfigError,
         build_scorer,
         check_model,
+        check_out,
         check_sampling,
         check_task,
+        check_weights,
+        has_chat_template,
     )
     from advest.training.data import DataError
+    from advest.training.embedded import CONTEXT
     from advest.training.module import load_policy
     from advest.training.parsing import fail, gather_lists
 
     ns = parser().parse_args(gather_lists(argv))
     try:
+        for flag in ("samples", "prompts", "max_new_tokens"):
+            if getattr(ns, flag) < 1:
+                raise ConfigError(f"--{flag} must be at least 1; got {getattr(ns, flag)}")
         check_sampling(ns.temperature, ns.top_p)
-        scorer = build_scorer(ns.reward, ns.reward_weights, ns.reward_timeout, ns.reward_workers)
+        check_out(ns.out)
         if ns.model is not None:
             ns.model = resolve_model(ns.model)
             check_model(ns.model, ns.max_new_tokens)
+            if not models.is_gguf(ns.model):
+                check_weights(ns.model)
+        elif ns.max_new_tokens >= CONTEXT:
+            raise ConfigError(
+                f"--max_new_tokens {ns.max_new_tokens} does not fit the embedded model's context "
+                f"of {CONTEXT} tokens; lower --max_new_tokens"
+            )
         check_task(ns.data, ns.data_options, ns.data_size, ns.reward, held=ns.prompts, seed=ns.seed)
         if tasks.is_task(ns.data):
             train = tasks.rows(ns.data, ns.data_options, ns.data_size, ns.seed)
@@ -222,6 +236,14 @@ def main(argv: list[str]) -> int:
             items = items_of(rows)
         else:
             items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)
+        chat = [i for i in items if not isinstance(i.prompt, str)]
+        if chat and (ns.model is None or not has_chat_template(ns.model)):
+            raise ConfigError(
+                f"--data {ns.data}: {len(chat)} rows give chat messages but "
+                f"{ns.model or 'the embedded model'} has no chat template; give text prompts "
+                "or a model whose tokenizer has one"
+            )
+        scorer = build_scorer(ns.reward, ns.reward_weights, ns.reward_timeout, ns.reward_workers)
     except (ConfigError, DataError) as error:
         return fail("advest eval", str(error))
     model_path = models.folder(ns.model)

@@ -8,9 +8,11 @@ drew.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -20,15 +22,23 @@ from torch.utils.data import DataLoader
 
 from advest.fast.detokenize import texts_and_offsets
 from advest.training import generation, losses, metrics, scale
-from advest.training.config import RLConfig, estimator_plan, scorer
+from advest.training.config import ConfigError, RLConfig, estimator_plan, scorer
 from advest.training.data import FromStep, Item, PromptSource, Steps
 from advest.training.prompts import encode, token_ids
 from advest.training.rollout import Rollout
 from advest.training.sampling import Scored, passes, sample_and_score
 
 
-class NonFiniteLoss(RuntimeError):
-    pass
+class RunStopped(RuntimeError):
+    """The run stopped itself; the message says why and what to change."""
+
+
+class NonFiniteLoss(RunStopped):
+    """Too many optimiser steps in a row skipped for a non-finite loss or gradient norm."""
+
+
+class NonFiniteWeights(RunStopped):
+    """An optimiser step made the policy's weights non-finite: nothing is saved after it."""
 
 
 def load_tokenizer(path: str) -> Any:
@@ -123,8 +133,9 @@ class RLModule(L.LightningModule):
         self.skipped_total = 0
         dtype = scale.torch_dtype(cfg.dtype)
         self.warned_truncation = False
+        self.tokenizer = load_tokenizer(model_path)
+        self.drop_long_prompts()  # before the weights load: a budget no prompt fits is refused
         self.policy, self.tokenizer = load_policy(model_path, dtype)
-        self.drop_long_prompts()
         self.policy.config.use_cache = True
         self.policy = scale.prepare(self.policy, cfg)  # gradient checkpointing, LoRA
         self.generator = generation.get(cfg.generator)
@@ -153,11 +164,16 @@ class RLModule(L.LightningModule):
         ]
         limit = cfg.max_prompt_tokens
         if limit is None:  # what the context leaves beside the completion budget
-            context = getattr(self.policy.config, "max_position_embeddings", None)
+            config = Path(self.model_path) / "config.json"  # read, not loaded: no weights yet
+            context = (
+                json.loads(config.read_text()).get("max_position_embeddings")
+                if config.is_file()
+                else None
+            )
             limit = context - cfg.max_new_tokens if isinstance(context, int) else max(size)
         kept = [r for r, n in zip(rows, size, strict=True) if n <= limit]
         if not kept:
-            raise ValueError(
+            raise ConfigError(
                 f"--data {cfg.data}: every prompt is longer than --max_prompt_tokens {limit} "
                 f"(shortest: {min(size)} tokens); raise it or shorten the prompts"
             )
@@ -372,34 +388,55 @@ class RLModule(L.LightningModule):
                     stats["kl"].append(float((parts.kl * m).sum() / m.sum().clamp(min=1)))
                     stats["loss"].append(float(parts.loss.detach()))
                 if not finite:
-                    self.skip_nonfinite()
+                    self.skip_nonfinite("loss")
                     opt.zero_grad()
                     continue
-                self.bad_steps = 0
                 norm_total = torch.nn.utils.clip_grad_norm_(
                     self.policy.parameters(), cfg.max_grad_norm
                 )
+                if not bool(torch.isfinite(norm_total)):  # the step would make every weight NaN
+                    self.skip_nonfinite("gradient norm")
+                    opt.zero_grad()
+                    continue
+                self.bad_steps = 0
                 stats["grad_norm"].append(float(norm_total))
                 opt.step()
+                self.check_weights(float(norm_total))
         self.policy.eval()
         out = {k: sum(v) / len(v) for k, v in stats.items() if v}
         out["grad_variance_proxy"] = metrics.adam_variance_proxy(opt.optimizer)
         return out
 
-    def skip_nonfinite(self) -> None:
+    def skip_nonfinite(self, what: str) -> None:
         self.bad_steps += 1
         self.skipped_total += 1
+        step = self.rollout_step + 1  # the step being trained, as metrics.csv numbers it
         warnings.warn(
-            f"non-finite loss at rollout step {self.rollout_step}: optimiser step skipped "
+            f"non-finite {what} at rollout step {step}: optimiser step skipped "
             f"({self.bad_steps} in a row)",
             stacklevel=2,
         )
         if self.bad_steps >= self.cfg.max_bad_steps:
+            plural = "losses" if what == "loss" else f"{what}s"
             raise NonFiniteLoss(
-                f"{self.bad_steps} consecutive non-finite losses at rollout step "
-                f"{self.rollout_step}: stopping. Lower --lr, raise --max_grad_norm's strictness, "
-                f"or check the estimator's inputs; a checkpoint was written."
+                f"{self.bad_steps} consecutive non-finite {plural} at rollout step {step}: "
+                "stopping. Lower --lr or --max_grad_norm, or check the estimator's inputs and "
+                "the rewards; the weights were not updated by these steps."
             )
+
+    def check_weights(self, grad_norm: float) -> None:
+        """After an optimiser step: a non-finite weight stops the run before anything is
+        sampled, checkpointed or exported with it."""
+        params = scale.trainable(self.policy)
+        if bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):
+            return
+        raise NonFiniteWeights(
+            f"rollout step {self.rollout_step + 1}: the policy's weights became non-finite "
+            f"(NaN or inf) in an optimiser step whose loss and gradient norm ({grad_norm:.3g}) "
+            f"were finite; the likely cause is a learning rate too large for this model "
+            f"(--lr {self.cfg.lr:g}, --dtype {self.cfg.dtype}): lower --lr. Nothing was saved "
+            "or exported after this step."
+        )
 
     # ----------------------------------------------------------------- metrics and state
     def log_step(
@@ -473,12 +510,26 @@ class RLModule(L.LightningModule):
         }
         scale.trim_checkpoint(self, checkpoint)
 
+    def apply_lr(self, checkpoint: dict[str, Any]) -> None:
+        """A resume's --lr replaces the checkpoint's (the optimiser and scheduler states are
+        restored from this dict after this hook), keeping the warm-up factor reached. Left alone
+        when unchanged, so that a resume stays bit-identical to the uninterrupted run."""
+        for opt in checkpoint.get("optimizer_states", []):
+            for group in opt["param_groups"]:
+                if group.get("initial_lr", self.cfg.lr) != self.cfg.lr:
+                    group["lr"] = self.cfg.lr * group["lr"] / group["initial_lr"]
+                    group["initial_lr"] = self.cfg.lr
+        for sched in checkpoint.get("lr_schedulers", []):
+            if "base_lrs" in sched:
+                sched["base_lrs"] = [self.cfg.lr] * len(sched["base_lrs"])
+
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         import random
 
         import numpy as np
 
         scale.check_loaded(self, checkpoint)
+        self.apply_lr(checkpoint)
         state = checkpoint["advest"]
         self.rollout_step = int(state["rollout_step"])
         self.bad_steps = int(state["bad_steps"])

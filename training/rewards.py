@@ -191,9 +191,18 @@ def record(failures: Counter[str], kind: str, message: str) -> float:
     return 0.0
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""Rewards become float32 tensors: a larger magnitude would turn into inf there."""
+
+
 def _finite(value: float, failures: Counter[str], name: str) -> float:
+    """A reward is a finite number within float32's range, else a failure that names it."""
     if value != value or value in (float("inf"), float("-inf")):
         return record(failures, "non-finite", f"{name} returned {value}")
+    if abs(value) > FLOAT32_MAX:
+        return record(
+            failures, "out of range", f"{name} returned {value}, beyond float32's ±3.4e38"
+        )
     return value
 
 
@@ -221,7 +230,7 @@ class Guarded:
             value = float(self._timed(completion, answer))
         except _Timeout:
             return record(self.failures, "timeout", f"reward call exceeded {self.timeout_s} s")
-        except Exception as error:  # any verifier bug costs one sample, not the run
+        except (Exception, SystemExit) as error:  # any verifier bug costs one sample, not the run
             return record(self.failures, type(error).__name__, str(error))
         return _finite(value, self.failures, "reward")
 
@@ -264,7 +273,7 @@ def _serve(conn: Connection, specs: list[str]) -> None:
         index, completion, answer = call
         try:
             result: Result = ("ok", float(fns[index](completion, answer)))
-        except Exception as error:  # reported by kind, like Guarded
+        except (Exception, SystemExit) as error:  # reported by kind, like Guarded
             result = (type(error).__name__, str(error))
         conn.send(result)
 
@@ -273,6 +282,9 @@ def _worker_main(fd: int, paths: str, specs: list[str]) -> None:
     """A worker process's entry (``_BOOT``): the trainer's ``sys.path``, death with the trainer,
     then ``_serve`` on the socket ``fd``."""
     sys.path.extend(p for p in json.loads(paths) if p not in sys.path)
+    # Ctrl-C reaches the whole process group: the trainer stops its workers itself, so they
+    # must not die mid-call printing a traceback each
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(Exception):  # Linux: a killed trainer takes its workers along
         import ctypes
 
@@ -450,8 +462,10 @@ class Scorer:
         return [values[i * R : (i + 1) * R] for i in range(len(completions))]
 
     def total(self, parts: Sequence[float]) -> float:
-        """The weighted sum of one completion's scores."""
-        return sum(w * v for w, v in zip(self.weights, parts, strict=True))
+        """The weighted sum of one completion's scores (a sum beyond float32's range is a
+        failure, as a score would be)."""
+        total = sum(w * v for w, v in zip(self.weights, parts, strict=True))
+        return _finite(total, self.failures, "the weighted total of the rewards")
 
     def start(self) -> None:
         """Start the worker processes now (they import the verifiers while the caller goes on);

@@ -84,6 +84,13 @@ def check_trainer(cfg: RLConfig, trainer_args: dict[str, Any]) -> None:
             f"--trainer.precision {precision} with --dtype {cfg.dtype}: "
             f"{precision_reason(cfg.dtype, precision)}"
         )
+    check_devices(trainer_args)
+    if cfg.dtype == "float16" and not _has_gpu(trainer_args):
+        raise ConfigError(
+            "--dtype float16 needs a GPU: on CPU, AdamW's eps (1e-8) and the squares of "
+            "gradients below ~1e-4 round to 0 in float16, so the first optimiser step divides by "
+            "zero and the weights become inf/NaN; use --dtype bfloat16 or float32 on CPU"
+        )
     strategy = trainer_args.get("strategy", "auto")
     name = strategy if isinstance(strategy, str) else type(strategy).__name__.lower()
     if "deepspeed" in name:
@@ -101,6 +108,26 @@ def check_trainer(cfg: RLConfig, trainer_args: dict[str, Any]) -> None:
         raise ConfigError(
             f"--lora_r {cfg.lora_r} needs peft: pip install 'advest[lora]' (or --lora_r 0 for "
             "full fine-tuning)"
+        )
+
+
+def check_devices(trainer_args: dict[str, Any]) -> None:
+    """``--trainer.accelerator`` and ``--trainer.devices`` that Lightning would refuse only
+    after the model has loaded."""
+    accelerator = str(trainer_args.get("accelerator", "auto"))
+    if accelerator in {"gpu", "cuda"} and not torch.cuda.is_available():
+        raise ConfigError(
+            f"--trainer.accelerator {accelerator}: no GPU is visible to torch "
+            "(torch.cuda.is_available() is False); use --trainer.accelerator cpu or auto"
+        )
+    if accelerator == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("--trainer.accelerator mps: MPS is not available; use cpu or auto")
+    devices = trainer_args.get("devices", 1)
+    text = str(devices).strip()
+    if text in {"0", "", "[]"} or (isinstance(devices, int) and devices < -1):
+        raise ConfigError(
+            f"--trainer.devices {devices!r}: give at least 1 device (a count, -1 or auto for "
+            "all, or a list of indices)"
         )
 
 
@@ -246,16 +273,42 @@ def export(module: Any, folder: Path, how: str, *, final: bool = True) -> Path:
         policy = policy.merge_and_unload()
     from advest.training.models import quiet_transformers
 
-    with quiet_transformers():  # no "Writing model shards" bar
-        policy.save_pretrained(tmp)
-        module.tokenizer.save_pretrained(tmp)
+    try:
+        with quiet_transformers():  # no "Writing model shards" bar
+            policy.save_pretrained(tmp)
+            module.tokenizer.save_pretrained(tmp)
+    except BaseException:  # Ctrl-C or a full disk mid-write: no half export left behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     # no stale adapter_config.json may survive beside merged weights: swap whole folders
-    if out.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        out.rename(old)
-    tmp.rename(out)
     shutil.rmtree(old, ignore_errors=True)
+    if not out.exists():
+        tmp.rename(out)
+    elif _exchange(tmp, out):  # one atomic step: model/ is the old export, then the new one
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:  # no atomic exchange on this system: model/ is missing between the two renames
+        out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
     return out
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where the
+    system has no such call."""
+    import ctypes
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+    return bool(done)
 
 
 # ----------------------------------------------------------------------------- strategies

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -20,6 +21,13 @@ from typing import Any
 import lightning as L
 
 from advest.training.config import ConfigError, RLConfig, validate
+from advest.training.resume import (
+    check_fresh,
+    check_name,
+    remove_leftovers,
+    resume_point,
+    write_config,
+)
 
 TRAINER_DEFAULTS: dict[str, Any] = {
     "accelerator": "auto",
@@ -46,7 +54,11 @@ class Checkpointer(L.Callback):
 
         target = self.folder / "last.ckpt"
         tmp = self.folder / ".last.ckpt.tmp"
-        trainer.save_checkpoint(tmp, weights_only=False)  # collective under DDP; rank 0 writes
+        try:
+            trainer.save_checkpoint(tmp, weights_only=False)  # collective under DDP; rank 0 writes
+        except BaseException:  # Ctrl-C or a full disk mid-write: no half checkpoint left behind
+            tmp.unlink(missing_ok=True)
+            raise
         if trainer.is_global_zero:
             os.replace(tmp, target)
             if export:
@@ -62,6 +74,16 @@ class Checkpointer(L.Callback):
 
     def on_train_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         self.save(trainer)
+
+    def on_exception(
+        self, trainer: L.Trainer, module: L.LightningModule, error: BaseException
+    ) -> None:
+        if isinstance(error, KeyboardInterrupt) and trainer.is_global_zero:
+            print(
+                f"advest train: interrupted; {kept(self.folder)} Continue with --resume.",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def loggers(folder: Path, resume: bool = False) -> list[Any]:
@@ -104,21 +126,26 @@ def train(
     quiet_libraries()
     validate(cfg)
     scale.check_trainer(cfg, {**TRAINER_DEFAULTS, **(trainer_args or {})})
+    check_name(name)
     folder = run_folder(cfg, name)
     ckpt = folder / "checkpoints" / "last.ckpt"
-    if resume and not ckpt.exists():
-        raise ConfigError(f"--resume: no checkpoint at {ckpt}")
+    if resume and name is None:
+        raise ConfigError("--resume needs --name: the run folder under --out to continue")
+    point = resume_point(cfg, folder) if resume else None
+    if point is None:
+        check_fresh(folder)
     model_path = models.folder(cfg.model)  # a GGUF file becomes a plain folder, once
     L.seed_everything(cfg.seed, verbose=False)
     module = RLModule(cfg, model_path)
     folder.mkdir(parents=True, exist_ok=True)
     if is_rank_zero():
-        (folder / "config.json").write_text(
-            json.dumps(
-                {"rl": asdict(cfg), "trainer": trainer_args or {}, "model_path": model_path},
-                indent=1,
-            )
-        )
+        remove_leftovers(folder)  # a killed run's temporary files
+        record = {"rl": asdict(cfg), "trainer": trainer_args or {}, "model_path": model_path}
+        write_config(folder, record, point)
+        if point is not None:
+            for key, (was, now) in point.changes.items():
+                print(f"resume: --{key} {was} -> {now} from step {point.step}", flush=True)
+            print(f"resume: step {point.step} of {cfg.steps}", flush=True)
     items = held_out_items(cfg, module.source)
     do_eval = evaluate and bool(items) and is_rank_zero() and not resume
     curves: dict[str, dict[int, float]] = {}
@@ -134,7 +161,9 @@ def train(
         callbacks = [*callbacks, step_bar(module.shown)]
     trainer = L.Trainer(
         **scale.strategy({**TRAINER_DEFAULTS, **(trainer_args or {})}, module.policy),
-        max_epochs=1,
+        # one epoch is the whole run; a finished run's checkpoint is at the end of its epoch,
+        # so extending it is one more epoch, which ends when the --steps left are done
+        max_epochs=1 if point is None else point.epoch + 1,
         default_root_dir=str(folder),
         logger=loggers(folder, resume),
         callbacks=[checkpointer, *callbacks],
@@ -163,13 +192,26 @@ def train(
 
 
 def _fit(trainer: L.Trainer, module: Any, ckpt: Path | None, checkpointer: Checkpointer) -> None:
-    from advest.training.module import NonFiniteLoss
+    from advest.training.module import NonFiniteLoss, RunStopped
 
     try:
         trainer.fit(module, ckpt_path=None if ckpt is None else str(ckpt))
-    except NonFiniteLoss:
-        checkpointer.save(trainer)
-        raise
+    except NonFiniteLoss as error:
+        checkpointer.save(trainer)  # the skipped steps left the weights as they were
+        raise NonFiniteLoss(f"{error} {kept(checkpointer.folder)}") from None
+    except RunStopped as error:  # NaN weights: the last checkpoint is the last good one
+        raise type(error)(f"{error} {kept(checkpointer.folder)}") from None
+
+
+def kept(folder: Path) -> str:
+    """What a stopped run leaves to resume from."""
+    ckpt = folder / "last.ckpt"
+    if not ckpt.is_file():
+        return "No checkpoint was written before it (see --checkpoint_every)."
+    import torch
+
+    step = torch.load(ckpt, map_location="cpu", mmap=True, weights_only=False)["advest"]
+    return f"The last good checkpoint, {ckpt}, holds rollout step {step['rollout_step']}."
 
 
 class HeldOut(L.Callback):
@@ -362,14 +404,31 @@ def trainer_arguments(ns: Any, defaults: Any) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str]) -> int:
+    from advest.training.module import RunStopped
     from advest.training.parsing import fail, gather_lists, settings
 
     p = parser()
     ns = p.parse_args(gather_lists(list(argv)))
+    lightning_defaults = p.get_defaults().trainer
+    if ns.resume and ns.name:  # flags not given again keep the run's own values
+        from advest.training.resume import check_name, defaults
+
+        try:
+            check_name(ns.name)
+            p.set_defaults(defaults(Path(ns.out) / ns.name))
+        except ConfigError as error:
+            return fail("advest train", str(error))
+        ns = p.parse_args(gather_lists(list(argv)))
     try:
-        trainer_args = trainer_arguments(ns, p.get_defaults().trainer)
+        trainer_args = trainer_arguments(ns, lightning_defaults)
         cfg = settings(RLConfig, ns)
         train(cfg, trainer_args, name=ns.name, resume=ns.resume, evaluate=ns.eval)
     except ConfigError as error:
         return fail("advest train", str(error))
+    except RunStopped as error:  # the run found it cannot go on: no traceback, exit code 1
+        print(f"advest train: stopped: {error}", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:  # outside the fit (loading, evaluation); inside, Lightning's
+        print("advest train: interrupted", file=sys.stderr, flush=True)
+        return 130
     return 0
