@@ -26,6 +26,7 @@ from torch import Tensor
 
 from advest.fast import registry
 from advest.fast.detokenize import texts_and_offsets
+from advest.training.data import Item
 from advest.training.evaluate import embedded_held_out
 from advest.training.generation import Sampling
 from advest.training.module import load_policy, positions
@@ -98,9 +99,24 @@ def _bootstrap(rows: list[dict[str, Any]], key: str, m: int, reps: int, seed: in
     return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))]
 
 
+def _items(a: Any, seed: int) -> list[Item]:
+    """``a.problems`` held-out prompts: the embedded task's (drawn with ``seed``), a JSONL
+    file's first rows, or a reasoning-gym task's held-out rows for ``--seed`` (offset by
+    ``seed``, so the two benchmarks draw different problems)."""
+    from advest.training import tasks
+    from advest.training.evaluate import items_of, jsonl_items
+
+    if a.data is None:
+        return embedded_held_out(a.problems, seed=seed)
+    if not tasks.is_task(a.data):
+        return jsonl_items(a.data)[: a.problems]
+    train = tasks.rows(a.data, a.data_options, a.data_size, a.seed)
+    return items_of(tasks.held_out_rows(a.data, a.data_options, a.problems, a.seed + seed, train))
+
+
 @torch.no_grad()
 def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any]:
-    items = embedded_held_out(a.problems, seed=7)
+    items = _items(a, seed=7)
     rng = random.Random(a.seed)
     torch.manual_seed(a.seed)
     rows: list[dict[str, Any]] = []
@@ -179,7 +195,7 @@ def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, 
 def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any]:
     """Fixed policy, I iterations of n samples per prompt: KAE's value from the history before
     the last iteration vs the last iteration's group mean, both against V_MC (M samples)."""
-    items = embedded_held_out(a.problems, seed=11)
+    items = _items(a, seed=11)
     prompts = [torch.tensor(prompt_ids(tok, i.prompt)) for i in items]
     torch.manual_seed(a.seed + 1)
     budget = a.max_new_tokens
@@ -214,8 +230,21 @@ def parser() -> Any:
 
     p = new_parser("advest experiment values", __doc__ or "")
     p.add_argument(
-        "--model", type=str | None, default=None, help="checkpoint folder (default: embedded)"
+        "--model",
+        type=str | None,
+        default=None,
+        help="checkpoint folder, .gguf file or smollm2-135m-instruct (default: embedded)",
     )
+    p.add_argument(
+        "--data",
+        type=str | None,
+        default=None,
+        help="JSONL prompts/answers or reasoning_gym:TASK (default: the embedded task)",
+    )
+    p.add_argument(
+        "--data_options", type=dict, default={}, help="a reasoning-gym task's settings, as JSON"
+    )
+    p.add_argument("--data_size", type=int, default=1000, help="a training run's --data_size")
     p.add_argument("--problems", type=int, default=100, help="held-out problems")
     p.add_argument("--group", type=int, default=16, help="G: rollouts per problem")
     p.add_argument("--states", type=int, default=5, help="states (prefixes) per rollout")
@@ -234,22 +263,33 @@ def parser() -> Any:
 
 
 def main(argv: list[str]) -> int:
-    from advest.training.config import ConfigError, build_scorer, check_sampling
+    from advest.training import models, tasks
+    from advest.training.config import (
+        ConfigError,
+        build_scorer,
+        check_model,
+        check_sampling,
+        check_task,
+    )
+    from advest.training.data import DataError
     from advest.training.parsing import fail, gather_lists
 
     a = parser().parse_args(gather_lists(argv))
     try:
         check_sampling(a.temperature, a.top_p)
+        if a.model is not None:
+            check_model(a.model, a.max_new_tokens)
+        check_task(a.data, a.data_options, a.data_size, a.reward, held=a.problems, seed=a.seed)
+        if a.data is not None and not tasks.is_task(a.data):
+            _items(a, 0)  # read and checked in full before any model loads
         scorer = build_scorer(a.reward, a.reward_weights, a.reward_timeout, a.reward_workers)
-    except ConfigError as error:
+    except (ConfigError, DataError) as error:
         return fail("advest experiment values", str(error))
     if a.quick:
         a.problems, a.group, a.states, a.mc, a.iterations, a.bootstrap = 4, 4, 2, 4, 2, 20
     out = Path(a.out or f"runs/values/{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
-    from advest.training.embedded import build
-
-    model_path = a.model or str(build())
+    model_path = models.folder(a.model)
     model, tok = load_policy(model_path)
     model.eval()
     (out / "config.json").write_text(json.dumps({**vars(a), "model_path": model_path}, indent=1))
