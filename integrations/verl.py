@@ -38,29 +38,37 @@ SKIPPED: dict[str, str] = {
 }
 
 
-def groups(index: Sequence[Any] | np.ndarray) -> Tensor:
-    """``[B, G]`` int64: row b lists the positions in ``index`` of the b-th uid (in order of
-    first appearance). ValueError if the uids do not all have the same number of samples."""
+def groups(index: Sequence[Any] | np.ndarray) -> list[tuple[Tensor, list[Any]]]:
+    """The batch's groups, by size: one ``([B_s, G_s] int64, uids)`` pair per group size G_s,
+    whose row b lists the batch rows of ``uids[b]`` (uids in order of first appearance). verl's
+    multi-output agent loops give groups of several sizes; each size is one batched call."""
     positions: dict[Any, list[int]] = {}
     for i, uid in enumerate(list(index)):
         positions.setdefault(uid, []).append(i)
     if not positions:
         raise ValueError("index is empty: no samples to group")
-    sizes = {uid: len(p) for uid, p in positions.items()}
-    if len(set(sizes.values())) > 1:
-        (a, na), (b, nb) = sorted(sizes.items(), key=lambda kv: kv[1])[:: len(sizes) - 1]
-        raise ValueError(
-            f"advest needs groups of equal size: uid {a!r} has {na} samples, uid {b!r} has {nb} "
-            f"({len(sizes)} uids; sizes {sorted(set(sizes.values()))})"
-        )
-    return torch.tensor(list(positions.values()), dtype=torch.int64)
+    by_size: dict[int, list[Any]] = {}
+    for uid, rows in positions.items():
+        by_size.setdefault(len(rows), []).append(uid)
+    return [
+        (torch.tensor([positions[u] for u in uids], dtype=torch.int64), uids)
+        for _, uids in sorted(by_size.items())
+    ]
 
 
-def scatter(values: Tensor, order: Tensor, bs: int) -> Tensor:
-    """``[bs]``: ``values [B, G]`` put back at the positions ``order [B, G]``."""
-    out = values.new_empty(bs)
-    out[order.reshape(-1)] = values.reshape(-1)
-    return out
+def _located(error: Exception, order: Tensor, uids: list[Any]) -> ValueError:
+    """An estimator's error with its "group b" (a position after regrouping) named as verl
+    names it: the uid and its batch rows."""
+    import re
+
+    message = str(error)
+    found = re.search(r"group (\d+)", message)
+    if found is None:
+        return ValueError(f"{message} (verl batch: {len(uids)} uids of {order.shape[1]} samples)")
+    b = int(found.group(1))
+    rows = ", ".join(str(int(r)) for r in order[b])
+    where = f"uid {uids[b]!r} (verl batch rows {rows})"
+    return ValueError(message[: found.start()] + where + message[found.end() :])
 
 
 def _k(config: Any, default: int | None, name: str) -> int:
@@ -81,6 +89,7 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
         raise ValueError(
             f"advest_{name} cannot run inside verl: {SKIPPED.get(name, 'token level')}"
         )
+    needs_k = "k" in entry.inputs
 
     # verl's compute_advantage passes keywords this estimator has no use for
     # (reward_baselines, future additions); accepting **kwargs is verl's own convention.
@@ -92,15 +101,20 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
         **kwargs: Any,
     ) -> tuple[Tensor, Tensor]:
         bs = token_level_rewards.shape[0]
-        order = groups(index)  # [B, G]
         scores = token_level_rewards.sum(dim=-1)  # [bs]: the outcome reward sits on one token
-        inputs: dict[str, Any] = {"rewards": scores[order]}  # [B, G]
-        if "k" in entry.inputs:
-            inputs["k"] = _k(config, k, name)
-        if "lengths" in entry.inputs:
-            inputs["lengths"] = response_mask.sum(dim=-1)[order]
-        adv = entry.fn(**inputs)  # [B, G]
-        per_sample = scatter(adv, order, bs)  # [bs]
+        per_sample = scores.new_zeros(bs)
+        K = _k(config, k if k is not None else _DEFAULT_K.get("k"), name) if needs_k else None
+        for order, uids in groups(index):  # [B_s, G_s] per group size
+            inputs: dict[str, Any] = {"rewards": scores[order]}  # [B_s, G_s]
+            if K is not None:
+                inputs["k"] = K
+            if "lengths" in entry.inputs:
+                inputs["lengths"] = response_mask.sum(dim=-1)[order]
+            try:
+                adv = entry.fn(**inputs)  # [B_s, G_s]
+            except (ValueError, TypeError) as error:
+                raise _located(error, order, uids) from None
+            per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)
         out = per_sample.unsqueeze(-1) * response_mask  # [bs, T], zero on padding as in verl
         return out, out
 
@@ -110,24 +124,29 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
 
 
 _ADAPTERS: dict[str, Callable[..., tuple[Tensor, Tensor]]] = {}
+_DEFAULT_K: dict[str, int] = {}
+"""``register(k=K)``'s K, read by every registered adapter at call time."""
 
 
 def register(k: int | None = None) -> dict[str, str]:
     """Add every sequence-level advest estimator to verl's registry as ``advest_<name>``.
 
-    ``k`` is the default K of the max@K estimators (``algorithm.advest_k`` in the config passed
-    to the estimator wins). Returns the estimators *not* registered, each with the reason.
-    Calling it again re-registers the same functions (verl refuses a different one)."""
+    Idempotent: the same function is registered for each name whatever ``k``, and ``k`` (when
+    given) sets the default K of the max@K estimators, which ``algorithm.advest_k`` in the
+    config passed to the estimator overrides. The ``verl.plugins`` entry point
+    (``advest.integrations.verl_plugin``) calls this in every process that imports verl.
+    Returns the estimators *not* registered, each with the reason."""
     from verl.trainer.ppo.core_algos import register_adv_est
 
+    if k is not None:
+        _DEFAULT_K["k"] = int(k)
     for name in registry.names():
         entry = registry.entry(name)
         if name in SKIPPED or entry.stateful or entry.family == "token":
             continue
-        key = f"{name}:{k}"
-        if key not in _ADAPTERS:
-            _ADAPTERS[key] = adapter(name, k)
-        register_adv_est(f"advest_{name}")(_ADAPTERS[key])
+        if name not in _ADAPTERS:
+            _ADAPTERS[name] = adapter(name)
+        register_adv_est(f"advest_{name}")(_ADAPTERS[name])
     return dict(SKIPPED)
 
 

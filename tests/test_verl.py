@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CHECKS = ["tests/verl/check_verl.py", "tests/verl/check_processes.py"]
 BUILD = (
     "python -m venv .venv-verl && .venv-verl/bin/pip install torch==2.13.0 && "
     '.venv-verl/bin/pip install -e ".[verl]"'
@@ -22,7 +23,7 @@ def test_verl_checks_pass_in_the_verl_environment() -> None:
     assert python.exists(), f"no verl environment at {python}; build it with: {BUILD}"
     # verl warns on import (ray's deprecated state API, optional engines): not advest's warnings
     run = subprocess.run(
-        [str(python), "-m", "pytest", "-q", "-p", "no:warnings", "tests/verl/check_verl.py"],
+        [str(python), "-m", "pytest", "-q", "-p", "no:warnings", *CHECKS],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -67,31 +67,71 @@ def test_advest_estimator_through_verls_compute_advantage(name: str) -> None:
 def test_k_comes_from_the_algorithm_config() -> None:
     integration.register(k=2)
     data, rewards, perm = _batch(3, 6, 4, seed=1)
-    fn = integration.adapter("maxpo")  # no default K: the config must give it
-    adv, _ = fn(
+    fn = integration.adapter("maxpo")
+    args = (
         data.batch["token_level_rewards"],
         data.batch["response_mask"],
         data.non_tensor_batch["uid"],
-        config={"advest_k": 3},
     )
+    adv, _ = fn(*args, config={"advest_k": 3})  # the config wins over register's K = 2
     direct = registry.get("maxpo")(rewards, 3).reshape(-1)[perm]
     torch.testing.assert_close(adv[:, 0], direct, rtol=0, atol=0)
-    with pytest.raises(ValueError, match="advest_k"):
-        fn(
-            data.batch["token_level_rewards"],
-            data.batch["response_mask"],
-            data.non_tensor_batch["uid"],
-        )
+    adv2, _ = fn(*args)  # no config: register's K
+    torch.testing.assert_close(adv2[:, 0], registry.get("maxpo")(rewards, 2).reshape(-1)[perm])
+    integration._DEFAULT_K.clear()
+    try:
+        with pytest.raises(ValueError, match="advest_k"):
+            fn(*args)  # neither: refused, saying where K goes
+    finally:
+        integration.register(k=2)
 
 
-def test_unequal_groups_are_refused_with_the_uids() -> None:
+def test_register_is_idempotent_whatever_k() -> None:
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
     integration.register(k=2)
-    data, _, _ = _batch(2, 3, 4, seed=2)
-    uids = data.non_tensor_batch["uid"].copy()
-    uids[0] = "lonely"
-    data.non_tensor_batch["uid"] = uids
-    with pytest.raises(ValueError, match="groups of equal size: uid 'lonely' has 1"):
-        compute_advantage(data, "advest_rloo", config=AlgoConfig())
+    first = get_adv_estimator_fn("advest_maxpo")
+    integration.register(k=3)  # verl would raise if a different function were registered
+    integration.register()
+    assert get_adv_estimator_fn("advest_maxpo") is first
+    assert integration._DEFAULT_K["k"] == 3
+    integration.register(k=2)
+
+
+def test_groups_of_unequal_size_each_get_their_own_advantages() -> None:
+    """A multi-output agent loop's batch: uids with 2, 3 and 5 samples, interleaved."""
+    integration.register(k=2)
+    sizes = {"a": 3, "b": 5, "c": 2, "d": 5}
+    gen = torch.Generator().manual_seed(7)
+    uids = np.array([u for u, n in sizes.items() for _ in range(n)], dtype=object)
+    perm = torch.randperm(len(uids), generator=gen).numpy()
+    uids = uids[perm]
+    scores = torch.randint(0, 4, (len(uids),), generator=gen).float()
+    T = 3
+    mask = torch.ones(len(uids), T, dtype=torch.int64)
+    tlr = torch.zeros(len(uids), T)
+    tlr[:, -1] = scores
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": tlr, "response_mask": mask}, non_tensors={"uid": uids}
+    )
+    out = compute_advantage(data, "advest_rloo", config=AlgoConfig()).batch["advantages"][:, -1]
+    for uid in sizes:
+        rows = np.flatnonzero(uids == uid)
+        direct = registry.get("rloo")(scores[rows][None, :])[0]
+        torch.testing.assert_close(out[rows], direct, rtol=0, atol=0)
+
+
+def test_an_estimators_error_names_verls_uid_and_batch_rows() -> None:
+    integration.register(k=2)
+    data, _, _ = _batch(3, 4, 5, seed=3)
+    tlr = data.batch["token_level_rewards"].clone()
+    uids = data.non_tensor_batch["uid"]
+    bad = int(np.flatnonzero(uids == uids[5])[1])  # the second sample of row 5's prompt
+    tlr[bad, 0] = float("nan")
+    data.batch["token_level_rewards"] = tlr
+    rows = ", ".join(str(int(r)) for r in np.flatnonzero(uids == uids[5]))
+    with pytest.raises(ValueError, match=f"uid '{uids[5]}' \\(verl batch rows {rows}\\)"):
+        compute_advantage(data, "advest_grpo", config=AlgoConfig())
 
 
 def _verdicts(
