@@ -29,7 +29,8 @@ narrow contracts instead:
   sliced to the process exactly as TRL slices its own.
 
 Both names are private, but their contracts (one return value, one dict key) have held since
-TRL 0.16, while the code around them is rewritten often; the test
+TRL 0.19, the first release with ``_calculate_rewards``, while the code around them is rewritten
+often; the test
 (``tests/test_trl.py``) trains two steps and compares what reached the loss, so a TRL release
 that moves either point fails it instead of silently training with TRL's formula.
 
@@ -41,6 +42,12 @@ which every reward function returned None (advest has no convention for a missin
 level estimators (TRL gives the estimator no token ids, log-probs or hidden states at this point).
 ``kae`` gets a stable id per distinct prompt (in order of first appearance); its history lives
 in the trainer and is saved in, and restored from, each checkpoint (``advest_kae.pt``).
+
+Evaluation (``eval_strategy`` other than ``"no"``) samples ``num_generations_eval`` completions
+per prompt: the estimator is dry-run at that group size too, so a K that does not fit it is
+refused when the trainer is built, not at the first evaluation; and evaluation computes a
+stateful estimator's advantages on a copy of its state, so evaluation prompts never enter the
+KAE history that training reads.
 """
 
 from __future__ import annotations
@@ -142,6 +149,15 @@ class AdvestGRPOTrainer(GRPOTrainer):
         G = self.num_generations  # GRPOConfig's __post_init__ has filled it in
         assert G is not None
         self.advest = Advantage(config.advest_estimator, config.advest_k, G)
+        G_eval = getattr(self, "num_generations_eval", None) or G
+        if config.eval_strategy != "no" and G_eval != G:
+            try:  # the estimator's own domain check at the evaluation group size
+                Advantage(config.advest_estimator, config.advest_k, G_eval)
+            except ValueError as error:
+                raise ValueError(
+                    f"num_generations_eval={G_eval}: {error}; raise num_generations_eval or "
+                    "lower advest_k"
+                ) from None
         self.advest_prompt_ids: dict[str, int] = {}
         self._advest_rewards: Tensor | None = None
 
@@ -177,7 +193,14 @@ class AdvestGRPOTrainer(GRPOTrainer):
         prompts = gather_object([json.dumps(x.get("prompt"), sort_keys=True) for x in inputs])
         ids = [self.advest_prompt_ids.setdefault(p, len(self.advest_prompt_ids)) for p in prompts]
         prompt_ids = torch.tensor(ids[::G], dtype=torch.int64, device=rewards.device)  # [B]
-        adv = self.advest(rewards, lengths, prompt_ids).reshape(-1)  # [N]
+        if self.model.training or self.advest.state is None:
+            adv = self.advest(rewards, lengths, prompt_ids).reshape(-1)  # [N]
+        else:  # evaluation: a copy of the history, which training alone updates
+            import copy
+
+            scratch = copy.copy(self.advest)
+            scratch.state = copy.deepcopy(self.advest.state)
+            adv = scratch(rewards, lengths, prompt_ids).reshape(-1)
         local: Tensor = output["advantages"]  # [n]
         n = local.shape[0]
         start = self.accelerator.process_index * n

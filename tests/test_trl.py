@@ -195,3 +195,45 @@ def test_misconfiguration_is_refused_before_training(tmp_path: Path) -> None:
         build(advest_estimator="ktae")
     with pytest.raises(ValueError, match="K=5"):
         build(advest_estimator="maxpo", advest_k=5)  # K > G
+
+
+def test_evaluation_with_fewer_generations_than_k_is_refused_when_built(tmp_path: Path) -> None:
+    args = AdvestGRPOConfig(
+        output_dir=str(tmp_path / "out"), num_generations=G, num_generations_eval=2,
+        per_device_train_batch_size=G, per_device_eval_batch_size=2, eval_strategy="steps",
+        eval_steps=1, advest_estimator="maxpo", advest_k=3, use_cpu=True, bf16=False,
+        activation_checkpointing=False, report_to=[],
+    )  # fmt: skip
+    data = Dataset.from_dict({"prompt": PROMPTS})
+    with pytest.raises(ValueError, match=r"num_generations_eval=2: .*K=3"):
+        AdvestGRPOTrainer(
+            model=str(_tiny_model(tmp_path / "model")), reward_funcs=[lambda **kw: [0.0] * 2],
+            args=args, train_dataset=data, eval_dataset=data,
+        )  # fmt: skip
+
+
+def test_evaluation_leaves_the_kae_history_as_training_left_it(tmp_path: Path) -> None:
+    def reward(completion_ids: list[list[int]], **kwargs: Any) -> list[float]:
+        return [float(sum(ids) % 5) / 4 for ids in completion_ids]
+
+    args = AdvestGRPOConfig(
+        output_dir=str(tmp_path / "out"), advest_estimator="kae", num_generations=G,
+        num_generations_eval=G, per_device_train_batch_size=2 * G,
+        per_device_eval_batch_size=2 * G, max_completion_length=4, max_steps=1, beta=0.0,
+        use_cpu=True, bf16=False, activation_checkpointing=False, report_to=[],
+        save_strategy="no", seed=0,
+    )  # fmt: skip
+    trainer = AdvestGRPOTrainer(
+        model=str(_tiny_model(tmp_path / "model")), reward_funcs=[reward], args=args,
+        train_dataset=Dataset.from_dict({"prompt": PROMPTS}),
+        eval_dataset=Dataset.from_dict({"prompt": ["9+9=", "1+1="]}),
+    )  # fmt: skip
+    trainer.train()
+    before = {k: v.clone() for k, v in trainer.advest.state.state_dict().items()
+              if isinstance(v, torch.Tensor)}  # fmt: skip
+    known = dict(trainer.advest_prompt_ids)
+    metrics = trainer.evaluate()
+    assert "eval_loss" in metrics
+    after = trainer.advest.state.state_dict()
+    assert before and all(torch.equal(v, after[k]) for k, v in before.items())
+    assert len(trainer.advest_prompt_ids) >= len(known)  # ids may grow; the history may not
