@@ -221,6 +221,37 @@ class Plain:
         return check_output(out, rewards)
 
 
+class Watch:
+    """``est`` itself, recording each call whose output is NaN or inf where the rewards are
+    finite (``seen``: one line per such call, naming a group's rewards and output): no check may
+    judge a property of an output that is not a number."""
+
+    def __init__(self, est: Estimator) -> None:
+        self.est = est
+        self.seen: list[str] = []
+
+    def __call__(self, rewards: Tensor) -> Tensor:
+        out = self.est(rewards)
+        bad = rewards.isfinite().all(-1) & ~out.isfinite().all(-1)  # [B]
+        if bool(bad.any()):
+            g = int(bad.nonzero()[0, 0])
+            kind = " and ".join(
+                what
+                for what, hit in (("NaN", out[bad].isnan()), ("inf", out[bad].isinf()))
+                if bool(hit.any())
+            )
+            shown = [round(x, 6) for x in rewards[g].tolist()]
+            got = [round(x, 6) for x in out[g].tolist()]
+            self.seen.append(
+                f"{kind} in {int(bad.sum())} of {len(bad)} groups, e.g. rewards {shown} → {got}"
+            )
+        return out
+
+
+NON_FINITE = "no: non-finite output"
+"""The verdict of every check that saw NaN or inf advantages for finite rewards."""
+
+
 # ---------------------------------------------------------------- tolerances
 
 
@@ -501,6 +532,8 @@ def _behaviour(est: Estimator, rewards: Tensor) -> str:
         return f"error: {type(error).__name__}: {str(error)[:80]}"
     if bool(torch.isnan(out).any()):
         return "NaN in the output"
+    if bool(torch.isinf(out).any()):
+        return "inf in the output"
     return f"value {[round(x, 6) for x in out[0].tolist()]}"
 
 
@@ -569,17 +602,31 @@ def _run_dtype(est: Estimator, family: Family, k: int, n: int, dtype: torch.dtyp
     used, skipped = _cast(batches, dtype)
     k_obj = k if family == "maxk" else 1
     objective = f"max@{k_obj}" if family == "maxk" else "the mean reward"
-    findings = [
-        centred(est, used, dtype),
-        shift_invariant(est, used, binary, dtype),
-        scale_behaviour(est, used, binary, dtype),
-        permutation_equivariant(est, used, dtype),
-        unbiasedness(est, n, k_obj, binary, objective, dtype),
+    watch = Watch(est)
+    checks: list[Callable[[], Finding]] = [
+        lambda: centred(watch, used, dtype),
+        lambda: shift_invariant(watch, used, binary, dtype),
+        lambda: scale_behaviour(watch, used, binary, dtype),
+        lambda: permutation_equivariant(watch, used, dtype),
+        lambda: unbiasedness(watch, n, k_obj, binary, objective, dtype),
     ]
     if family == "maxk" and k_obj < n:
-        findings.append(relation_to_canonical(est, used, k_obj, dtype))
-    elif family == "maxk":
+        checks.append(lambda: relation_to_canonical(watch, used, k_obj, dtype))
+    findings = []
+    for run in checks:
+        before = len(watch.seen)
+        finding = run()
+        if len(watch.seen) > before:  # NaN compares false to every bound: never a "yes"
+            finding.verdict, finding.evidence = NON_FINITE, watch.seen[before]
+        findings.append(finding)
+    if family == "maxk" and k_obj >= n:
         findings.append(Finding("relation to canonical", "not checked", "canonical needs K < N"))
+    findings.insert(
+        0,
+        Finding("finite output", NON_FINITE, watch.seen[0])
+        if watch.seen
+        else Finding("finite output", "yes", "every output finite for finite rewards"),
+    )
     for f in findings:
         f.dtype, f.n = name, n
         if skipped:
@@ -712,48 +759,136 @@ def add_arguments(parser: Any) -> None:
         "parameter not named k), 'rewards', 'rewards, k=', 'rewards, lengths'",
     )
     parser.add_argument("--json", default=None, help="also write the findings to this file")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=TIMEOUT_S,
+        help="seconds the whole check may take, import included; the estimator runs in a child "
+        f"process that is stopped after this ({TIMEOUT_S:g}). Exit codes: 0 a report, 1 a "
+        "report of NaN or inf outputs for finite rewards, 2 a usage, import or call error, 3 no "
+        "answer in time",
+    )
+
+
+TIMEOUT_S = 300.0
+"""``advest check --timeout``'s default: the whole check of an ordinary estimator takes seconds
+(about 5 s for ``advest.fast.maxk:maxpo`` on 2 CPU cores, most of it importing torch), so five
+minutes leaves room for slow pure-Python estimators while still ending a hang."""
+
+
+def _load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
+    """The callable ``target`` names, and ``"verl"`` when it came from verl's registry."""
+    if target.startswith("verl:"):
+        from advest.integrations.verl import verl_estimator
+
+        return verl_estimator(target.removeprefix("verl:")), "verl"
+    return load(target), None
+
+
+def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
+    """The child process of ``advest check``: import ``target``, check it, and send back
+    ``("stage", what)`` messages, then one ``(kind, payload)``: ``("ok", (findings,
+    convention))`` or an error kind (``import``, ``oracle``, ``call``) with its one-line text."""
+    import os
+    import sys
+
+    if os.getcwd() not in sys.path:  # a user's module beside them, as `python -m` would find it
+        sys.path.insert(0, os.getcwd())
+    convention: Convention = options.pop("convention")
+    conn.send(("stage", f"importing {target}"))
+    try:
+        fn, forced = _load_target(target)
+    except Exception as error:  # a syntax error or an exception raised by the module's import
+        where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
+        conn.send(("import", f"cannot import {target}: {type(error).__name__}{where}: {error}"))
+        return
+    convention = forced or convention
+    conn.send(("stage", f"calling {target} (the checks)"))
+    try:
+        findings = check(fn, convention=convention, **options)
+    except OracleError as error:
+        conn.send(("oracle", f"{target}: {error}"))
+        return
+    except Exception as error:  # the user's callable could not be called at all
+        conn.send(("call", f"cannot call {target}: {type(error).__name__}: {error}"))
+        return
+    conn.send(("ok", (findings, convention)))
+
+
+def run_in_child(target: str, options: dict[str, Any], timeout: float) -> tuple[str, Any, str]:
+    """``_child`` in a fresh interpreter (spawned: torch's thread pools do not survive a fork),
+    stopped after ``timeout`` seconds. Returns ``(kind, payload, stage)``: ``_child``'s answer,
+    or kind ``timeout`` / ``died`` (payload: the exit code) with the stage it had reached."""
+    import multiprocessing
+    import time
+
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, target, options), daemon=True)
+    stage = "starting the child process"
+    deadline = time.monotonic() + timeout
+    proc.start()
+    send.close()  # the child holds the only writer: its death ends recv() with EOFError
+    try:
+        while receive.poll(max(deadline - time.monotonic(), 0)):
+            try:
+                kind, payload = receive.recv()
+            except EOFError:
+                proc.join()
+                return "died", proc.exitcode, stage
+            if kind != "stage":
+                return kind, payload, stage
+            stage = payload
+        return "timeout", None, stage
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        receive.close()
 
 
 def command(args: Any) -> int:
-    """Run ``advest check`` from parsed ``args``: print the report; 0, or 2 on a usage error."""
+    """Run ``advest check`` from parsed ``args``: print the report. Exit codes: 0 a report; 1 a
+    report in which the estimator returned NaN or inf for finite rewards; 2 a usage, import or
+    call error; 3 no answer within ``--timeout`` seconds (the estimator hangs), or the child
+    process died."""
     import json
     import sys
 
     target: str = args.target
-    convention: Convention = args.convention
-    try:
-        if target.startswith("verl:"):
-            from advest.integrations.verl import verl_estimator
-
-            fn = verl_estimator(target.removeprefix("verl:"))
-            convention = "verl"
-        else:
-            fn = load(target)
-    except Exception as error:  # a syntax error or an exception raised by the module's import
-        where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
+    timeout = float(args.timeout)
+    if not (math.isfinite(timeout) and timeout > 0):
         print(
-            f"advest check: cannot import {target}: {type(error).__name__}{where}: {error}",
+            f"advest check: --timeout must be a finite number > 0; got {timeout}", file=sys.stderr
+        )
+        return 2
+    options = {
+        "family": args.family,
+        "k": args.k,
+        "signature": args.signature,
+        "ns": args.n,
+        "dtype": args.dtype,
+        "convention": args.convention,
+    }
+    kind, payload, stage = run_in_child(target, options, timeout)
+    if kind == "timeout":
+        print(
+            f"advest check: {target}: no answer within --timeout {timeout:g} s while {stage}: "
+            "it hangs, or needs a longer --timeout; stopped it",
             file=sys.stderr,
         )
-        return 2
-    try:
-        findings = check(
-            fn,
-            args.family,
-            args.k,
-            args.signature,
-            ns=args.n,
-            dtype=args.dtype,
-            convention=convention,
-        )
-    except OracleError as error:
-        print(f"advest check: {target}: {error}", file=sys.stderr)
-        return 2
-    except Exception as error:  # the user's callable could not be called at all
+        return 3
+    if kind == "died":
         print(
-            f"advest check: cannot call {target}: {type(error).__name__}: {error}", file=sys.stderr
+            f"advest check: {target}: the process checking it died (exit code {payload}) while "
+            f"{stage}: the estimator crashed the interpreter or exited",
+            file=sys.stderr,
         )
+        return 3
+    if kind != "ok":
+        print(f"advest check: {payload}", file=sys.stderr)
         return 2
+    findings, convention = payload
     ns = sorted({f.n for f in findings if f.n is not None})
     print(f"advest check {target} (family {args.family}, K={args.k}, N={ns}, {convention})")
     dtypes = list(dict.fromkeys(f.dtype for f in findings if f.dtype))
@@ -766,4 +901,13 @@ def command(args: Any) -> int:
     if args.json:
         with open(args.json, "w") as out:
             json.dump(as_json(findings), out, indent=1)
+    bad = [f for f in findings if f.prop == "finite output" and f.verdict == NON_FINITE]
+    if bad:
+        print(
+            f"advest check: {target} returns non-finite advantages for finite rewards "
+            f"({bad[0].dtype}, N={bad[0].n}: {bad[0].evidence}); the checks that saw them say "
+            f"{NON_FINITE!r}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
