@@ -116,6 +116,16 @@ THEOREMS: tuple[Theorem, ...] = (
 )
 
 
+INSTALL = (
+    "apt-get update && apt-get install -y --no-install-recommends coq libcoq-mathcomp-ssreflect "
+    "libcoq-mathcomp-algebra libcoq-mathcomp-algebra-tactics libcoq-mathcomp-zify"
+)
+"""How to install Coq 8.16 + MathComp on Debian or Ubuntu (the README's test command)."""
+
+MISSING = f"coqc not found on PATH: Coq is not installed. Install it with: {INSTALL}"
+"""``Record.missing`` of every Coq record when ``coqc`` is absent."""
+
+
 def coqc() -> str | None:
     """Path of ``coqc``, or None when Coq is not installed."""
     return shutil.which("coqc")
@@ -174,9 +184,10 @@ def _split_answers(out: str) -> dict[str, str]:
 
 def check(source_dir: Path = COQ_DIR, theorems: tuple[Theorem, ...] = THEOREMS) -> list[Record]:
     """One record per theorem: ``proved`` only when its assumptions are closed."""
-    if coqc() is None:
+    missing = MISSING if coqc() is None else ""
+    if missing:
         answers: dict[str, str] = {}
-        seconds, error = 0.0, "coqc not found (install the Debian packages in the README)"
+        seconds, error = 0.0, missing
     else:
         answers, seconds, error = assumptions(source_dir, theorems)
     records = []
@@ -195,12 +206,18 @@ def check(source_dir: Path = COQ_DIR, theorems: tuple[Theorem, ...] = THEOREMS) 
                 seconds / len(theorems),
                 evidence=evidence[:2000],
                 notes=[t.name],
+                missing=missing,
             )
         )
     return records
 
 
-@functools.cache
 def check_shipped() -> tuple[Record, ...]:
-    """``check()`` of the shipped .v files, once per process (``advest prove`` and the tests)."""
+    """``check()`` of the shipped .v files, once per process and ``coqc`` (``advest prove`` and
+    the tests): a later call with Coq installed or removed does not see a stale answer."""
+    return _check_shipped(coqc())
+
+
+@functools.cache
+def _check_shipped(coqc_path: str | None) -> tuple[Record, ...]:
     return tuple(check())

@@ -47,6 +47,7 @@ class Record:
     evidence: str = ""
     expected: Status = "proved"
     notes: list[str] = field(default_factory=list)
+    missing: str = ""  # the prover that could not run, and how to install it
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -67,12 +67,14 @@ def summary_rows(records: list[Record]) -> list[tuple[str, str, str, str, str, s
     rows = []
     for (claim, _), recs in groups.items():
         ok = all(r.status == r.expected for r in recs)
-        status = (
-            recs[0].expected
-            if ok
-            else "FAILED: "
-            + ", ".join(f"{r.parameters}: {r.status}" for r in recs if r.status != r.expected)
-        )
+        failed = [r for r in recs if r.status != r.expected]
+        status: str
+        if ok:
+            status = recs[0].expected
+        elif all(r.missing for r in failed):  # the prover is absent: say which, not "unknown"
+            status = f"NOT RUN: {failed[0].missing.split(':')[0]} (see below)"
+        else:
+            status = "FAILED: " + ", ".join(f"{r.parameters}: {r.status}" for r in failed)
         rows.append(
             (
                 claim,
@@ -112,6 +114,13 @@ def print_table(records: list[Record]) -> None:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
         if j == 0:
             print("  ".join("-" * w for w in widths))
+    for why in missing(records):
+        print(f"NOT RUN: {why}")
+
+
+def missing(records: list[Record]) -> list[str]:
+    """Each distinct reason a prover could not run (with how to install it), in order."""
+    return list(dict.fromkeys(r.missing for r in records if r.missing))
 
 
 def write_json(records: list[Record], path: Path) -> None:

@@ -87,3 +87,30 @@ def test_every_proof_and_test_named_in_the_spec_exists() -> None:
         tree = ast.parse((tests_dir / file).read_text())
         defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         assert name in defined, (file, name)
+
+
+SHIPPED = ("spec", "fast", "reference", "training", "proofs", "integrations")
+
+
+def test_nothing_that_ships_imports_the_tests() -> None:
+    """The tests' helpers (tests/checks.py, ...) live in tests/, and shipped code never needs
+    them: a wheel carries no tests/."""
+    root = Path(__file__).parents[1]
+    offenders = [
+        f"{path.relative_to(root)}: {line.strip()}"
+        for package in SHIPPED
+        for path in sorted((root / package).rglob("*.py"))
+        for line in path.read_text().splitlines()
+        if re.match(r"\s*(from|import)\s+(advest\.)?tests\b", line)
+    ]
+    assert not offenders
+
+
+def test_the_default_rows_cite_the_scale_table_the_bandit_experiment_divides_by() -> None:
+    """spec.scales.PG_SCALE is the claim the catalogue's default-option rows make (checked by
+    exact enumeration in tests/test_bandit.py), so the experiment needs no catalogue."""
+    from advest.spec.scales import PG_SCALE
+
+    cited = {row.name: row.pg_scale for row in CATALOGUE if not row.options and row.pg_scale}
+    assert cited == PG_SCALE
+    assert all(cited[name] is PG_SCALE[name] for name in cited)

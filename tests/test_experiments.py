@@ -99,3 +99,23 @@ def test_bad_sizes_exit_with_a_message_naming_the_flag(capsys: pytest.CaptureFix
     assert cli_main(["experiment", "bandit", "--quick", "--k", "8"]) == 2
     assert "--k" in capsys.readouterr().err
     assert cli_main(["experiment", "nope"]) == 2
+
+
+def test_the_bandit_experiment_loads_neither_the_catalogue_nor_the_references() -> None:
+    """Its scales come from spec.scales: the test catalogue imports every exact reference."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys, advest\n"
+        "from advest.training.experiments import bandit\n"
+        "scales = {n: bandit.pg_scale(n, 8, 2) for n in advest.names()}\n"
+        "print(json.dumps([scales, sorted(m for m in sys.modules if m.startswith('advest'))]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    scales, loaded = json.loads(done.stdout.splitlines()[-1])
+    assert scales["maxpo"] == 4.0 and scales["rloo"] == 8.0 and scales["grpo"] is None
+    assert not [m for m in loaded if m.startswith("advest.reference") or "catalogue" in m]

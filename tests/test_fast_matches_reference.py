@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from advest.reference import maxk_closed
 from advest.spec.catalogue import CATALOGUE, Row
-from advest.spec.checks import assert_close, assert_matches_reference, bound, evaluate
 from advest.spec.tolerances import output_floor
+from tests.checks import assert_close, assert_matches_reference, bound, evaluate
 from tests.strategies import Batch, batches, lengths_for
 
 # Every test here runs on both max@K paths, forced (tests/conftest.py).

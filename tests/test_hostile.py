@@ -15,7 +15,7 @@ import os
 import shutil
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -41,6 +41,14 @@ class Case:
     says: str
     setup: Callable[[Path, str], None] = lambda tmp, src: None
     skip: str = ""
+    env: dict[str, str] = field(default_factory=dict)  # set for the row only
+    code: int | None = None  # the exit code, where the command documents one per outcome
+
+
+# PATH without Coq: how `advest prove` runs on a machine where it is not installed
+NO_COQ = os.pathsep.join(
+    d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "coqc").exists()
+)
 
 
 TRAIN = "train --out {tmp}/runs --name r --steps 1 --prompts_per_step 2 --group_size 4 "
@@ -159,6 +167,24 @@ CASES = [
     Case("check-import-raises", "check hostile_raises:f",
          "cannot import hostile_raises:f: RuntimeError",
          _file("hostile_raises.py", "raise RuntimeError('no')\n")),
+    Case("check-hangs", "check hostile_hang:f --timeout 5", "no answer within --timeout 5 s",
+         _file("hostile_hang.py", "def f(rewards):\n    while True:\n        pass\n"), code=3),
+    Case("check-dies", "check hostile_exit:f", "the process checking it died (exit code 7)",
+         _file("hostile_exit.py", "import os\ndef f(rewards):\n    os._exit(7)\n"), code=3),
+    Case("check-timeout-zero", "check hostile_hang:f --timeout 0",
+         "--timeout must be a finite number > 0", code=2),
+    Case("check-nan-output", "check hostile_nan:f --n 3",
+         "returns non-finite advantages for finite rewards (float32, N=3: NaN in 32 of 32 groups",
+         _file("hostile_nan.py", "import torch\ndef f(rewards):\n"
+               "    return torch.full_like(rewards, float('nan'))\n"), code=1),
+    Case("check-inf-output", "check hostile_inf:f --n 2", "returns non-finite advantages for "
+         "finite rewards (float32, N=2: inf in ", _file("hostile_inf.py", "def f(r):\n"
+         "    return 1 / (r - r.mean(-1, keepdim=True))\n"), code=1),
+    # ---- prove
+    Case("prove-without-coq", "prove --max_n 1 --unbiased_max_n 1 --no_progress",
+         "coqc not found on PATH: Coq is not installed. Install it with: apt-get update && "
+         "apt-get install -y --no-install-recommends coq libcoq-mathcomp-ssreflect",
+         env={"PATH": NO_COQ}, code=1),
     # ---- bench
     Case("bench-device-cuda", "bench --device cuda", "--device cuda: no GPU is visible",
          skip="a GPU is visible" if CUDA else ""),
@@ -204,6 +230,8 @@ def test_hostile_input_is_refused_in_words_before_loading_touching_nothing(
     if case.skip:
         pytest.skip(case.skip)
     case.setup(tmp_path, model)
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     argv = case.argv.format(tmp=tmp_path, model=model).split()
@@ -226,6 +254,7 @@ def test_hostile_input_is_refused_in_words_before_loading_touching_nothing(
             f.write(json.dumps({"id": case.id, "outcome": outcome, "expected": said}) + "\n")
         return
     assert outcome == "words" and code != 0, (outcome, err)
+    assert case.code in (None, code), (code, err)
     assert said, err
     assert "Traceback" not in err, err
     assert _snapshot(tmp_path) == before
@@ -247,3 +276,41 @@ def test_the_demo_shows_a_k_equal_g_estimator_only_at_the_k_asked_for(
     assert main(["demo", "--rewards", "3", "1", "4", "1", "5", "--k", "5"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("tang_passk"))
     assert line.split()[1:6] == ["0", "0", "0", "0", "1"]
+
+
+def test_prove_without_coq_says_in_its_table_that_coq_did_not_run_and_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its table used to say "FAILED: {'N': 'all', 'K': 'all'}: unknown" for each Coq claim."""
+    from advest.proofs import coq
+    from advest.training.cli import main
+
+    monkeypatch.setenv("PATH", NO_COQ)
+    assert main(["prove", "--max_n", "1", "--unbiased_max_n", "1", "--no_progress"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    coq_rows = [line for line in out if "  coq  " in line]
+    assert len(coq_rows) == len({t.claim for t in coq.THEOREMS}) > 0
+    assert all("NOT RUN: coqc not found on PATH (see below)" in row for row in coq_rows)
+    assert not any("FAILED" in line for line in out)
+    assert f"NOT RUN: {coq.MISSING}" in out
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert coq.INSTALL in readme  # the install command is the one the README runs
+
+
+def test_prove_without_z3_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """z3 comes with the test extra: a core install used to end in a ModuleNotFoundError."""
+    import sys
+
+    import advest.proofs
+    from advest.training.cli import main
+
+    monkeypatch.setitem(sys.modules, "z3", None)  # None in sys.modules: `import z3` fails
+    for name, module in list(sys.modules.items()):
+        if name.startswith("advest.proofs."):  # imported afresh, restored afterwards
+            monkeypatch.delitem(sys.modules, name)
+            monkeypatch.setattr(advest.proofs, name.rsplit(".", 1)[1], module, raising=False)
+    assert main(["prove", "--max_n", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "the z3 prover is not installed. Install it with: pip install z3-solver" in err

@@ -226,3 +226,38 @@ def test_the_report_table_has_a_row_per_property_and_a_column_per_dtype() -> Non
         "| centred | yes (N = 2, 8) | N=2: no; N=8: yes |",
         "| modifies its inputs | no | no |",
     ]
+
+
+def _all_nan(rewards: torch.Tensor) -> torch.Tensor:
+    return torch.full_like(rewards, float("nan"))
+
+
+def _z_score_without_eps(rewards: torch.Tensor) -> torch.Tensor:
+    """GRPO as often written: 0/0 = NaN for a group of equal rewards."""
+    centred = rewards - rewards.mean(-1, keepdim=True)
+    return centred / rewards.std(-1, keepdim=True)
+
+
+PROPERTIES = ("centred", "shift invariant", "scale equivariant", "permutation equivariant")
+
+
+def test_nan_outputs_are_never_judged_centred_or_invariant_and_the_inputs_are_named() -> None:
+    """NaN compares false with every bound: an all-NaN output used to pass every check."""
+    findings = oracle.check(_all_nan, "outcome", ns=[3], dtype="float64")
+    v = {f.prop: f for f in findings}
+    for prop in (*PROPERTIES, "unbiased", "finite output"):
+        assert v[prop].verdict == oracle.NON_FINITE, prop
+    assert "NaN in 32 of 32 groups, e.g. rewards [" in v["finite output"].evidence
+    assert v["centred"].evidence.endswith("→ [nan, nan, nan]")
+
+
+def test_nan_on_some_groups_is_found_and_the_group_shown() -> None:
+    """At N = 2 the integer batch has equal groups, where the z-score is 0/0; elsewhere it is
+    centred, and the NaN groups used to be ignored by the max over the batch."""
+    findings = oracle.check(_z_score_without_eps, "outcome", ns=[2], dtype="float64")
+    v = {f.prop: f for f in findings}
+    for prop in PROPERTIES:
+        assert v[prop].verdict == oracle.NON_FINITE, prop
+    equal = v["centred"].evidence.split("e.g. rewards [")[1].split("]")[0].split(", ")
+    assert len(set(equal)) == 1, v["centred"].evidence  # the group shown is all-equal
+    assert oracle.check(_naive_rloo, "outcome", ns=[2])[1].verdict == "yes"  # finite output

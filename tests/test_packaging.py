@@ -79,7 +79,7 @@ def test_calling_every_estimator_loads_neither_the_references_nor_the_catalogue(
         m
         for m in loaded
         if m.startswith(("advest.reference", "advest.proofs", "advest.training"))
-        or m in ("advest.spec.catalogue", "advest.spec.oracle", "advest.spec.checks")
+        or m in ("advest.spec.catalogue", "advest.spec.oracle")
     ]
     assert not offenders, f"the production path loaded {offenders}"
 
@@ -97,7 +97,12 @@ def test_grpo_alone_loads_only_the_fast_modules(tmp_path: Path) -> None:
     assert not [m for m in loaded if m.startswith("advest.spec.") and m not in PURE_SPEC], loaded
 
 
-PURE_SPEC = ("advest.spec.maxk_weights", "advest.spec.numca_grammar", "advest.spec.hyperparams")
+PURE_SPEC = (
+    "advest.spec.maxk_weights",
+    "advest.spec.numca_grammar",
+    "advest.spec.hyperparams",
+    "advest.spec.scales",
+)
 """The shared pure definitions: each imports neither implementation nor the catalogue."""
 
 

@@ -1,5 +1,5 @@
 """Every property a catalogue row claims, checked on the exact reference (with equality) and on
-the fast version (within tolerance): one check function per property, from ``spec.checks``."""
+the fast version (within tolerance): one check function per property, from ``tests/checks.py``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from advest.spec import checks
 from advest.spec.catalogue import CATALOGUE, Row
+from tests import checks
 from tests.strategies import batches, lengths_for
 
 # Every test here runs on both max@K paths, forced (tests/conftest.py).

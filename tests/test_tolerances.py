@@ -19,8 +19,8 @@ import advest.fast.maxk  # noqa: F401  (binds the submodules patched below)
 from advest import fast
 from advest.fast import registry
 from advest.spec.catalogue import CATALOGUE, Row
-from advest.spec.checks import assert_matches_reference, evaluate, rounded
 from advest.spec.tolerances import TABLE, entry
+from tests.checks import assert_matches_reference, evaluate, rounded
 
 Batch = list[list[Fraction]]
 

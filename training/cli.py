@@ -133,10 +133,20 @@ def prove_parser() -> Parser:
 
 
 def _prove(ns: Any) -> int:
+    import sys
     from pathlib import Path
 
-    from advest.proofs.run import print_table, run, write_json
-
+    try:
+        from advest.proofs.run import missing, print_table, run, write_json
+    except ModuleNotFoundError as error:  # z3 comes with the test extra, not the core install
+        if error.name != "z3":
+            raise
+        print(
+            "advest prove: the z3 prover is not installed. Install it with: pip install "
+            "z3-solver (or pip install 'advest[test]')",
+            file=sys.stderr,
+        )
+        return 2
     records = run(ns.max_n, ns.unbiased_max_n, progress=ns.progress, ci=ns.ci)
     print_table(records)
     if ns.json:
@@ -144,6 +154,8 @@ def _prove(ns: Any) -> int:
         print(f"wrote {len(records)} records to {ns.json}")
     failed = [r for r in records if r.status != r.expected]
     print(f"{len(records) - len(failed)} of {len(records)} claims as expected")
+    for why in missing(records):  # one line where a script looks for errors, too
+        print(f"advest prove: {why}", file=sys.stderr)
     return 1 if failed else 0
 
 

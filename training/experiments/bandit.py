@@ -6,9 +6,9 @@ J = E[max of K i.i.d. rewards]. One gradient estimate from N i.i.d. actions a_1.
     ĝ = (1 / scale) Σ_i A_i (e_{a_i} − π)      (the softmax score ∇_θ log π(a) = e_a − π),
 
 with A = ``fast.registry.get(name)`` on the rewards ``[M, N]`` of M independent batches at once,
-and ``scale`` the catalogue's ``pg_scale(N, K)`` (E[Σ A_i ∇log π] = scale · ∇J), so every unbiased
-estimator estimates ∇J itself. ``ei_l1o`` has no claimed scale (it is biased); it is divided by
-N/K, the scale of the EI it modifies. The normalised contrasts (``chen_passk``,
+and ``scale`` the catalogue's ``pg_scale(N, K)`` (``spec.scales``: E[Σ A_i ∇log π] = scale · ∇J),
+so every unbiased estimator estimates ∇J itself. ``ei_l1o`` has no claimed scale (it is biased);
+it is divided by N/K, the scale of the EI it modifies. The normalised contrasts (``chen_passk``,
 ``bagirov_zscore``, ``grpo``) have no scale at all: they are compared with the best-fitting
 multiple c·∇J (c fitted on the mean of all M estimates) and by cosine similarity.
 ``chen_passk`` accepts only pass/fail rewards, so it runs on the same bandit with r → [r > 0]
@@ -139,16 +139,18 @@ def sample_actions(pi: Tensor, batches: int, n: int, gen: torch.Generator) -> Te
 
 
 def pg_scale(name: str, n: int, k: int) -> float | None:
-    """The catalogue's pg_scale(N, K) of ``name`` (default options); N/K for ``ei_l1o``."""
-    from advest.spec.catalogue import rows
+    """The catalogue's pg_scale(N, K) of ``name`` (default options, ``spec.scales.PG_SCALE``);
+    N/K for ``ei_l1o``."""
+    from advest.fast.registry import entry
+    from advest.spec.scales import PG_SCALE
 
     if name == "ei_l1o":
         return n / k
-    for row in rows(name):
-        if not row.options and row.pg_scale is not None:
-            k_eff = 1 if row.family == "group" else k
-            return float(row.pg_scale(n, k_eff))
-    return None
+    scale = PG_SCALE.get(name)
+    if scale is None:
+        return None
+    k_eff = 1 if entry(name).family == "group" else k
+    return float(scale(n, k_eff))
 
 
 def advantages(name: str, rewards: Tensor, k: int) -> Tensor:

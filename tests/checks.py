@@ -2,7 +2,7 @@
 
 Each check raises ``AssertionError`` with the evidence when the property fails. ``impl`` is
 "reference" (exact: the property must hold with equality) or a torch dtype (fast: within the
-tolerance of ``spec.tolerances``).
+tolerance of ``spec.tolerances``). A test helper: only the tests use it.
 """
 
 from __future__ import annotations

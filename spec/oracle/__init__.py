@@ -1,0 +1,87 @@
+"""The correctness oracle behind ``advest check``: which properties does *any* advantage
+estimator have? It takes a callable on rewards ``[B, G]`` (plus K for max@K), or one with verl's
+signature, and reports, with evidence: centring, shift/scale/permutation behaviour,
+exact-enumeration unbiasedness on small bandits, its relation to ``canonical`` (max@K), what it
+does on bad input, and whether it modifies its inputs.
+
+It trusts nothing: every call gets copies of the inputs (a changed copy is reported), the output
+must have the input's shape, dtype and device, and K and N are validated before the user's code
+runs. Every check runs in the estimator's own dtype (``dtype``) and again in float64 when the
+estimator accepts float64 rewards; the tolerance follows the dtype and the rewards' spread
+(``allowance``, stated in spec/oracle.md).
+
+One module per role; the names below are the public API (``oracle.check``, ``oracle.table``):
+
+* ``calling``: calling conventions and adapters (``load``, ``resolve_signature``, ``Plain``,
+  ``Guard``, ``Watch``, ``check_output``);
+* ``tolerance``: the tolerance rule and the test batches;
+* ``properties`` and ``unbiased``: the property checks, each returning a ``Finding``;
+* ``report``: which checks run at which N and dtype (``check``), the verdict table and JSON;
+* ``cli``: the ``advest check`` command, with its child process and ``--timeout``.
+"""
+
+from __future__ import annotations
+
+from advest.spec.oracle.calling import (
+    Convention,
+    Estimator,
+    Family,
+    Guard,
+    OracleError,
+    Plain,
+    Watch,
+    check_output,
+    load,
+    resolve_signature,
+)
+from advest.spec.oracle.cli import TIMEOUT_S, add_arguments, command, run_in_child
+from advest.spec.oracle.properties import (
+    NON_FINITE,
+    Finding,
+    bad_input,
+    centred,
+    permutation_equivariant,
+    relation_to_canonical,
+    scale_behaviour,
+    shift_invariant,
+)
+from advest.spec.oracle.report import as_json, check, default_ns, table, validate
+from advest.spec.oracle.tolerance import DTYPES, USABLE, allowance, rule
+from advest.spec.oracle.unbiased import BANDIT_MAX_ROWS, BANDITS, unbiasedness
+
+__all__ = [
+    "BANDITS",
+    "BANDIT_MAX_ROWS",
+    "DTYPES",
+    "NON_FINITE",
+    "TIMEOUT_S",
+    "USABLE",
+    "Convention",
+    "Estimator",
+    "Family",
+    "Finding",
+    "Guard",
+    "OracleError",
+    "Plain",
+    "Watch",
+    "add_arguments",
+    "allowance",
+    "as_json",
+    "bad_input",
+    "centred",
+    "check",
+    "check_output",
+    "command",
+    "default_ns",
+    "load",
+    "permutation_equivariant",
+    "relation_to_canonical",
+    "resolve_signature",
+    "rule",
+    "run_in_child",
+    "scale_behaviour",
+    "shift_invariant",
+    "table",
+    "unbiasedness",
+    "validate",
+]

@@ -1,0 +1,209 @@
+"""``advest check``: its options (``add_arguments``) and the command (``command``), which
+imports and checks the estimator in a child process stopped after ``--timeout`` seconds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from advest.spec.oracle.calling import Convention, OracleError, load
+from advest.spec.oracle.properties import NON_FINITE
+from advest.spec.oracle.report import as_json, check, table
+from advest.spec.oracle.tolerance import DTYPES, rule
+
+TIMEOUT_S = 300.0
+"""``advest check --timeout``'s default: the whole check of an ordinary estimator takes seconds
+(measured on a shared 2-core machine, command start to end: ``advest.fast.maxk:maxpo`` 9 s at
+K = 2, 12 s at K = 4), so five minutes leaves room for slow pure-Python estimators while still
+ending a hang."""
+
+
+def add_arguments(parser: Any) -> None:
+    """``advest check``'s options, on any argparse-compatible parser (argparse, jsonargparse)."""
+    parser.add_argument(
+        "target",
+        help="MODULE:FUNCTION (a callable on rewards [B, G], and K for --family maxk), or "
+        "verl:NAME for an estimator from verl's registry (implies --convention verl)",
+    )
+    parser.add_argument(
+        "--family",
+        choices=["outcome", "maxk"],
+        default="outcome",
+        help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K",
+    )
+    parser.add_argument("--k", type=int, default=2, help="K for the max@K family (2)")
+    parser.add_argument(
+        "--n",
+        type=int,
+        nargs="+",
+        default=None,
+        help="group sizes N to check (several allowed); default N = K, K+1 and max(2K+2, 8) "
+        "for maxk, 2, 3 and 8 for outcome",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=list(DTYPES),
+        default="float32",
+        help="the estimator's own dtype (float32); float64 is checked too when accepted",
+    )
+    parser.add_argument(
+        "--convention",
+        choices=["plain", "verl"],
+        default="plain",
+        help="plain: fn(rewards [B, G], ...) -> [B, G]; verl: fn(token_level_rewards, "
+        "response_mask, index, config=...) -> (advantages, returns)",
+    )
+    parser.add_argument(
+        "--signature",
+        default=None,
+        help="argument order for --convention plain, e.g. 'rewards, k' (passes K even to a "
+        "parameter not named k), 'rewards', 'rewards, k=', 'rewards, lengths'",
+    )
+    parser.add_argument("--json", default=None, help="also write the findings to this file")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=TIMEOUT_S,
+        help="seconds the whole check may take, import included; the estimator runs in a child "
+        f"process that is stopped after this ({TIMEOUT_S:g}). Exit codes: 0 a report, 1 a "
+        "report of NaN or inf outputs for finite rewards, 2 a usage, import or call error, 3 no "
+        "answer in time",
+    )
+
+
+def _load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
+    """The callable ``target`` names, and ``"verl"`` when it came from verl's registry."""
+    if target.startswith("verl:"):
+        from advest.integrations.verl import verl_estimator
+
+        return verl_estimator(target.removeprefix("verl:")), "verl"
+    return load(target), None
+
+
+def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
+    """The child process of ``advest check``: import ``target``, check it, and send back
+    ``("stage", what)`` messages, then one ``(kind, payload)``: ``("ok", (findings,
+    convention))`` or an error kind (``import``, ``oracle``, ``call``) with its one-line text."""
+    import os
+    import sys
+
+    if os.getcwd() not in sys.path:  # a user's module beside them, as `python -m` would find it
+        sys.path.insert(0, os.getcwd())
+    convention: Convention = options.pop("convention")
+    conn.send(("stage", f"importing {target}"))
+    try:
+        fn, forced = _load_target(target)
+    except Exception as error:  # a syntax error or an exception raised by the module's import
+        where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
+        conn.send(("import", f"cannot import {target}: {type(error).__name__}{where}: {error}"))
+        return
+    convention = forced or convention
+    conn.send(("stage", f"calling {target} (the checks)"))
+    try:
+        findings = check(fn, convention=convention, **options)
+    except OracleError as error:
+        conn.send(("oracle", f"{target}: {error}"))
+        return
+    except Exception as error:  # the user's callable could not be called at all
+        conn.send(("call", f"cannot call {target}: {type(error).__name__}: {error}"))
+        return
+    conn.send(("ok", (findings, convention)))
+
+
+def run_in_child(target: str, options: dict[str, Any], timeout: float) -> tuple[str, Any, str]:
+    """``_child`` in a fresh interpreter (spawned: torch's thread pools do not survive a fork),
+    stopped after ``timeout`` seconds. Returns ``(kind, payload, stage)``: ``_child``'s answer,
+    or kind ``timeout`` / ``died`` (payload: the exit code) with the stage it had reached."""
+    import multiprocessing
+    import time
+
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, target, options), daemon=True)
+    stage = "starting the child process"
+    deadline = time.monotonic() + timeout
+    proc.start()
+    send.close()  # the child holds the only writer: its death ends recv() with EOFError
+    try:
+        while receive.poll(max(deadline - time.monotonic(), 0)):
+            try:
+                kind, payload = receive.recv()
+            except EOFError:
+                proc.join()
+                return "died", proc.exitcode, stage
+            if kind != "stage":
+                return kind, payload, stage
+            stage = payload
+        return "timeout", None, stage
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        receive.close()
+
+
+def command(args: Any) -> int:
+    """Run ``advest check`` from parsed ``args``: print the report. Exit codes: 0 a report; 1 a
+    report in which the estimator returned NaN or inf for finite rewards; 2 a usage, import or
+    call error; 3 no answer within ``--timeout`` seconds (the estimator hangs), or the child
+    process died."""
+    import json
+    import sys
+
+    target: str = args.target
+    timeout = float(args.timeout)
+    if not (math.isfinite(timeout) and timeout > 0):
+        print(
+            f"advest check: --timeout must be a finite number > 0; got {timeout}", file=sys.stderr
+        )
+        return 2
+    options = {
+        "family": args.family,
+        "k": args.k,
+        "signature": args.signature,
+        "ns": args.n,
+        "dtype": args.dtype,
+        "convention": args.convention,
+    }
+    kind, payload, stage = run_in_child(target, options, timeout)
+    if kind == "timeout":
+        print(
+            f"advest check: {target}: no answer within --timeout {timeout:g} s while {stage}: "
+            "it hangs, or needs a longer --timeout; stopped it",
+            file=sys.stderr,
+        )
+        return 3
+    if kind == "died":
+        print(
+            f"advest check: {target}: the process checking it died (exit code {payload}) while "
+            f"{stage}: the estimator crashed the interpreter or exited",
+            file=sys.stderr,
+        )
+        return 3
+    if kind != "ok":
+        print(f"advest check: {payload}", file=sys.stderr)
+        return 2
+    findings, convention = payload
+    ns = sorted({f.n for f in findings if f.n is not None})
+    print(f"advest check {target} (family {args.family}, K={args.k}, N={ns}, {convention})")
+    dtypes = list(dict.fromkeys(f.dtype for f in findings if f.dtype))
+    print("tolerance: " + "; ".join(rule(DTYPES[d]) for d in dtypes) + " (spec/oracle.md)\n")
+    print(table(findings))
+    print()
+    for f in findings:
+        where = f" [{f.dtype}{'' if f.n is None else f', N={f.n}'}]" if f.dtype else ""
+        print(f"- {f.prop}{where}: {f.evidence}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(as_json(findings), out, indent=1)
+    bad = [f for f in findings if f.prop == "finite output" and f.verdict == NON_FINITE]
+    if bad:
+        print(
+            f"advest check: {target} returns non-finite advantages for finite rewards "
+            f"({bad[0].dtype}, N={bad[0].n}: {bad[0].evidence}); the checks that saw them say "
+            f"{NON_FINITE!r}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

@@ -1,0 +1,195 @@
+"""The whole report: which checks run at which group size and dtype (``check``), and the
+verdict table (``table``) and JSON (``as_json``) they are rendered as."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from advest.spec.oracle.calling import (
+    Convention,
+    Estimator,
+    Family,
+    Guard,
+    OracleError,
+    Plain,
+    Watch,
+    resolve_signature,
+)
+from advest.spec.oracle.properties import (
+    NON_FINITE,
+    Finding,
+    bad_input,
+    centred,
+    permutation_equivariant,
+    relation_to_canonical,
+    scale_behaviour,
+    shift_invariant,
+)
+from advest.spec.oracle.tolerance import DTYPES, _batches, _cast, _dtype_name
+from advest.spec.oracle.unbiased import unbiasedness
+
+
+def default_ns(family: Family, k: int) -> list[int]:
+    """N = K, K + 1 and a larger N (max@K); 2, 3 and 8 for outcome estimators."""
+    return sorted({k, k + 1, max(2 * k + 2, 8)}) if family == "maxk" else [2, 3, 8]
+
+
+def validate(family: Family, k: int, ns: Sequence[int], dtype: str) -> None:
+    """OracleError for K, N or dtype values the oracle cannot use, before the user's code runs."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise OracleError(f"--k must be an integer >= 1; got {k!r}")
+    if not ns:
+        raise OracleError("--n needs at least one group size")
+    for n in ns:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+            raise OracleError(
+                f"--n must be integers >= 2 (G = 1 is covered by the bad-input checks); got {n!r}"
+            )
+        if family == "maxk" and n < k:
+            raise OracleError(f"--n {n} is below --k {k}: max@K needs groups of N >= K samples")
+    if dtype not in DTYPES:
+        raise OracleError(f"--dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
+
+
+def _accepts(est: Estimator, probe: Tensor, lenient: bool = False) -> str | None:
+    """None if ``est`` takes ``probe``; else the ValueError it raised (its own refusal, e.g. of
+    N < K). ``lenient`` (the float64 probe) turns every error, ours included, into a reason."""
+    try:
+        est(probe)
+    except Exception as error:
+        if lenient:
+            return f"{type(error).__name__}: {error}"
+        if isinstance(error, OracleError) or not isinstance(error, ValueError):
+            raise
+        return f"ValueError: {error}"
+    return None
+
+
+def _run_dtype(est: Estimator, family: Family, k: int, n: int, dtype: torch.dtype) -> list[Finding]:
+    name = _dtype_name(dtype)
+    batches = _batches(n, binary=False)
+    binary = False
+    refusal = _accepts(est, batches[0][1].to(dtype))
+    if refusal is not None:
+        batches, binary = _batches(n, binary=True), True
+        refusal = _accepts(est, batches[0][1].to(dtype))
+    if refusal is not None:
+        return [Finding("accepts N", "refused", refusal[:160], name, n)]
+    used, skipped = _cast(batches, dtype)
+    k_obj = k if family == "maxk" else 1
+    objective = f"max@{k_obj}" if family == "maxk" else "the mean reward"
+    watch = Watch(est)
+    checks: list[Callable[[], Finding]] = [
+        lambda: centred(watch, used, dtype),
+        lambda: shift_invariant(watch, used, binary, dtype),
+        lambda: scale_behaviour(watch, used, binary, dtype),
+        lambda: permutation_equivariant(watch, used, dtype),
+        lambda: unbiasedness(watch, n, k_obj, binary, objective, dtype),
+    ]
+    if family == "maxk" and k_obj < n:
+        checks.append(lambda: relation_to_canonical(watch, used, k_obj, dtype))
+    findings = []
+    for run in checks:
+        before = len(watch.seen)
+        finding = run()
+        if len(watch.seen) > before:  # NaN compares false to every bound: never a "yes"
+            finding.verdict, finding.evidence = NON_FINITE, watch.seen[before]
+        findings.append(finding)
+    if family == "maxk" and k_obj >= n:
+        findings.append(Finding("relation to canonical", "not checked", "canonical needs K < N"))
+    findings.insert(
+        0,
+        Finding("finite output", NON_FINITE, watch.seen[0])
+        if watch.seen
+        else Finding("finite output", "yes", "every output finite for finite rewards"),
+    )
+    for f in findings:
+        f.dtype, f.n = name, n
+        if skipped:
+            f.evidence += f"; beyond {name}'s resolution, skipped {'; '.join(skipped)}"
+    return findings
+
+
+def check(
+    fn: Callable[..., Any],
+    family: Family,
+    k: int = 2,
+    signature: str | None = None,
+    *,
+    ns: Sequence[int] | None = None,
+    dtype: str = "float32",
+    convention: Convention = "plain",
+) -> list[Finding]:
+    """Every finding for the user callable ``fn``, in ``dtype`` and (when accepted) float64, at
+    each group size in ``ns`` (default ``default_ns``). Raises OracleError for unusable
+    arguments or outputs."""
+    ns = list(ns) if ns else default_ns(family, k)
+    validate(family, k, ns, dtype)
+    guard = Guard()
+    est: Estimator
+    if convention == "verl":
+        from advest.integrations.verl import VerlCall
+
+        est = VerlCall(fn, guard, k=k)
+    else:
+        est = Plain(fn, resolve_signature(fn, family, signature), k, guard)
+    own = DTYPES[dtype]
+    findings: list[Finding] = []
+    for n in ns:
+        findings += _run_dtype(est, family, k, n, own)
+        if own != torch.float64:
+            probe = _batches(n, binary=False)[0][1]
+            why = _accepts(est, probe, True) and _accepts(est, _batches(n, True)[0][1], True)
+            if why is None:
+                findings += _run_dtype(est, family, k, n, torch.float64)
+            else:
+                findings.append(Finding("float64", "not accepted", why[:160], "float64", n))
+    g = max(ns)
+    binary = _accepts(est, _batches(g, binary=False)[0][1].to(own)) is not None
+    for f in bad_input(est, g, binary, own):
+        f.dtype = dtype
+        findings.append(f)
+    mutated = guard.mutations
+    findings.insert(
+        0,
+        Finding(
+            "modifies its inputs",
+            "yes: every check ran on copies" if mutated else "no",
+            "; ".join(mutated) if mutated else "every input compared after every call",
+        ),
+    )
+    return findings
+
+
+def as_json(findings: list[Finding]) -> list[dict[str, Any]]:
+    return [asdict(f) for f in findings]
+
+
+def table(findings: list[Finding]) -> str:
+    """Rows: properties; one column per dtype; verdicts merged over N where they agree."""
+    dtypes = list(dict.fromkeys(f.dtype for f in findings if f.dtype))
+    props = list(dict.fromkeys(f.prop for f in findings))
+    cells: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        cells.setdefault((f.prop, f.dtype), []).append(f)
+    lines = ["| property | " + " | ".join(dtypes or ["all"]) + " |"]
+    lines.append("|---" * (1 + max(len(dtypes), 1)) + "|")
+    for prop in props:
+        row = []
+        for d in dtypes or [""]:
+            got = cells.get((prop, d)) or cells.get((prop, ""), [])
+            verdicts = list(dict.fromkeys(f.verdict for f in got))
+            if not got:
+                row.append("")
+            elif len(verdicts) == 1:
+                ns = [str(f.n) for f in got if f.n is not None]
+                row.append(verdicts[0] + (f" (N = {', '.join(ns)})" if ns else ""))
+            else:
+                row.append("; ".join(f"N={f.n}: {f.verdict}" for f in got))
+        lines.append(f"| {prop} | " + " | ".join(row) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""The dtype-aware tolerance rule (``allowance``, stated in spec/oracle.md) and the test
+batches the property checks run on (dyadic grids, cast to each dtype by ``_cast``)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+DTYPES: dict[str, torch.dtype] = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
+
+USABLE = 0.25
+"""A test batch is used in a dtype only if its relative allowance (``allowance / |A|``) is at
+most this: beyond it (e.g. rewards 1000 + k/8 in bfloat16) the dtype cannot resolve the spread."""
+
+
+def allowance(rewards: Tensor, *outs: Tensor, dtype: torch.dtype) -> Tensor:
+    """``[B, 1]``: the error each output element of a group may carry in ``dtype``.
+
+    e_g = G · u · (m_g / s_g) · a_g, with u the unit roundoff of ``dtype``, m_g = max |r| of the
+    group, s_g = max r − min r (m_g when the group is constant), a_g = max |A| over ``outs``.
+    A sum of G terms carries at most (G − 1)·u relative error in the worst case, plus one
+    rounding of the output; dividing by the spread turns an error in the rewards' magnitude into
+    one in the advantage's (offset rewards lose digits to the offset). float64 carries a floor
+    of 1e-12 relative (lgamma-based weights and enumeration sums are not correctly rounded).
+    """
+    G = rewards.shape[-1]
+    u = torch.finfo(dtype).eps / 2
+    r = rewards.to(torch.float64)
+    m = r.abs().amax(-1, keepdim=True)
+    s = r.amax(-1, keepdim=True) - r.amin(-1, keepdim=True)
+    s = torch.where(s > 0, s, torch.where(m > 0, m, 1.0))
+    a = torch.stack([o.to(torch.float64).abs().amax(-1, keepdim=True) for o in outs]).amax(0)
+    rel = G * u * m / s + (1e-12 if dtype == torch.float64 else 0.0)
+    return rel * a + torch.finfo(dtype).tiny
+
+
+def rule(dtype: torch.dtype) -> str:
+    u = torch.finfo(dtype).eps / 2
+    return f"G·u·(m/s)·|A| per element, u = {u:.2g} ({str(dtype).removeprefix('torch.')})"
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _batches(g: int, binary: bool) -> list[tuple[str, Tensor]]:
+    """Deterministic named test batches ``[32, g]`` in float64, on dyadic grids: each value, its
+    shift by 0.75 and its scalings by 2 and 1/8 are exact in every dtype that holds the value, so
+    the checks see only the estimator's own arithmetic error."""
+    gen = torch.Generator().manual_seed(0)
+    if binary:
+        return [("binary", torch.randint(0, 2, (32, g), generator=gen).double())]
+    normal = torch.randn(32, g, generator=gen, dtype=torch.float64).clamp(-3.9, 3.9)
+    return [
+        ("integers 0..3", torch.randint(0, 4, (32, g), generator=gen).double()),
+        ("normal on a 1/32 grid", torch.round(normal * 32) / 32),
+        ("offset 1000 + k/8", 1000 + torch.randint(0, 5, (32, g), generator=gen).double() / 8),
+    ]
+
+
+def _cast(
+    batches: list[tuple[str, Tensor]], dtype: torch.dtype
+) -> tuple[list[tuple[str, Tensor]], list[str]]:
+    """The batches in ``dtype``, keeping the groups ``dtype`` holds exactly and whose relative
+    allowance is at most ``USABLE``; and a note for each batch that lost groups."""
+    kept, notes = [], []
+    for name, r in batches:
+        rd = r.to(dtype)
+        e = allowance(rd, torch.ones_like(rd), dtype=dtype)[:, 0]
+        ok = (rd.double() == r).all(-1) & (e <= USABLE)
+        if not bool(ok.all()):
+            notes.append(f"{name}: {int((~ok).sum())} of {len(ok)} groups")
+        if bool(ok.any()):
+            kept.append((name, rd[ok]))
+    return kept, notes
+
+
+def _excess(err: Tensor, allowed: Tensor) -> float:
+    """max of err / allowed: ≤ 1 means within the allowance."""
+    return float((err / allowed).max())
+
+
+def _verdict(ratio: float) -> str:
+    return "yes" if ratio <= 1 else "no"

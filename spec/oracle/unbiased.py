@@ -1,0 +1,96 @@
+"""Unbiasedness by exact enumeration: E[Σ_i A_i ∇log π(a_i)] over every tuple of N actions of
+three small bandits, compared with the exact gradient of the objective (``spec.bandit``)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import torch
+from torch import Tensor
+
+from advest.spec import bandit
+from advest.spec.oracle.calling import Estimator
+from advest.spec.oracle.properties import Finding
+from advest.spec.oracle.tolerance import allowance
+
+BANDIT_MAX_ROWS = 200_000
+"""Exact enumeration of A^N reward tuples is done up to this many tuples (N ≤ 11 for A = 3)."""
+
+
+BANDITS: list[tuple[list[Fraction], list[Fraction]]] = [
+    ([Fraction(1, 2), Fraction(1, 3), Fraction(1, 6)], [Fraction(1), Fraction(-1, 2), Fraction(2)]),
+    (
+        [Fraction(1, 4), Fraction(1, 4), Fraction(1, 2)],
+        [Fraction(3, 2), Fraction(0), Fraction(1, 3)],
+    ),
+    ([Fraction(1, 5), Fraction(2, 5), Fraction(2, 5)], [Fraction(0), Fraction(1), Fraction(1)]),
+]
+
+
+def _expected(
+    est: Estimator, pi: list[Fraction], r: list[Fraction], n: int, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
+    """``(E[Σ_i A_i (e_{a_i} − π)], its error bound)``, both ``[A]``, by enumerating all A^N
+    action tuples in one batched call; the bound sums each output's allowance."""
+    A = len(pi)
+    actions = torch.cartesian_prod(*[torch.arange(A)] * n).reshape(-1, n)  # [A^N, N]
+    rewards = torch.tensor([float(x) for x in r], dtype=torch.float64)[actions].to(dtype)
+    adv = est(rewards)
+    p = torch.tensor([float(x) for x in pi], dtype=torch.float64)
+    prob = p[actions].prod(-1)  # [A^N]
+    direction = torch.nn.functional.one_hot(actions, A).double() - p  # [A^N, N, A]
+    total = torch.einsum("t,tn,tna->a", prob, adv.double(), direction)
+    err = allowance(rewards, adv, dtype=dtype).expand_as(adv)
+    bound = torch.einsum("t,tn,tna->a", prob, err, direction.abs())
+    return total, bound
+
+
+def unbiasedness(
+    est: Estimator, n: int, k: int, binary: bool, objective: str, dtype: torch.dtype
+) -> Finding:
+    """E[Σ A_i ∇log π(a_i)] = c·∇J with one constant c for every bandit tried?"""
+    what = f"for {objective} (K={k})"
+    if 3**n > BANDIT_MAX_ROWS:
+        return Finding("unbiased", "not checked", f"3^{n} reward tuples is too many to enumerate")
+    ratios, residuals, deltas = [], [], []
+    for pi, r in BANDITS:
+        rr = [Fraction(int(x > Fraction(1, 2))) for x in r] if binary else r
+        grad = torch.tensor([float(g) for g in bandit.gradient(pi, rr, k)], dtype=torch.float64)
+        got, bound = _expected(est, pi, rr, n, dtype)
+        if not bool(got.isfinite().all()):
+            return Finding("unbiased", "no: NaN or inf in the advantages", f"{what}, N={n}")
+        norm = float(grad.norm())
+        if norm == 0:
+            continue
+        c = float(got @ grad) / norm**2
+        ratios.append(c)
+        residuals.append(float((got - c * grad).norm()) / norm)
+        deltas.append(float(bound.norm()) / norm + 1e-12)
+    data = {"c": ratios, "residual": residuals, "bound": deltas, "N": n, "K": k}
+    precision = f"exact enumeration, {len(ratios)} bandits, error bound up to {max(deltas):.1e}"
+    biased = any(res > d for res, d in zip(residuals, deltas, strict=True)) or any(
+        abs(ci - cj) > di + dj
+        for ci, di in zip(ratios, deltas, strict=True)
+        for cj, dj in zip(ratios, deltas, strict=True)
+    )
+    if biased:
+        return Finding(
+            "unbiased",
+            f"no {what}",
+            f"E[ĝ] vs c·∇J: c = {[f'{x:.4g}' for x in ratios]}, off-direction residual up to "
+            f"{max(residuals):.2e}; {precision}",
+            data=data,
+        )
+    if min(abs(c) for c in ratios) <= max(deltas):
+        return Finding("unbiased", f"inconclusive {what}", f"c ≈ 0 within {precision}", data=data)
+    shown = _simplest(ratios[0], max(deltas) + 1e-9 * abs(ratios[0]))
+    return Finding("unbiased", f"yes, E[ĝ] = {shown}·∇J {what}", precision, data=data)
+
+
+def _simplest(x: float, tol: float) -> str:
+    """The fraction with the smallest denominator (≤ 1000) within ``tol`` of ``x``, else x."""
+    for d in range(1, 1001):
+        frac = Fraction(round(x * d), d)
+        if abs(float(frac) - x) <= tol:
+            return str(frac)
+    return f"{x:.6g}"
