@@ -63,7 +63,7 @@ from torch import Tensor
 from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer
 
-from advest.fast import registry
+from advest.fast import calling, registry
 
 __all__ = ["AdvestGRPOConfig", "AdvestGRPOTrainer", "advantage_fn"]
 
@@ -87,8 +87,8 @@ class AdvestGRPOConfig(GRPOConfig):
 
 
 class Advantage:
-    """One advest estimator resolved once per run: ``rewards [B, G]`` (+ ``lengths [B, G]`` for
-    OPO, ``prompt_ids [B]`` for kae) -> advantages ``[B, G]``."""
+    """One advest estimator resolved once per run (``fast.calling.plan``): ``rewards [B, G]``
+    (+ ``lengths [B, G]`` for OPO, ``prompt_ids [B]`` for kae) -> advantages ``[B, G]``."""
 
     def __init__(self, name: str, k: int | None, group_size: int) -> None:
         entry = registry.entry(name)
@@ -102,25 +102,29 @@ class Advantage:
         if not entry.needs_k and k is not None:
             raise ValueError(f"advest_k={k} is set but advest_estimator={name!r} takes no K")
         self.name, self.entry, self.k = name, entry, k
-        self.state: Any = entry.fn() if entry.stateful else None
+        self.plan = calling.plan(name, k=k)
         if not entry.stateful:
             # Fail at construction, with the estimator's own message, if K does not fit G.
             zeros = torch.zeros(2, group_size)
             self(zeros, torch.ones(2, group_size, dtype=torch.int64), torch.arange(2))
 
+    @property
+    def state(self) -> Any:
+        """A stateful estimator's instance (its history), else None."""
+        return self.plan.instance if self.entry.stateful else None
+
+    def fresh(self) -> Advantage:
+        """The same estimator on a copy of its state: for evaluation, which must not move it."""
+        import copy
+
+        twin = copy.copy(self)
+        twin.plan = self.plan.fresh()
+        return twin
+
     def __call__(self, rewards: Tensor, lengths: Tensor, prompt_ids: Tensor) -> Tensor:
         """rewards, lengths: ``[B, G]``; prompt_ids: ``[B]`` -> ``[B, G]``."""
-        args: dict[str, Any] = {}
-        for name in self.entry.inputs:
-            args[name] = {
-                "rewards": rewards,
-                "k": self.k,
-                "lengths": lengths,
-                "prompt_ids": prompt_ids,
-            }[name]
-        fn = self.state if self.state is not None else self.entry.fn
-        out: Tensor = fn(**args)
-        return out
+        source = {"rewards": rewards, "lengths": lengths, "prompt_ids": prompt_ids}
+        return self.plan.per_sample(source)
 
 
 def advantage_fn(name: str, k: int | None, group_size: int) -> Advantage:
@@ -193,14 +197,9 @@ class AdvestGRPOTrainer(GRPOTrainer):
         prompts = gather_object([json.dumps(x.get("prompt"), sort_keys=True) for x in inputs])
         ids = [self.advest_prompt_ids.setdefault(p, len(self.advest_prompt_ids)) for p in prompts]
         prompt_ids = torch.tensor(ids[::G], dtype=torch.int64, device=rewards.device)  # [B]
-        if self.model.training or self.advest.state is None:
-            adv = self.advest(rewards, lengths, prompt_ids).reshape(-1)  # [N]
-        else:  # evaluation: a copy of the history, which training alone updates
-            import copy
-
-            scratch = copy.copy(self.advest)
-            scratch.state = copy.deepcopy(self.advest.state)
-            adv = scratch(rewards, lengths, prompt_ids).reshape(-1)
+        # evaluation works on a copy of a stateful estimator's history: training alone moves it
+        estimator = self.advest if self.model.training else self.advest.fresh()
+        adv = estimator(rewards, lengths, prompt_ids).reshape(-1)  # [N]
         local: Tensor = output["advantages"]  # [n]
         n = local.shape[0]
         start = self.accelerator.process_index * n

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from advest.fast import registry
+from advest.fast import calling, registry
 
 SKIPPED: dict[str, str] = {
     "ktae": "needs token ids, which verl's compute_advantage does not pass to an estimator",
@@ -104,14 +104,12 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
         scores = token_level_rewards.sum(dim=-1)  # [bs]: the outcome reward sits on one token
         per_sample = scores.new_zeros(bs)
         K = _k(config, k if k is not None else _DEFAULT_K.get("k"), name) if needs_k else None
+        estimator = calling.plan(name, k=K)
+        lengths = response_mask.sum(dim=-1)  # [bs]
         for order, uids in groups(index):  # [B_s, G_s] per group size
-            inputs: dict[str, Any] = {"rewards": scores[order]}  # [B_s, G_s]
-            if K is not None:
-                inputs["k"] = K
-            if "lengths" in entry.inputs:
-                inputs["lengths"] = response_mask.sum(dim=-1)[order]
+            inputs = {"rewards": scores[order], "lengths": lengths[order]}  # [B_s, G_s] each
             try:
-                adv = entry.fn(**inputs)  # [B_s, G_s]
+                adv = estimator.per_sample(inputs)  # [B_s, G_s]
             except (ValueError, TypeError) as error:
                 raise _located(error, order, uids) from None
             per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)

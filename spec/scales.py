@@ -49,3 +49,7 @@ PG_SCALE: dict[str, Scale] = {
 }
 """pg_scale(N, K) by estimator name, default options; a name not here claims no scale (biased,
 or not claimed)."""
+
+COMPARISON_SCALE: dict[str, Scale] = {"ei_l1o": _N_OVER_K}
+"""The scale a *biased* estimator would have if it were unbiased, by name: the bandit experiment
+divides it out to show the bias (``ei_l1o`` is EI with a leave-one-out baseline, EI's N/K)."""

@@ -142,9 +142,9 @@ def test_micro_batches_share_one_mini_batch_loss_exactly(how: losses.Aggregation
 
 def test_selecting_an_estimator_by_name_equals_calling_it_directly() -> None:
 
-    rollout = synthetic(3, 6, T=5, k=3)
+    rollout = synthetic(3, 6, T=5)
     rollout.rewards = torch.rand(3, 6, generator=torch.Generator().manual_seed(0))
-    by_name = plan("maxpo").advantages(rollout)
+    by_name = plan("maxpo", k=3).advantages(rollout)
     direct = fast_maxk.maxpo(rollout.rewards, 3).unsqueeze(-1).expand(3, 6, 5)
     assert torch.equal(by_name, direct.float())
     by_name = plan("covariance_weights", base_estimator="rloo").advantages(rollout)

@@ -533,7 +533,7 @@ def estimator_plan(cfg: RLConfig) -> Plan:
     """The run's estimator resolved once (``rollout.plan``): the trainer builds its plan here
     and ``validate`` dry-runs one built the same way. Raises ``ConfigError`` naming the flag."""
     try:
-        return plan(cfg.estimator, cfg.base_estimator, cfg.estimator_options)
+        return plan(cfg.estimator, cfg.base_estimator, cfg.estimator_options, k=cfg.k)
     except KeyError as error:
         raise ConfigError(f"--estimator: {error.args[0]}") from None
     except (ValueError, TypeError) as error:  # a stateful estimator's constructor refused
@@ -553,7 +553,7 @@ def _check_estimator(cfg: RLConfig) -> None:
     is a fresh one (a stateful estimator's instance), so no state leaks into the run."""
     trial = estimator_plan(cfg)
     try:
-        dry_run(trial, cfg.prompts_per_step, cfg.group_size, cfg.k)
+        dry_run(trial, cfg.prompts_per_step, cfg.group_size)
     except (ValueError, TypeError) as error:
         raise _refused(cfg, error) from None
     if cfg.group_size == 1 and _learns_nothing_alone(cfg):
@@ -575,7 +575,7 @@ def _learns_nothing_alone(cfg: RLConfig) -> bool:
     B = 4
     rewards = torch.arange(1.0, B + 1).view(B, 1)  # [B, 1]
     one = dataclasses.replace(
-        synthetic(B, 1, T=4, k=cfg.k), rewards=rewards, reward_parts=rewards.unsqueeze(-1)
+        synthetic(B, 1, T=4), rewards=rewards, reward_parts=rewards.unsqueeze(-1)
     )
     return not bool(estimator_plan(cfg).advantages(one).any())
 

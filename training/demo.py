@@ -10,6 +10,7 @@ import advest.fast.maxk
 import advest.reference.maxk  # noqa: F401  (binds the submodule used as reference.maxk)
 from advest import fast, reference
 from advest.fast import registry
+from advest.fast.calling import plan
 
 
 def _fmt(x: Fraction) -> str:
@@ -41,7 +42,7 @@ def run(rewards: list[float], k: int) -> None:
         args: tuple[int, ...] = (k,) if takes_k else ()
         try:
             exact = getattr(reference.maxk, name)(rewards, *args)
-            got = getattr(fast.maxk, name)(r, *args)[0].tolist()
+            got = plan(name, k=k if takes_k else None).per_sample({"rewards": r})[0].tolist()
         except ValueError as error:
             print(f"{name + ' *':<22}  {error}")
             continue

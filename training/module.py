@@ -315,7 +315,6 @@ class RLModule(L.LightningModule):
             texts=grouped,
             offsets=offsets,
             hidden=hidden.reshape(B, G, T, -1).float() if hidden is not None else None,
-            k=cfg.k,
             reward_parts=scored.parts,
             sequences=sequences,
             prompt_mask=prompt_mask,

@@ -1,10 +1,9 @@
-"""A rollout batch, and the plan that calls the run's estimator on it.
+"""A rollout batch: what one step produced, the source every estimator reads its inputs from.
 
 The trainer holds no per-estimator code: each registry entry names the rollout fields it
-consumes (``fast.registry.INPUTS``). ``plan`` resolves the estimator once per run (its entry,
-the base a reweighter reweights, the instance of a stateful one, the fields they read);
-``Plan.advantages`` builds those fields from a ``Rollout``, calls the estimator and brings its
-output to ``[B, G, T]``.
+consumes (``fast.registry.INPUTS``), and ``fast.calling.plan`` (the one calling module every
+caller shares) resolves the estimator once per run; ``Plan.advantages(rollout)`` fetches those
+fields from a ``Rollout``, calls the estimator and brings its output to ``[B, G, T]``.
 
 Notation: ``B`` prompts, ``G`` samples per prompt, ``T`` response tokens, ``P`` prompt width,
 ``R`` reward functions, ``D`` hidden size, ``S = B·G`` sequences.
@@ -12,13 +11,14 @@ Notation: ``B`` prompts, ``G`` samples per prompt, ``T`` response tokens, ``P`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from advest.fast import registry
+from advest.fast.calling import Plan, plan
+
+__all__ = ["Plan", "Rollout", "dry_run", "plan", "synthetic"]
 
 
 @dataclass
@@ -34,7 +34,6 @@ class Rollout:
     texts: list[list[str]]  # [B][G]
     offsets: Tensor  # [B, G, T, 2] int64 (empty unless an estimator reads offsets)
     hidden: Tensor | None = None  # [B, G, T, D], only when an estimator asks for it
-    k: int = 1
     reward_parts: Tensor | None = None  # [B, G, R] float32, each reward function's score
     sequences: Tensor | None = None  # [S, P + T] int64, prompt left-padded (what the update reads)
     prompt_mask: Tensor | None = None  # [S, P] the prompt attention mask generation used
@@ -47,81 +46,7 @@ class Rollout:
         return self.mask.sum(-1)
 
 
-@dataclass(frozen=True)
-class Plan:
-    """The run's estimator, resolved once: its registry ``entry``, the ``base`` entry a
-    reweighter (an estimator that reads ``advantages``) reweights, the callable ``instance``
-    (``entry.fn``, or for a stateful entry the run's own instance, which keeps its state), the
-    keyword ``options`` of a stateless one, and the rollout ``fields`` the two consume."""
-
-    entry: registry.Entry
-    base: registry.Entry | None
-    instance: Any
-    options: dict[str, Any] = field(default_factory=dict)
-    fields: frozenset[str] = frozenset()
-
-    def needs(self, name: str) -> bool:
-        """Whether the estimator (or its base) consumes the rollout field ``name``."""
-        return name in self.fields
-
-    def output(self, rollout: Rollout, base: Tensor | None = None) -> Any:
-        """The estimator's own output on the rollout (``[B, G]``, ``[B, G, T]`` or an object
-        with ``advantages``). A reweighter's ``base`` advantages ``[B, G]`` come from the base
-        estimator unless given."""
-        if self.base is not None and base is None:
-            base = _value(_call(self.base, self.base.fn, rollout, {}, None))
-        return _call(self.entry, self.instance, rollout, self.options, base)
-
-    def advantages(self, rollout: Rollout) -> Tensor:
-        """``[B, G, T]`` float32 advantages of the rollout, zero at padding."""
-        return _to_tokens(self.output(rollout), rollout)
-
-
-def plan(
-    estimator: str, base_estimator: str = "grpo", options: dict[str, Any] | None = None
-) -> Plan:
-    """Resolve ``estimator`` (and ``base_estimator``, used when it reads ``advantages``) and
-    construct a stateful one with ``options``. Raises ``KeyError`` for an unknown name and
-    whatever the constructor raises for bad options."""
-    options = dict(options or {})
-    entry = registry.entry(estimator)
-    base_entry = registry.entry(base_estimator)  # named in the settings: must exist either way
-    base = base_entry if "advantages" in entry.inputs else None
-    fields = frozenset(entry.inputs) | frozenset(base.inputs if base is not None else ())
-    if entry.stateful:
-        return Plan(entry, base, entry.fn(**options), {}, fields)
-    return Plan(entry, base, entry.fn, options, fields)
-
-
-def _call(
-    entry: registry.Entry, fn: Any, rollout: Rollout, options: dict[str, Any], base: Tensor | None
-) -> Any:
-    """``fn`` (``entry``'s callable or instance) on the rollout fields the entry declares;
-    ``base`` fills ``advantages`` for reweighters."""
-    fields = {"lengths": rollout.lengths, "advantages": base}
-    args = {i: fields[i] if i in fields else getattr(rollout, i) for i in entry.inputs}
-    return fn(**args, **options)
-
-
-def _value(out: Any) -> Tensor:
-    """An estimator's advantages: the output itself, or its ``advantages`` (reweighters)."""
-    value: Tensor = out.advantages if hasattr(out, "advantages") else out
-    return value
-
-
-def _to_tokens(out: Any, rollout: Rollout) -> Tensor:
-    value = _value(out)
-    B, G, T = rollout.mask.shape
-    if value.shape == (B, G):
-        value = value.unsqueeze(-1).expand(B, G, T)
-    if value.shape != (B, G, T):
-        raise ValueError(
-            f"estimator output has shape {tuple(value.shape)}; want [B, G] or [B, G, T]"
-        )
-    return (value * rollout.mask).to(torch.float32)
-
-
-def synthetic(B: int, G: int, T: int, D: int = 8, k: int = 1, seed: int = 0) -> Rollout:
+def synthetic(B: int, G: int, T: int, D: int = 8, seed: int = 0) -> Rollout:
     """A rollout with every field filled, for dry runs and benchmarks: character-level responses
     of digits and operators (so Numca finds numbers and KTAE sees a realistic vocabulary), one
     character per token, and 0/1 rewards that vary inside every group."""
@@ -140,12 +65,11 @@ def synthetic(B: int, G: int, T: int, D: int = 8, k: int = 1, seed: int = 0) -> 
         texts=texts,
         offsets=torch.stack([starts, starts + 1], -1).expand(B, G, T, 2).contiguous(),
         hidden=torch.randn(B, G, T, D, generator=gen),
-        k=k,
         reward_parts=rewards.unsqueeze(-1),
     )
 
 
-def dry_run(plan: Plan, prompts_per_step: int, group_size: int, k: int) -> None:
+def dry_run(plan: Plan, prompts_per_step: int, group_size: int) -> None:
     """Call a plan's estimator once on a synthetic rollout of the run's shape (give it a plan of
     its own when the estimator is stateful, so that no state leaks into the run)."""
-    plan.advantages(synthetic(prompts_per_step, group_size, T=4, k=k))
+    plan.advantages(synthetic(prompts_per_step, group_size, T=4))

@@ -139,14 +139,12 @@ def sample_actions(pi: Tensor, batches: int, n: int, gen: torch.Generator) -> Te
 
 
 def pg_scale(name: str, n: int, k: int) -> float | None:
-    """The catalogue's pg_scale(N, K) of ``name`` (default options, ``spec.scales.PG_SCALE``);
-    N/K for ``ei_l1o``."""
+    """The catalogue's pg_scale(N, K) of ``name`` (default options, ``spec.scales.PG_SCALE``),
+    or for a biased estimator the scale it is compared at (``spec.scales.COMPARISON_SCALE``)."""
     from advest.fast.registry import entry
-    from advest.spec.scales import PG_SCALE
+    from advest.spec.scales import COMPARISON_SCALE, PG_SCALE
 
-    if name == "ei_l1o":
-        return n / k
-    scale = PG_SCALE.get(name)
+    scale = PG_SCALE.get(name, COMPARISON_SCALE.get(name))
     if scale is None:
         return None
     k_eff = 1 if entry(name).family == "group" else k
@@ -155,11 +153,9 @@ def pg_scale(name: str, n: int, k: int) -> float | None:
 
 def advantages(name: str, rewards: Tensor, k: int) -> Tensor:
     """A registered estimator on ``rewards [M, N]`` (its K only if it takes one). [M, N]."""
-    from advest.fast.registry import entry
+    from advest.fast.calling import plan
 
-    e = entry(name)
-    out: Tensor = e.fn(rewards, k) if e.needs_k else e.fn(rewards)
-    return out
+    return plan(name, k=k).per_sample({"rewards": rewards})
 
 
 def estimates(name: str, actions: Tensor, r: Tensor, pi: Tensor, k: int) -> Tensor:
