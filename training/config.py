@@ -451,6 +451,13 @@ def check_out(out: str, flag: str = "--out") -> None:
         raise ConfigError(f"{flag} {out}: {parent} is a file, so the folder cannot be created")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ConfigError(f"{flag} {out}: {parent} is not writable")
+    import tempfile
+
+    try:  # os.access says yes to root everywhere; a read-only mount still refuses the write
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as error:
+        raise ConfigError(f"{flag} {out}: {parent} is not writable ({error.strerror})") from None
 
 
 def has_chat_template(path: str) -> bool:
