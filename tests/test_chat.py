@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from advest.training import prompts
-from advest.training.module import forward_logprobs, load_policy
+from advest.training.policy import forward_logprobs, load_policy
 from advest.training.sampling import response_mask
 from tests.chat_models import Kind, build
 from tests.test_training import TRAINER_WARNINGS

@@ -84,7 +84,8 @@ def test_rollout_logprobs_equal_a_forward_pass_of_transformers_own_gguf_load(
     saw."""
     from transformers import AutoModelForCausalLM
 
-    from advest.training.module import RLModule, forward_logprobs
+    from advest.training.module import RLModule
+    from advest.training.policy import forward_logprobs
 
     monkeypatch.chdir(tmp_path)
     cfg = _cfg(NAME, tmp_path)

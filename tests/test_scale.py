@@ -14,7 +14,8 @@ import torch
 from advest.training import generation, losses, scale
 from advest.training.config import ConfigError, RLConfig
 from advest.training.data import Item
-from advest.training.module import RLModule, load_policy
+from advest.training.module import RLModule
+from advest.training.policy import load_policy
 from advest.training.prompts import encode
 from advest.training.sampling import response_mask
 from tests.test_training import (

@@ -86,7 +86,7 @@ def _params(folder: Path) -> dict[str, torch.Tensor]:
 
 
 def _initial(model_path: str) -> dict[str, torch.Tensor]:
-    from advest.training.module import load_policy
+    from advest.training.policy import load_policy
 
     model, _ = load_policy(model_path)
     return {f"policy.{k}": v for k, v in model.state_dict().items()}

@@ -209,8 +209,8 @@ def main(argv: list[str]) -> int:
     )
     from advest.training.data import DataError
     from advest.training.embedded import CONTEXT
-    from advest.training.module import load_policy
     from advest.training.parsing import fail, gather_lists
+    from advest.training.policy import load_policy
 
     ns = parser().parse_args(gather_lists(argv))
     try:

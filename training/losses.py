@@ -11,13 +11,11 @@ mini-batch into micro-batches changes the gradient only by float rounding.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from torch import Tensor
 
-Aggregation = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "dr-grpo"]
-KLEstimator = Literal["k1", "k2", "k3"]
+from advest.training.settings import Aggregation, KLEstimator
 
 
 def kl_penalty(logprobs: Tensor, ref_logprobs: Tensor, estimator: KLEstimator) -> Tensor:

@@ -418,11 +418,6 @@ class Pool:
         self.workers = []
 
 
-def default_workers() -> int:
-    """Verifier worker processes when a run does not say: one per core, at most 4."""
-    return min(4, os.cpu_count() or 1)
-
-
 class Scorer:
     """The reward of a run: ``specs`` (names ``resolve`` accepts) with ``weights`` (default 1
     each); the total is the weighted sum. ``workers`` > 0 runs the calls in a ``Pool`` (started

@@ -29,7 +29,7 @@ from advest.fast.detokenize import texts_and_offsets
 from advest.training.data import Item
 from advest.training.evaluate import embedded_held_out
 from advest.training.generation import Sampling
-from advest.training.module import load_policy, positions
+from advest.training.policy import load_policy, positions
 from advest.training.prompts import token_ids as prompt_ids
 from advest.training.rewards import Scorer
 from advest.training.rollout import Rollout, plan

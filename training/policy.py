@@ -1,0 +1,73 @@
+"""The policy as the trainer, evaluation and the experiments load and read it: tokenizer and
+model from a local folder (the one place a model is loaded), and the log-probs of responses under
+a model. No Lightning here: evaluation and the experiments import this, not the training loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+def load_tokenizer(path: str) -> Any:
+    """The tokenizer of a local folder, left-padding, with a pad token: its own, else its unknown
+    token, else EOS (safe: attention masks come from prompt lengths, never from pad ids)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        unk = tokenizer.unk_token
+        tokenizer.pad_token = unk if unk is not None and unk != tokenizer.eos_token else None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_policy(path: str, dtype: torch.dtype = torch.float32) -> tuple[Any, Any]:
+    """Model (weights in ``dtype``) and tokenizer from a local folder (never the hub): the one
+    place a model is loaded, so that precision, adapters or checkpointing are decided here."""
+    from transformers import AutoModelForCausalLM
+
+    from advest.training.models import quiet_transformers
+
+    tokenizer = load_tokenizer(path)
+    with quiet_transformers():  # no "Loading weights" bar
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+    return model, tokenizer
+
+
+def positions(attention_mask: Tensor) -> Tensor:
+    """Position ids that skip left padding, as ``generate`` uses them."""
+    return (attention_mask.cumsum(-1) - 1).clamp(min=0)
+
+
+def forward_logprobs(
+    model: Any,
+    sequences: Tensor,
+    prompt_mask: Tensor,
+    mask: Tensor,
+    temperature: float,
+    *,
+    hidden: bool = False,
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """``sequences [S, P + T]``, ``prompt_mask [S, P]`` (as ``generate`` saw it), response
+    ``mask [S, T]`` → log-probs ``[S, T]`` of the response tokens at ``temperature``, the logits
+    ``[S, T, V]`` they come from, and (on request) last-layer hidden states ``[S, T, D]``; the
+    state at position P−1+t is the one that emitted token t."""
+    P = prompt_mask.shape[1]
+    attn = torch.cat([prompt_mask.bool(), mask], -1).long()
+    out = model(
+        input_ids=sequences,
+        attention_mask=attn,
+        position_ids=positions(attn),
+        output_hidden_states=hidden,
+        use_cache=False,
+    )
+    logits = out.logits[:, P - 1 : -1].float() / temperature
+    targets = sequences[:, P:]
+    logp = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    states = out.hidden_states[-1][:, P - 1 : -1] if hidden else None
+    return logp, logits, states
