@@ -132,7 +132,7 @@ def train(
     if resume and name is None:
         raise ConfigError("--resume needs --name: the run folder under --out to continue")
     point = resume_point(cfg, folder) if resume else None
-    if point is None:
+    if point is None and is_rank_zero():  # DDP's other ranks start after rank 0 made the folder
         check_fresh(folder)
     model_path = models.folder(cfg.model)  # a GGUF file becomes a plain folder, once
     L.seed_everything(cfg.seed, verbose=False)
