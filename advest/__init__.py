@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from advest.fast.registry import Entry, entry, get, names
+from .fast.registry import Entry, entry, get, names
 
 try:
     __version__ = version("advest")

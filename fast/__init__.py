@@ -1,5 +1,5 @@
 """Fast batched torch estimators: same names and semantics as ``reference/``, for CPU and GPU."""
 
-from advest.fast import group, maxk, registry
+from . import group, maxk, registry
 
 __all__ = ["group", "maxk", "registry"]

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from advest.fast import registry
+from . import registry
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from advest.fast._checks import check_ddof
-from advest.fast.registry import register
-from advest.spec.hyperparams import clip_range, decimal  # one parser of hyperparameters
+from ..spec.hyperparams import clip_range, decimal  # one parser of hyperparameters
+from ._checks import check_ddof
+from .registry import register
 
 __all__ = ["covariance_weights"]
 

@@ -14,8 +14,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from advest.fast._checks import check_companion, check_ddof, check_rewards
-from advest.fast.registry import register
+from ._checks import check_companion, check_ddof, check_rewards
+from .registry import register
 
 __all__ = ["dr_grpo", "ebpo", "grpo", "james_stein", "opo", "reinforce_pp", "rloo"]
 

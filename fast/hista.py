@@ -35,8 +35,8 @@ from typing import NamedTuple, NoReturn
 import torch
 from torch import Tensor
 
-from advest.fast._checks import check_rewards
-from advest.fast.registry import register
+from ._checks import check_rewards
+from .registry import register
 
 __all__ = ["hista"]
 

@@ -27,8 +27,8 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-from advest.fast._checks import check_finite, check_rewards
-from advest.fast.registry import register
+from ._checks import check_finite, check_rewards
+from .registry import register
 
 __all__ = ["kae"]
 

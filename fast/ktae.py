@@ -16,9 +16,9 @@ from collections.abc import Collection
 import torch
 from torch import Tensor
 
-from advest.fast._checks import bool_mask, check_rewards
-from advest.fast.group import grpo
-from advest.fast.registry import register
+from ._checks import bool_mask, check_rewards
+from .group import grpo
+from .registry import register
 
 __all__ = ["ktae"]
 

@@ -34,11 +34,7 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from advest.fast import _levels
-from advest.fast._checks import check_ddof, check_k, check_rewards
-from advest.fast._weights import WEIGHT_NAMES, ratio_at, weights
-from advest.fast.registry import register
-from advest.spec.maxk_weights import (
+from ..spec.maxk_weights import (
     CHEN_FAIL_ALL,
     CHEN_FAIL_REST,
     FORMS,
@@ -46,6 +42,10 @@ from advest.spec.maxk_weights import (
     evaluate,
     form_rows,
 )
+from . import _levels
+from ._checks import check_ddof, check_k, check_rewards
+from ._weights import WEIGHT_NAMES, ratio_at, weights
+from .registry import register
 
 __all__ = [
     "bagirov_centered",

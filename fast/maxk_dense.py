@@ -17,7 +17,7 @@ import math
 import torch
 from torch import Tensor
 
-from advest.fast._checks import check_k, check_rewards
+from ._checks import check_k, check_rewards
 
 
 def _binom_ratio(top: Tensor, k: int, log_den: float) -> Tensor:

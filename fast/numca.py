@@ -21,10 +21,10 @@ from fractions import Fraction
 import torch
 from torch import Tensor
 
-from advest.fast._checks import bool_mask, check_rewards
-from advest.fast.group import rloo
-from advest.fast.registry import register
-from advest.spec.numca_grammar import NUMBER, canonical
+from ..spec.numca_grammar import NUMBER, canonical
+from ._checks import bool_mask, check_rewards
+from .group import rloo
+from .registry import register
 
 __all__ = ["numca"]
 

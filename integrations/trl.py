@@ -2,7 +2,7 @@
 
 Usage::
 
-    from advest.integrations.trl import AdvestGRPOConfig, AdvestGRPOTrainer
+    from .trl import AdvestGRPOConfig, AdvestGRPOTrainer
 
     args = AdvestGRPOConfig(output_dir="out", num_generations=8, advest_estimator="maxpo",
                             advest_k=4)
@@ -63,7 +63,7 @@ from torch import Tensor
 from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer
 
-from advest.fast import calling, registry
+from ..fast import calling, registry
 
 __all__ = ["AdvestGRPOConfig", "AdvestGRPOTrainer", "advantage_fn"]
 

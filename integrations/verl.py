@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from advest.fast import calling, registry
+from ..fast import calling, registry
 
 SKIPPED: dict[str, str] = {
     "ktae": "needs token ids, which verl's compute_advantage does not pass to an estimator",
@@ -182,7 +182,7 @@ class VerlCall:
             self.pass_config = True
 
     def __call__(self, rewards: Tensor) -> Tensor:
-        from advest.spec.oracle import OracleError, check_output
+        from ..spec.oracle import OracleError, check_output
 
         B, G = rewards.shape
         bs, T = B * G, self.T

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 try:
-    from advest.integrations.verl import register
+    from .verl import register
 
     register()
 except Exception as error:  # verl would hide it: say it where the user looks

@@ -14,10 +14,8 @@ from typing import Any
 import numpy as np
 import z3
 
-from advest.proofs.definitions import Definitions
-from advest.proofs.records import Record, z3_prove
-from advest.spec.catalogue import CATALOGUE
-from advest.spec.maxk_weights import (
+from ..spec.catalogue import CATALOGUE
+from ..spec.maxk_weights import (
     CHEN_FAIL_ALL,
     CHEN_FAIL_REST,
     FORM_DEFINITIONS,
@@ -27,6 +25,8 @@ from advest.spec.maxk_weights import (
     evaluate,
     form_rows,
 )
+from .definitions import Definitions
+from .records import Record, z3_prove
 
 
 class Z3Algebra:

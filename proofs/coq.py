@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from advest.proofs.records import Record
-from advest.spec.maxk_weights import FORM_DEFINITIONS
+from ..spec.maxk_weights import FORM_DEFINITIONS
+from .records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from advest.proofs import bounded, coq, symbolic, unbiased
-from advest.proofs.records import Record
+from . import bounded, coq, symbolic, unbiased
+from .records import Record
 
 Job = tuple[str, Callable[[], Record]]
 

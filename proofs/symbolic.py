@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import sympy as sp
 
-from advest.proofs.records import Record, Status
+from .records import Record, Status
 
 N, K, p, q = sp.symbols("N K p q", integer=True, positive=True)
 

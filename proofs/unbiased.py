@@ -17,8 +17,8 @@ from typing import Any
 
 import sympy as sp
 
-from advest.proofs.definitions import Definitions
-from advest.proofs.records import Record, Status
+from .definitions import Definitions
+from .records import Record, Status
 
 
 class OrderedAlgebra:

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
-from advest.reference._exact import Number, exp, to_fractions
-from advest.spec.hyperparams import clip_range, decimal
+from ..spec.hyperparams import clip_range, decimal
+from ._exact import Number, exp, to_fractions
 
 __all__ = ["covariance_weights"]
 

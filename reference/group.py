@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Literal
 
-from advest.reference._exact import Number, mean, sqrt, std, to_fractions
+from ._exact import Number, mean, sqrt, std, to_fractions
 
 __all__ = [
     "dr_grpo",

@@ -26,7 +26,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-from advest.reference._exact import Number, exp, mean, sqrt, to_fractions
+from ._exact import Number, exp, mean, sqrt, to_fractions
 
 __all__ = ["block_distances", "hista", "min_distance", "pool", "state_values"]
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
-from advest.reference._exact import Number, exp, std, to_fractions
+from ._exact import Number, exp, std, to_fractions
 
 __all__ = ["KAE", "kae", "kae_group", "kernel_weight", "window"]
 

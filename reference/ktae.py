@@ -16,8 +16,8 @@ import math
 from collections.abc import Collection, Sequence
 from fractions import Fraction
 
-from advest.reference._exact import Number, comb, to_fractions
-from advest.reference.group import grpo
+from ._exact import Number, comb, to_fractions
+from .group import grpo
 
 __all__ = ["fisher_p", "key_token_values", "ktae"]
 

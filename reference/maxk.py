@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from itertools import combinations
 
-from advest.reference._exact import Number, check_k, comb, mean, sqrt, std, to_fractions
+from ._exact import Number, check_k, comb, mean, sqrt, std, to_fractions
 
 __all__ = [
     "bagirov_centered",

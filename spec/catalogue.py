@@ -30,10 +30,11 @@ import advest.reference.kae
 import advest.reference.ktae
 import advest.reference.maxk
 import advest.reference.numca  # noqa: F401  (binds the submodule used as reference.numca)
-from advest import fast, reference
-from advest.fast import registry
-from advest.fast.registry import KDomain
-from advest.spec.scales import _ZERO, PG_SCALE, Scale, _const, _k1_only, _k_over_n
+
+from .. import fast, reference
+from ..fast import registry
+from ..fast.registry import KDomain
+from .scales import _ZERO, PG_SCALE, Scale, _const, _k1_only, _k_over_n
 
 FAMILIES = registry.FAMILIES
 """One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""

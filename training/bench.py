@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from advest.fast import registry
-from advest.fast.bench import _time
-from advest.training.rollout import Rollout, plan, synthetic
+from ..fast import registry
+from ..fast.bench import _time
+from .rollout import Rollout, plan, synthetic
 
 TARGETS = {"ktae": 0.02, "covariance_weights": 0.02, "hista": 0.10}
 """Issue targets: estimator time / forward time."""
@@ -30,7 +30,7 @@ def _estimator_call(name: str, r: Rollout) -> Callable[[], Any]:
 def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from advest.training.embedded import EmbeddedSpec, build_model
+    from .embedded import EmbeddedSpec, build_model
 
     spec = EmbeddedSpec()
     base = build_model(spec, 15)

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from advest.training.parsing import Parser, fail, new_parser, switch
+from .parsing import Parser, fail, new_parser, switch
 
 ESTIMATOR_HELP = "registered advantage estimator (`advest list` shows every name)"
 
@@ -25,7 +25,7 @@ def list_parser() -> Parser:
 
 
 def _list(ns: Any) -> int:
-    from advest.fast import registry
+    from ..fast import registry
 
     rows = [("name", "family", "inputs", "K", "spec")]
     for name in registry.names():
@@ -52,7 +52,7 @@ def demo_parser() -> Parser:
 
 
 def _demo(ns: Any) -> int:
-    from advest.training.demo import run
+    from .demo import run
 
     run(list(ns.rewards), ns.k)
     return 0
@@ -93,7 +93,7 @@ def bench_parser() -> Parser:
 def _bench(ns: Any) -> int:
     import torch
 
-    from advest.fast.bench import run
+    from ..fast.bench import run
 
     if ns.repeats < 1:
         raise ValueError(f"--repeats must be at least 1; got {ns.repeats}")
@@ -113,7 +113,7 @@ def _bench(ns: Any) -> int:
         clock=ns.clock,
         malloc=ns.malloc,
     )
-    from advest.training.bench import run as run_tokens
+    from .bench import run as run_tokens
 
     run_tokens(T=64 if ns.quick else 256, repeats=3 if ns.quick else 5)
     return 0
@@ -137,7 +137,7 @@ def _prove(ns: Any) -> int:
     from pathlib import Path
 
     try:
-        from advest.proofs.run import missing, print_table, run, write_json
+        from ..proofs.run import missing, print_table, run, write_json
     except ModuleNotFoundError as error:  # z3 comes with the test extra, not the core install
         if error.name != "z3":
             raise
@@ -162,7 +162,7 @@ def _prove(ns: Any) -> int:
 # ----------------------------------------------------------------------------- check
 # The check command's options live in this one function (advest.spec.oracle grows them).
 def check_parser() -> Parser:
-    from advest.spec.oracle import add_arguments
+    from ..spec.oracle import add_arguments
 
     p = new_parser("advest check", "Report the properties of any advantage estimator.")
     add_arguments(p)
@@ -170,7 +170,7 @@ def check_parser() -> Parser:
 
 
 def _check(ns: Any) -> int:
-    from advest.spec import oracle
+    from ..spec import oracle
 
     return oracle.command(ns)
 
@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(usage())
         return 0
     if argv and argv[0] == "--version":
-        from advest import __version__
+        from .. import __version__
 
         print(f"advest {__version__}")
         return 0

@@ -9,10 +9,10 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from advest.training import models, tasks
-from advest.training.rewards import RewardSpecError, Scorer
-from advest.training.rollout import Plan, dry_run, plan
-from advest.training.settings import ConfigError, RLConfig
+from . import models, tasks
+from .rewards import RewardSpecError, Scorer
+from .rollout import Plan, dry_run, plan
+from .settings import ConfigError, RLConfig
 
 __all__ = ["ConfigError", "RLConfig", "validate"]
 
@@ -73,7 +73,7 @@ def add_reward_settings(parser: Any) -> None:
     """The ``REWARD_SETTINGS`` flags as ``advest train`` has them (types, defaults, help)."""
     from typing import get_type_hints
 
-    from advest.training.parsing import field_docs
+    from .parsing import field_docs
 
     types, docs, defaults = get_type_hints(RLConfig), field_docs(RLConfig), RLConfig()
     for name in REWARD_SETTINGS:
@@ -147,7 +147,7 @@ def validate(cfg: RLConfig) -> None:
     check_out(cfg.out)
     context: int | None
     if cfg.model is None:
-        from advest.training.embedded import CONTEXT
+        from .embedded import CONTEXT
 
         context = CONTEXT
         _fits(cfg.max_new_tokens, CONTEXT)
@@ -187,7 +187,7 @@ def check_task(
     one. With ``held`` > 0, the ``held`` held-out rows for ``seed`` must exist beside the
     training rows (they are drawn here: cheap next to loading a model). Raises ``ConfigError``
     naming the flag."""
-    from advest.training.data import DataError
+    from .data import DataError
 
     rewards = [reward] if isinstance(reward, str) else list(reward)
     if "reasoning_gym" in rewards and not tasks.is_task(data):
@@ -325,7 +325,7 @@ def has_chat_template(path: str) -> bool:
 
 
 def _check_data(cfg: RLConfig) -> None:
-    from advest.training.data import DataError, read_rows
+    from .data import DataError, read_rows
 
     assert cfg.data is not None
     try:
@@ -351,7 +351,7 @@ def _check_data(cfg: RLConfig) -> None:
 
 def _check_held_out(cfg: RLConfig) -> None:
     """The held-out split: a fraction in [0, 1) of --data, or a file, not both."""
-    from advest.training.data import DataError, read_rows
+    from .data import DataError, read_rows
 
     if cfg.eval_every < 0:
         raise ConfigError(
@@ -430,7 +430,7 @@ def _learns_nothing_alone(cfg: RLConfig) -> bool:
 
     import torch
 
-    from advest.training.rollout import synthetic
+    from .rollout import synthetic
 
     B = 4
     rewards = torch.arange(1.0, B + 1).view(B, 1)  # [B, 1]

@@ -16,7 +16,7 @@ from typing import Any
 
 from torch.utils.data import Dataset, Sampler
 
-from advest.training.task import problem
+from .task import problem
 
 Message = dict[str, str]
 Prompt = str | tuple[Message, ...]
@@ -140,7 +140,7 @@ class PromptSource:
         task_size: int = 1000,
         task_held: int = 0,
     ) -> None:
-        from advest.training import tasks
+        from . import tasks
 
         self.seed, self.digits, self.pool = seed, digits, pool
         self.rows: list[Row] | None = None

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from advest.training.data import Item, PromptSource, Row, read_rows
-from advest.training.generation import Sampling
-from advest.training.metrics import pass_at_k
-from advest.training.prompts import encode
-from advest.training.rewards import Scorer
-from advest.training.sampling import passes, sample_and_score
-from advest.training.task import held_out
+from .data import Item, PromptSource, Row, read_rows
+from .generation import Sampling
+from .metrics import pass_at_k
+from .prompts import encode
+from .rewards import Scorer
+from .sampling import passes, sample_and_score
+from .task import held_out
 
 if TYPE_CHECKING:
-    from advest.training.config import RLConfig
+    from .config import RLConfig
 
 
 def embedded_held_out(n: int, seed: int = 0, digits: int = 2) -> list[Item]:
@@ -148,8 +148,8 @@ def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk"
 
 
 def parser() -> Any:
-    from advest.training.config import add_reward_settings
-    from advest.training.parsing import new_parser, switch
+    from .config import add_reward_settings
+    from .parsing import new_parser, switch
 
     p = new_parser("advest eval", "Held-out pass@k curves of a checkpoint.")
     p.add_argument(
@@ -196,8 +196,8 @@ def parser() -> Any:
 
 def main(argv: list[str]) -> int:
     """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
-    from advest.training import models, tasks
-    from advest.training.config import (
+    from . import models, tasks
+    from .config import (
         ConfigError,
         build_scorer,
         check_model,
@@ -207,10 +207,10 @@ def main(argv: list[str]) -> int:
         check_weights,
         has_chat_template,
     )
-    from advest.training.data import DataError
-    from advest.training.embedded import CONTEXT
-    from advest.training.parsing import fail, gather_lists
-    from advest.training.policy import load_policy
+    from .data import DataError
+    from .embedded import CONTEXT
+    from .parsing import fail, gather_lists
+    from .policy import load_policy
 
     ns = parser().parse_args(gather_lists(argv))
     try:

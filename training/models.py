@@ -144,7 +144,7 @@ def gguf_has_template(path: Path) -> bool:
 
 def cache_folder(path: Path) -> Path:
     """Where the plain copy of a GGUF file lives: one folder per (path, size, mtime)."""
-    from advest.training.embedded import home
+    from .embedded import home
 
     stat = path.resolve().stat()
     key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()
@@ -217,7 +217,7 @@ def folder(spec: str | None) -> str:
     """The local folder a run loads: the embedded default for None, a GGUF file's plain copy, or
     the folder given."""
     if spec is None:
-        from advest.training.embedded import build
+        from .embedded import build
 
         return str(build())
     if is_gguf(spec):

@@ -20,14 +20,14 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from advest.fast.detokenize import texts_and_offsets
-from advest.training import generation, losses, metrics, scale
-from advest.training.config import ConfigError, RLConfig, estimator_plan, scorer
-from advest.training.data import FromStep, Item, PromptSource, Steps
-from advest.training.policy import forward_logprobs, load_policy, load_tokenizer
-from advest.training.prompts import encode, token_ids
-from advest.training.rollout import Rollout
-from advest.training.sampling import Scored, passes, sample_and_score
+from ..fast.detokenize import texts_and_offsets
+from . import generation, losses, metrics, scale
+from .config import ConfigError, RLConfig, estimator_plan, scorer
+from .data import FromStep, Item, PromptSource, Steps
+from .policy import forward_logprobs, load_policy, load_tokenizer
+from .prompts import encode, token_ids
+from .rollout import Rollout
+from .sampling import Scored, passes, sample_and_score
 
 
 class RunStopped(RuntimeError):

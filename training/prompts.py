@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from advest.training.data import Prompt
+from .data import Prompt
 
 
 def messages(prompt: Prompt, system_prompt: str | None) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from advest.training.config import ConfigError, RLConfig
+from .config import ConfigError, RLConfig
 
 RESUMABLE = ("steps", "eval_every", "checkpoint_every", "lr", "reward_workers")
 """Settings a resumed run may change. Each is applied from the resumed step on: more steps

@@ -21,9 +21,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from advest.training import generation
-from advest.training.generation import Engine, Sampling
-from advest.training.rewards import Scorer
+from . import generation
+from .generation import Engine, Sampling
+from .rewards import Scorer
 
 
 @dataclass

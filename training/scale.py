@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from advest.training.config import ConfigError
+from .config import ConfigError
 
 if TYPE_CHECKING:
-    from advest.training.config import RLConfig
+    from .config import RLConfig
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -210,7 +210,7 @@ def rollout_forward(
     instead of the logits: the rollout's ``[S, T, V]`` float32 logits never exist at once
     (S = 512, T = 512, V = 151,936 would be 159 GB). Returns ``[S, T]`` log-probs, ``[S, T]``
     entropy and ``[S, T, D]`` hidden states (or None)."""
-    from advest.training.metrics import entropy
+    from .metrics import entropy
 
     chunks = module.cfg.minibatches * module.cfg.micro_batches
     logps, ents, states = [], [], []
@@ -271,7 +271,7 @@ def export(module: Any, folder: Path, how: str, *, final: bool = True) -> Path:
     policy = module.policy
     if is_lora(policy) and how == "merged" and final:
         policy = policy.merge_and_unload()
-    from advest.training.models import quiet_transformers
+    from .models import quiet_transformers
 
     try:
         with quiet_transformers():  # no "Writing model shards" bar

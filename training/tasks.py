@@ -19,8 +19,8 @@ import importlib.util
 import json
 from typing import Any
 
-from advest.training.data import DataError, Row
-from advest.training.rewards import TASK_RECORD
+from .data import DataError, Row
+from .rewards import TASK_RECORD
 
 PREFIX = "reasoning_gym:"
 """``--data`` values that name a reasoning-gym task."""

@@ -20,8 +20,8 @@ from typing import Any
 
 import lightning as L
 
-from advest.training.config import ConfigError, RLConfig, validate
-from advest.training.resume import (
+from .config import ConfigError, RLConfig, validate
+from .resume import (
     check_fresh,
     check_name,
     remove_leftovers,
@@ -50,7 +50,7 @@ class Checkpointer(L.Callback):
         self.folder, self.every, self.lora_export = folder, every, lora_export
 
     def save(self, trainer: L.Trainer, export: bool = False) -> Path:
-        from advest.training import scale
+        from . import scale
 
         target = self.folder / "last.ckpt"
         tmp = self.folder / ".last.ckpt.tmp"
@@ -91,7 +91,7 @@ def loggers(folder: Path, resume: bool = False) -> list[Any]:
     is installed."""
     import importlib.util
 
-    from advest.training.logs import MetricsCSV
+    from .logs import MetricsCSV
 
     out: list[Any] = [MetricsCSV(folder, resume=resume)]
     if importlib.util.find_spec("tensorboard") or importlib.util.find_spec("tensorboardX"):
@@ -118,10 +118,10 @@ def train(
 ) -> Path:
     """Run one RL job; returns its folder. Raises ``ConfigError`` before loading anything when
     the settings cannot work."""
-    from advest.training import models, scale
-    from advest.training.evaluate import held_out_items, write
-    from advest.training.logs import quiet_libraries, step_bar
-    from advest.training.module import RLModule
+    from . import models, scale
+    from .evaluate import held_out_items, write
+    from .logs import quiet_libraries, step_bar
+    from .module import RLModule
 
     quiet_libraries()
     validate(cfg)
@@ -192,7 +192,7 @@ def train(
 
 
 def _fit(trainer: L.Trainer, module: Any, ckpt: Path | None, checkpointer: Checkpointer) -> None:
-    from advest.training.module import NonFiniteLoss, RunStopped
+    from .module import NonFiniteLoss, RunStopped
 
     try:
         trainer.fit(module, ckpt_path=None if ckpt is None else str(ckpt))
@@ -238,7 +238,7 @@ def _curve(
     label: str = "",
 ) -> dict[int, float]:
     """Held-out pass@k of the policy now; its per-prompt counts go to ``counts[label]``."""
-    from advest.training.evaluate import curve_of, pass_counts
+    from .evaluate import curve_of, pass_counts
 
     got = pass_counts(
         module.policy,
@@ -362,7 +362,7 @@ def parser() -> Any:
 
     from jsonargparse import ActionConfigFile  # type: ignore[attr-defined]
 
-    from advest.training.parsing import add_settings, new_parser, switch
+    from .parsing import add_settings, new_parser, switch
 
     p = new_parser(
         "advest train",
@@ -404,14 +404,14 @@ def trainer_arguments(ns: Any, defaults: Any) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str]) -> int:
-    from advest.training.module import RunStopped
-    from advest.training.parsing import fail, gather_lists, settings
+    from .module import RunStopped
+    from .parsing import fail, gather_lists, settings
 
     p = parser()
     ns = p.parse_args(gather_lists(list(argv)))
     lightning_defaults = p.get_defaults().trainer
     if ns.resume and ns.name:  # flags not given again keep the run's own values
-        from advest.training.resume import check_name, defaults
+        from .resume import check_name, defaults
 
         try:
             check_name(ns.name)

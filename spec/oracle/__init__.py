@@ -22,7 +22,7 @@ One module per role; the names below are the public API (``oracle.check``, ``ora
 
 from __future__ import annotations
 
-from advest.spec.oracle.calling import (
+from .calling import (
     Convention,
     Estimator,
     Family,
@@ -34,8 +34,8 @@ from advest.spec.oracle.calling import (
     load,
     resolve_signature,
 )
-from advest.spec.oracle.cli import TIMEOUT_S, add_arguments, command, run_in_child
-from advest.spec.oracle.properties import (
+from .cli import TIMEOUT_S, add_arguments, command, run_in_child
+from .properties import (
     NON_FINITE,
     Finding,
     bad_input,
@@ -45,9 +45,9 @@ from advest.spec.oracle.properties import (
     scale_behaviour,
     shift_invariant,
 )
-from advest.spec.oracle.report import as_json, check, default_ns, table, validate
-from advest.spec.oracle.tolerance import DTYPES, USABLE, allowance, rule
-from advest.spec.oracle.unbiased import BANDIT_MAX_ROWS, BANDITS, unbiasedness
+from .report import as_json, check, default_ns, table, validate
+from .tolerance import DTYPES, USABLE, allowance, rule
+from .unbiased import BANDIT_MAX_ROWS, BANDITS, unbiasedness
 
 __all__ = [
     "BANDITS",

@@ -7,10 +7,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from advest.spec.oracle.calling import Convention, OracleError, load
-from advest.spec.oracle.properties import NON_FINITE
-from advest.spec.oracle.report import as_json, check, table
-from advest.spec.oracle.tolerance import DTYPES, rule
+from .calling import Convention, OracleError, load
+from .properties import NON_FINITE
+from .report import as_json, check, table
+from .tolerance import DTYPES, rule
 
 TIMEOUT_S = 300.0
 """``advest check --timeout``'s default: the whole check of an ordinary estimator takes seconds
@@ -75,7 +75,7 @@ def add_arguments(parser: Any) -> None:
 def _load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
     """The callable ``target`` names, and ``"verl"`` when it came from verl's registry."""
     if target.startswith("verl:"):
-        from advest.integrations.verl import verl_estimator
+        from ...integrations.verl import verl_estimator
 
         return verl_estimator(target.removeprefix("verl:")), "verl"
     return load(target), None

@@ -13,9 +13,10 @@ import torch
 from torch import Tensor
 
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
-from advest import fast
-from advest.spec.oracle.calling import Estimator, OracleError
-from advest.spec.oracle.tolerance import _excess, _verdict, allowance
+
+from ... import fast
+from .calling import Estimator, OracleError
+from .tolerance import _excess, _verdict, allowance
 
 
 @dataclass

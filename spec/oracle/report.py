@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from advest.spec.oracle.calling import (
+from .calling import (
     Convention,
     Estimator,
     Family,
@@ -20,7 +20,7 @@ from advest.spec.oracle.calling import (
     Watch,
     resolve_signature,
 )
-from advest.spec.oracle.properties import (
+from .properties import (
     NON_FINITE,
     Finding,
     bad_input,
@@ -30,8 +30,8 @@ from advest.spec.oracle.properties import (
     scale_behaviour,
     shift_invariant,
 )
-from advest.spec.oracle.tolerance import DTYPES, _batches, _cast, _dtype_name
-from advest.spec.oracle.unbiased import unbiasedness
+from .tolerance import DTYPES, _batches, _cast, _dtype_name
+from .unbiased import unbiasedness
 
 
 def default_ns(family: Family, k: int) -> list[int]:
@@ -133,7 +133,7 @@ def check(
     guard = Guard()
     est: Estimator
     if convention == "verl":
-        from advest.integrations.verl import VerlCall
+        from ...integrations.verl import VerlCall
 
         est = VerlCall(fn, guard, k=k)
     else:

@@ -8,10 +8,10 @@ from fractions import Fraction
 import torch
 from torch import Tensor
 
-from advest.spec import bandit
-from advest.spec.oracle.calling import Estimator
-from advest.spec.oracle.properties import Finding
-from advest.spec.oracle.tolerance import allowance
+from .. import bandit
+from .calling import Estimator
+from .properties import Finding
+from .tolerance import allowance
 
 BANDIT_MAX_ROWS = 200_000
 """Exact enumeration of A^N reward tuples is done up to this many tuples (N ≤ 11 for A = 3)."""

@@ -141,8 +141,8 @@ def sample_actions(pi: Tensor, batches: int, n: int, gen: torch.Generator) -> Te
 def pg_scale(name: str, n: int, k: int) -> float | None:
     """The catalogue's pg_scale(N, K) of ``name`` (default options, ``spec.scales.PG_SCALE``),
     or for a biased estimator the scale it is compared at (``spec.scales.COMPARISON_SCALE``)."""
-    from advest.fast.registry import entry
-    from advest.spec.scales import COMPARISON_SCALE, PG_SCALE
+    from ...fast.registry import entry
+    from ...spec.scales import COMPARISON_SCALE, PG_SCALE
 
     scale = PG_SCALE.get(name, COMPARISON_SCALE.get(name))
     if scale is None:
@@ -153,7 +153,7 @@ def pg_scale(name: str, n: int, k: int) -> float | None:
 
 def advantages(name: str, rewards: Tensor, k: int) -> Tensor:
     """A registered estimator on ``rewards [M, N]`` (its K only if it takes one). [M, N]."""
-    from advest.fast.calling import plan
+    from ...fast.calling import plan
 
     return plan(name, k=k).per_sample({"rewards": rewards})
 
@@ -413,7 +413,7 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
 
 def check(cfg: Config) -> None:
     """Bad sizes raise ValueError naming the flag."""
-    from advest.fast.registry import names
+    from ...fast.registry import names
 
     if cfg.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {cfg.seeds}")
@@ -429,7 +429,7 @@ def check(cfg: Config) -> None:
 
 
 def parser() -> Any:
-    from advest.training.parsing import add_settings, new_parser
+    from ..parsing import add_settings, new_parser
 
     p = new_parser(
         "advest experiment bandit",
@@ -444,7 +444,7 @@ def parser() -> Any:
 
 
 def parse(argv: Sequence[str]) -> tuple[Config, Path]:
-    from advest.training.parsing import settings
+    from ..parsing import settings
 
     p = parser()
     ns = p.parse_args(list(argv))
@@ -462,7 +462,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         check(cfg)
     except ValueError as error:
-        from advest.training.parsing import fail
+        from ..parsing import fail
 
         return fail("advest experiment bandit", str(error))
     metrics = run(cfg, out)

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from advest.training.config import RLConfig
+from ..config import RLConfig
 
 ARMS: dict[str, dict[str, Any]] = {
     "grpo": {"estimator": "grpo"},
@@ -50,7 +50,7 @@ def bootstrap(
     """Mean pass@k over seeds and prompts, and its 95% percentile interval from resampling the
     prompts (the same resampled prompts in every seed). ``counts[s][i]``: how many of
     ``samples`` completions of prompt i passed in seed s."""
-    from advest.training.metrics import pass_at_k
+    from ..metrics import pass_at_k
 
     rng = random.Random(0)
     n = len(counts[0])
@@ -85,7 +85,7 @@ def base_config(args: Any) -> RLConfig:
 
 
 def run(task: str, arm: str, seed: int, base: RLConfig) -> dict[str, list[int]]:
-    from advest.training.train import train
+    from ..train import train
 
     cfg = replace(
         base,
@@ -101,7 +101,7 @@ def run(task: str, arm: str, seed: int, base: RLConfig) -> dict[str, list[int]]:
 
 
 def parser() -> Any:
-    from advest.training.parsing import new_parser, switch
+    from ..parsing import new_parser, switch
 
     p = new_parser("advest experiment real", __doc__ or "")
     p.add_argument("--model", type=str, default="smollm2-135m-instruct", help="--model to train")
@@ -172,7 +172,7 @@ def plot(results: Results, samples: int, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from advest.training.evaluate import curve_of
+    from ..evaluate import curve_of
 
     fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 3.6), squeeze=False)
     for ax, (task, arms) in zip(axes[0], results.items(), strict=True):
