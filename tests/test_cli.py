@@ -144,17 +144,6 @@ def test_no_or_unknown_command_is_an_error_listing_the_commands(
     assert "list" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("flag", sorted(train.REFUSED_TRAINER_FLAGS))
-def test_trainer_flags_that_cannot_work_are_refused_naming_the_advest_setting(
-    flag: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    missing = str(tmp_path / "no-model")  # refused before the model folder is even looked at
-    assert cli.main(["train", "--model", missing, f"--trainer.{flag}", "1"]) == 2
-    err = capsys.readouterr().err
-    assert f"--trainer.{flag}" in err and "use " in err and "no-model" not in err
-    assert train.REFUSED_TRAINER_FLAGS[flag] in err
-
-
 def test_refused_trainer_flags_in_a_yaml_file_are_refused_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

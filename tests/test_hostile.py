@@ -194,6 +194,72 @@ CASES = [
     Case("bench-repeats-zero", "bench --repeats 0", "--repeats must be at least 1"),
 ]  # fmt: skip
 
+# ---- train: the settings (and data files) tests/test_validation.py held before (issue 27 item 5)
+SETTINGS = [
+    ("--lr 0", "--lr must be greater than 0"),
+    ("--lr=-1e-4", "--lr must be greater than 0"),
+    ("--weight_decay=-0.1", "--weight_decay must be at least 0"),
+    ("--kl_coef=-0.1", "--kl_coef must be at least 0"),
+    ("--max_grad_norm 0", "--max_grad_norm must be greater than 0"),
+    ("--warmup_steps=-1", "--warmup_steps must be at least 0"),
+    ("--reward_timeout=-1", "--reward_timeout must be greater than 0"),
+    ("--reward_timeout 0", "--reward_timeout must be greater than 0"),
+    ("--eval_prompts 2 --eval_samples 0", "--eval_samples must be at least 1"),
+    ("--eval_prompts=-1", "--eval_prompts must be at least 0"),
+    ("--checkpoint_every=-1", "--checkpoint_every must be at least 0"),
+    ("--temperature 0", "--temperature must be greater than 0"),
+    ("--top_p 0", "--top_p must lie in (0, 1]"),
+    ("--clip_low 1", "--clip_low must lie in [0, 1)"),
+    ("--reward nope", "--reward: unknown reward 'nope'"),
+    ("--estimator nope", "--estimator: unknown estimator 'nope'"),
+    ("--estimator rloo --group_size 1", "Change --group_size, --k or --estimator"),
+    ("--estimator maxpo --k 4", "Change --group_size, --k"),
+]
+CASES += [
+    Case(f"train-setting{i}-{flags.split()[0][2:]}", TRAIN + flags, says)
+    for i, (flags, says) in enumerate(SETTINGS)
+]
+
+
+def _bytes(name: str, body: bytes) -> Callable[[Path, str], None]:
+    def make(tmp: Path, src: str) -> None:
+        (tmp / name).write_bytes(body)
+
+    return make
+
+
+ROW = b'{"prompt": "1+1=", "answer": "2"}\n'
+DATA_FILES = [
+    (b"", "no rows (the file is empty)"),
+    (b"\n  \n", "no rows (the file is empty)"),
+    (ROW + ROW + b'{"prompt": "2+2=", "answer": 4\n', "line 3: not JSON"),
+    (ROW + b'{"prompt": "2+2="}\n', "line 2: missing 'answer'"),
+    (ROW + b'{"answer": "4"}\n', "line 2: missing 'prompt'"),
+    (ROW + b'["2+2=", "4"]\n', "line 2: a row must be a JSON object"),
+    (ROW + b'{"prompt": "", "answer": "4"}\n', "line 2: 'prompt' is empty"),
+    (ROW + b'{"prompt": "2+2=", "answer": null}\n', "line 2: 'answer' must be text"),
+    (ROW + b'{"prompt": [{"role": "user"}], "answer": "4"}\n', "line 2: message 0 needs"),
+    (ROW + b'{"prompt": [{"role": "bot", "content": "x"}], "answer": "4"}\n', "'role'"),
+    (ROW + b'{"prompt": "caf\xe9", "answer": "4"}\n', "line 2: not UTF-8 (byte 0xe9"),
+]
+CASES += [
+    Case(f"train-data{i}", TRAIN + "--data {tmp}/d.jsonl", says, _bytes("d.jsonl", body))
+    for i, (body, says) in enumerate(DATA_FILES)
+]
+
+
+# ---- train: Lightning flags that cannot work with the trainer (tests/test_cli.py held them)
+def _trainer_flags() -> list[Case]:
+    from advest.training.train import REFUSED_TRAINER_FLAGS
+
+    return [
+        Case(f"train-trainer-{flag}", TRAIN + f"--trainer.{flag} 1", REFUSED_TRAINER_FLAGS[flag])
+        for flag in sorted(REFUSED_TRAINER_FLAGS)
+    ]
+
+
+CASES += _trainer_flags()
+
 
 def _snapshot(folder: Path) -> dict[str, str]:
     return {

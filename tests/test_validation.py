@@ -45,38 +45,6 @@ def _cfg(model: Path, tmp: Path, **over: Any) -> RLConfig:
     return RLConfig(**{**base, **over})
 
 
-@pytest.mark.parametrize(
-    ("over", "says"),
-    [
-        ({"lr": 0.0}, "--lr must be greater than 0"),
-        ({"lr": -1e-4}, "--lr must be greater than 0"),
-        ({"weight_decay": -0.1}, "--weight_decay must be at least 0"),
-        ({"kl_coef": -0.1}, "--kl_coef must be at least 0"),
-        ({"max_grad_norm": 0.0}, "--max_grad_norm must be greater than 0"),
-        ({"warmup_steps": -1}, "--warmup_steps must be at least 0"),
-        ({"reward_timeout": -1.0}, "--reward_timeout must be greater than 0"),
-        ({"reward_timeout": 0.0}, "--reward_timeout must be greater than 0"),
-        ({"eval_samples": 0}, "--eval_samples must be at least 1"),
-        ({"eval_prompts": -1}, "--eval_prompts must be at least 0"),
-        ({"checkpoint_every": -1}, "--checkpoint_every must be at least 0"),
-        ({"temperature": 0.0}, "--temperature must be greater than 0"),
-        ({"top_p": 0.0}, "--top_p must lie in (0, 1]"),
-        ({"clip_low": 1.0}, "--clip_low must lie in [0, 1)"),
-        ({"max_new_tokens": 64}, "--max_new_tokens 64 does not fit the model's context of 64"),
-        ({"reward": "nope"}, "--reward: unknown reward 'nope'"),
-        ({"estimator": "nope"}, "--estimator: unknown estimator 'nope'"),
-        ({"estimator": "rloo", "group_size": 1}, "Change --group_size, --k or --estimator"),
-        ({"estimator": "maxpo", "group_size": 4, "k": 4}, "Change --group_size, --k"),
-    ],
-)
-def test_a_setting_that_cannot_work_is_refused_before_the_model_loads(
-    unloadable: Path, tmp_path: Path, over: dict[str, Any], says: str
-) -> None:
-    with pytest.raises(ConfigError) as error:
-        train(_cfg(unloadable, tmp_path, **over))
-    assert says in str(error.value)
-
-
 def test_a_model_folder_without_a_tokenizer_is_refused(unloadable: Path, tmp_path: Path) -> None:
     folder = tmp_path / "no-tokenizer"
     folder.mkdir()
@@ -95,34 +63,6 @@ def _data(tmp_path: Path, body: bytes) -> Path:
 
 
 GOOD = b'{"prompt": "1+1=", "answer": "2"}\n'
-
-
-@pytest.mark.parametrize(
-    ("body", "says"),
-    [
-        (b"", "no rows (the file is empty)"),
-        (b"\n  \n", "no rows (the file is empty)"),
-        (GOOD + GOOD + b'{"prompt": "2+2=", "answer": 4\n', "line 3: not JSON"),
-        (GOOD + b'{"prompt": "2+2="}\n', "line 2: missing 'answer'"),
-        (GOOD + b'{"answer": "4"}\n', "line 2: missing 'prompt'"),
-        (GOOD + b'["2+2=", "4"]\n', "line 2: a row must be a JSON object"),
-        (GOOD + b'{"prompt": "", "answer": "4"}\n', "line 2: 'prompt' is empty"),
-        (GOOD + b'{"prompt": "2+2=", "answer": null}\n', "line 2: 'answer' must be text"),
-        (GOOD + b'{"prompt": [{"role": "user"}], "answer": "4"}\n', "line 2: message 0 needs"),
-        (GOOD + b'{"prompt": [{"role": "bot", "content": "x"}], "answer": "4"}\n', "'role'"),
-        (GOOD + b'{"prompt": "caf\xe9", "answer": "4"}\n', "line 2: not UTF-8 (byte 0xe9"),
-    ],
-)
-def test_every_problem_of_a_data_file_names_the_file_and_line(
-    unloadable: Path, tmp_path: Path, body: bytes, says: str
-) -> None:
-    path = _data(tmp_path, body)
-    with pytest.raises(DataError) as direct:
-        read_rows(path)
-    assert str(path) in str(direct.value) and says in str(direct.value)
-    with pytest.raises(ConfigError) as error:
-        train(_cfg(unloadable, tmp_path, data=str(path)))
-    assert str(error.value) == str(direct.value)
 
 
 def test_several_bad_lines_are_reported_together(tmp_path: Path) -> None:
