@@ -22,6 +22,7 @@ import advest.fast.hista
 import advest.fast.kae
 import advest.fast.ktae
 import advest.fast.maxk
+import advest.fast.maxrl
 import advest.fast.numca
 import advest.reference.covariance
 import advest.reference.group
@@ -29,6 +30,7 @@ import advest.reference.hista
 import advest.reference.kae
 import advest.reference.ktae
 import advest.reference.maxk
+import advest.reference.maxrl
 import advest.reference.numca  # noqa: F401  (binds the submodule used as reference.numca)
 from advest import fast, reference
 from advest.fast import registry
@@ -72,6 +74,7 @@ class Row:
     min_n: int = 1
     min_b: int = 1  # the fewest groups a batch needs (shrinkage across prompts needs 2)
     binary_only: bool = False
+    nonnegative: bool = False  # refuses negative rewards (MaxRL divides by the mean reward)
     batch_coupled: bool = False  # the output of one group depends on the others (REINFORCE++)
     needs_lengths: bool = False
     # I14: r -> r + c moves the output by c * shift(N, K); None = not claimed.
@@ -138,6 +141,20 @@ def _group(name: str, **claims: Any) -> Row:
     )
 
 
+def _maxrl(name: str, **claims: Any) -> Row:
+    return Row(
+        name,
+        "group",
+        getattr(reference.maxrl, name),
+        getattr(fast.maxrl, name),
+        None,
+        nonnegative=True,
+        shift=None,
+        scale_power=0,
+        **claims,
+    )
+
+
 _N_OVER_K: Scale = lambda n, k: Fraction(n, k)  # noqa: E731
 _FLAT = {"exact_zero_on_flat": True, "centred": True}
 _IRRATIONAL = {**_FLAT, "rational": False}
@@ -194,6 +211,11 @@ CATALOGUE: list[Row] = [
     _group(
         "ebpo", options={"eps": 0.0}, min_b=2, batch_coupled=True, scale_power=0, rational=False
     ),
+    # MaxRL targets Σ_k (1/k)·∇pass@k, not a max@K or the mean reward: no pg_scale here; its
+    # exact expectations are checked in tests/test_maxrl.py.
+    _maxrl("maxrl", **_FLAT),
+    _maxrl("maxrl_unbiased"),
+    _maxrl("maxrl_unbiased", options={"baseline": False}),
 ]
 """Every estimator variant under test. ``pg_scale`` rows are checked by exact bandit enumeration."""
 
