@@ -28,7 +28,7 @@ import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
 from advest.spec import bandit
 
-Family = Literal["outcome", "maxk"]
+Family = Literal["outcome", "maxk", "maxrl"]
 Convention = Literal["plain", "verl"]
 DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64,
@@ -396,18 +396,45 @@ def _expected(
     return total, bound
 
 
+def _objective_gradient(
+    pi: list[Fraction], r: list[Fraction], n: int, k: int, harmonic: bool
+) -> list[Fraction]:
+    """∇max@K, or (``harmonic``, MaxRL's objective) Σ_{k=1}^{N} (1/k)·∇max@k."""
+    if not harmonic:
+        return bandit.gradient(pi, r, k)
+    grads = [bandit.gradient(pi, r, j) for j in range(1, n + 1)]
+    return [sum((g[c] / j for j, g in enumerate(grads, 1)), Fraction(0)) for c in range(len(pi))]
+
+
 def unbiasedness(
-    est: Estimator, n: int, k: int, binary: bool, objective: str, dtype: torch.dtype
+    est: Estimator,
+    n: int,
+    k: int,
+    binary: bool,
+    objective: str,
+    dtype: torch.dtype,
+    harmonic: bool = False,
 ) -> Finding:
-    """E[Σ A_i ∇log π(a_i)] = c·∇J with one constant c for every bandit tried?"""
-    what = f"for {objective} (K={k})"
+    """E[Σ A_i ∇log π(a_i)] = c·∇J with one constant c for every bandit tried? A bandit whose
+    rewards the estimator refuses (a ValueError, e.g. MaxRL's negative rewards) is shifted to a
+    minimum of 0, which leaves ∇J unchanged."""
+    what = f"for {objective}" if harmonic else f"for {objective} (K={k})"
     if 3**n > BANDIT_MAX_ROWS:
         return Finding("unbiased", "not checked", f"3^{n} reward tuples is too many to enumerate")
     ratios, residuals, deltas = [], [], []
+    shifted = 0
     for pi, r in BANDITS:
         rr = [Fraction(int(x > Fraction(1, 2))) for x in r] if binary else r
-        grad = torch.tensor([float(g) for g in bandit.gradient(pi, rr, k)], dtype=torch.float64)
-        got, bound = _expected(est, pi, rr, n, dtype)
+        grad_q = _objective_gradient(pi, rr, n, k, harmonic)
+        grad = torch.tensor([float(g) for g in grad_q], dtype=torch.float64)
+        try:
+            got, bound = _expected(est, pi, rr, n, dtype)
+        except OracleError:
+            raise
+        except ValueError:
+            rr = [x - min(rr) for x in rr]
+            got, bound = _expected(est, pi, rr, n, dtype)
+            shifted += 1
         if not bool(got.isfinite().all()):
             return Finding("unbiased", "no: NaN or inf in the advantages", f"{what}, N={n}")
         norm = float(grad.norm())
@@ -419,6 +446,8 @@ def unbiasedness(
         deltas.append(float(bound.norm()) / norm + 1e-12)
     data = {"c": ratios, "residual": residuals, "bound": deltas, "N": n, "K": k}
     precision = f"exact enumeration, {len(ratios)} bandits, error bound up to {max(deltas):.1e}"
+    if shifted:
+        precision += f"; {shifted} bandit(s) shifted to rewards >= 0 (refused as given)"
     biased = any(res > d for res, d in zip(residuals, deltas, strict=True)) or any(
         abs(ci - cj) > di + dj
         for ci, di in zip(ratios, deltas, strict=True)
@@ -521,7 +550,7 @@ def bad_input(est: Estimator, g: int, binary: bool, dtype: torch.dtype) -> list[
 
 
 def default_ns(family: Family, k: int) -> list[int]:
-    """N = K, K + 1 and a larger N (max@K); 2, 3 and 8 for outcome estimators."""
+    """N = K, K + 1 and a larger N (max@K); 2, 3 and 8 for outcome and MaxRL estimators."""
     return sorted({k, k + 1, max(2 * k + 2, 8)}) if family == "maxk" else [2, 3, 8]
 
 
@@ -558,23 +587,29 @@ def _accepts(est: Estimator, probe: Tensor, lenient: bool = False) -> str | None
 
 def _run_dtype(est: Estimator, family: Family, k: int, n: int, dtype: torch.dtype) -> list[Finding]:
     name = _dtype_name(dtype)
-    batches = _batches(n, binary=False)
-    binary = False
+    binary = family == "maxrl"  # MaxRL's claims are for pass/fail rewards
+    batches = _batches(n, binary=binary)
     refusal = _accepts(est, batches[0][1].to(dtype))
-    if refusal is not None:
+    if refusal is not None and not binary:
         batches, binary = _batches(n, binary=True), True
         refusal = _accepts(est, batches[0][1].to(dtype))
     if refusal is not None:
         return [Finding("accepts N", "refused", refusal[:160], name, n)]
-    used, skipped = _cast(batches, dtype)
+    # a batch the estimator refuses (e.g. negative rewards for MaxRL) is left out, and said so
+    refused = {b[0] for b in batches if _accepts(est, b[1].to(dtype)) is not None}
+    used, skipped = _cast([b for b in batches if b[0] not in refused], dtype)
     k_obj = k if family == "maxk" else 1
-    objective = f"max@{k_obj}" if family == "maxk" else "the mean reward"
+    objective = {
+        "maxk": f"max@{k_obj}",
+        "outcome": "the mean reward",
+        "maxrl": "Σ_{k≤N} (1/k)·pass@k",
+    }[family]
     findings = [
         centred(est, used, dtype),
         shift_invariant(est, used, binary, dtype),
         scale_behaviour(est, used, binary, dtype),
         permutation_equivariant(est, used, dtype),
-        unbiasedness(est, n, k_obj, binary, objective, dtype),
+        unbiasedness(est, n, k_obj, binary, objective, dtype, harmonic=family == "maxrl"),
     ]
     if family == "maxk" and k_obj < n:
         findings.append(relation_to_canonical(est, used, k_obj, dtype))
@@ -584,6 +619,8 @@ def _run_dtype(est: Estimator, family: Family, k: int, n: int, dtype: torch.dtyp
         f.dtype, f.n = name, n
         if skipped:
             f.evidence += f"; beyond {name}'s resolution, skipped {'; '.join(skipped)}"
+        if refused:
+            f.evidence += f"; refused by the estimator: {', '.join(sorted(refused))}"
     return findings
 
 
@@ -679,9 +716,10 @@ def add_arguments(parser: Any) -> None:
     )
     parser.add_argument(
         "--family",
-        choices=["outcome", "maxk"],
+        choices=["outcome", "maxk", "maxrl"],
         default="outcome",
-        help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K",
+        help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K; "
+        "maxrl: unbiasedness for MaxRL's Σ_{k≤N} (1/k)·pass@k, on pass/fail rewards",
     )
     parser.add_argument("--k", type=int, default=2, help="K for the max@K family (2)")
     parser.add_argument(
