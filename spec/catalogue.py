@@ -199,6 +199,10 @@ CATALOGUE: list[Row] = [
     _group(
         "grpo", options={"convention": "verl-0.9.1"}, shift=None, scale_power=None, rational=False
     ),
+    _group("grpo_batch_std", batch_coupled=True, scale_power=None, **_IRRATIONAL),
+    _group(
+        "grpo_batch_std", options={"eps": 0.0}, batch_coupled=True, scale_power=0, **_IRRATIONAL
+    ),
     _group("dr_grpo", pg_scale=lambda n, k: Fraction(n - 1), **_FLAT),
     _group("rloo", min_n=2, pg_scale=lambda n, k: Fraction(n), **_FLAT),
     _group("reinforce_pp", batch_coupled=True, scale_power=None, **_IRRATIONAL),

@@ -80,6 +80,11 @@ TABLE: dict[str, dict[torch.dtype, Tolerance]] = {
     "bagirov_zscore": _pair("group", _ZSCORE),
     # --- group baselines (fast.group)
     "grpo": _pair("group", _CENTRED + "; two-pass std scaled by max|c|: a few ulps of |A|"),
+    "grpo_batch_std": _pair(
+        "group",
+        _CENTRED + "; divided by the std of all B·G rewards (batch min subtracted, two-pass, "
+        "scaled): a few ulps of |A_b|, so each group's own scale bounds it",
+    ),
     "dr_grpo": _pair("group", _CENTRED),
     "rloo": _pair("group", _CENTRED + "; times G/(G−1)"),
     "reinforce_pp": _pair(
