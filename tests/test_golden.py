@@ -154,3 +154,15 @@ def test_maxrl_golden_vectors(case: dict[str, Any]) -> None:
         assert _fast(batched, r, **options) == pytest.approx(
             [float(w) for w in want], abs=1e-12 * scale
         ), key
+
+
+def test_grpo_batch_std_golden_vector() -> None:
+    golden = GROUP["grpo_batch_std"]
+    batch = [_q(GROUP["r"]), _q(GROUP["reinforce_pp"]["second_group"])]
+    scale = float(Fraction(golden["batch_variance_ddof1"])) ** 0.5 + 1e-6
+    want = [float(c) / scale for c in _q(golden["centred"])]
+    assert [float(x) for g in rg.grpo_batch_std(batch) for x in g] == pytest.approx(want, rel=1e-14)
+    got = fast.group.grpo_batch_std(
+        torch.tensor([[float(x) for x in g] for g in batch], dtype=torch.float64)
+    )
+    assert got.flatten().tolist() == pytest.approx(want, rel=1e-14)
