@@ -17,7 +17,16 @@ from torch import Tensor
 from ._checks import check_companion, check_ddof, check_rewards
 from .registry import register
 
-__all__ = ["dr_grpo", "ebpo", "grpo", "james_stein", "opo", "reinforce_pp", "rloo"]
+__all__ = [
+    "dr_grpo",
+    "ebpo",
+    "grpo",
+    "grpo_batch_std",
+    "james_stein",
+    "opo",
+    "reinforce_pp",
+    "rloo",
+]
 
 Convention = Literal["advest", "verl-0.9.1"]
 """Whose numeric conventions an estimator follows: advest's (spec/group.md), or a peer's, named
@@ -84,6 +93,31 @@ def grpo(
     constant = _constant(rewards)
     std = torch.where(constant, 1.0, _std(centred, d, dim=-1))
     return torch.where(constant, 0.0, centred / (std + eps)).to(rewards.dtype)
+
+
+@register("grpo_batch_std", "group", needs_k=False)
+def grpo_batch_std(rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1) -> Tensor:
+    """Group mean, batch std (LitePPO): (r − group mean)/(std_ddof of all B·G rewards + ε).
+
+    The std is of the rewards themselves (between-group spread included), computed after
+    subtracting the batch minimum, two-pass and scaled. An all-equal batch gives exact zeros;
+    a constant group gives exact zeros. ``eps=1e-4`` reproduces TRL 1.16's
+    ``scale_rewards="batch"``.
+    """
+    check_rewards(rewards)
+    d = check_ddof(ddof, "grpo_batch_std")
+    e = _check_eps(eps, "grpo_batch_std")
+    if rewards.shape[0] == 0:
+        raise ValueError("grpo_batch_std needs at least one group in rewards; got B=0")
+    if bool(rewards.amax() == rewards.amin()):
+        return torch.zeros_like(rewards)
+    x = rewards.to(torch.float64)
+    u = x - x.amin()  # exact for offset rewards (Sterbenz); σ is shift-invariant
+    m = u.amax()  # > 0: the batch is not all-equal
+    v = u / m  # in units of the batch spread: the mean of B·G huge rewards cannot overflow
+    sigma = m * _std(v - v.mean(), d, dim=None)
+    c = torch.where(_constant(rewards), 0.0, _centred(rewards))
+    return (c / (sigma + e)).to(rewards.dtype)
 
 
 @register("dr_grpo", "group", needs_k=False)

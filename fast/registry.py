@@ -121,7 +121,7 @@ def register(
     return add
 
 
-FAMILIES = ("maxk", "group", "covariance", "ktae", "kae", "numca", "hista")
+FAMILIES = ("maxk", "group", "maxrl", "covariance", "ktae", "kae", "numca", "hista")
 """The family modules of ``advest.fast``; ``spec/<family>.md`` documents each."""
 
 

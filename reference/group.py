@@ -26,6 +26,7 @@ __all__ = [
     "ebpo",
     "ebpo_shrinkage",
     "grpo",
+    "grpo_batch_std",
     "james_stein",
     "opo",
     "reinforce_pp",
@@ -89,6 +90,32 @@ def grpo(
         return [Fraction(0)] * len(r)
     scale = std(r, ddof) + Fraction(eps)
     return [c / scale for c in _centred(r)]
+
+
+def grpo_batch_std(
+    rewards: Sequence[Sequence[Number]], *, eps: float = 1e-6, ddof: int = 1
+) -> list[list[Fraction]]:
+    """Group mean, batch std (LitePPO, arXiv:2508.08221): A_bi = (r_bi − mean r_b)/(σ + ε),
+    σ = std_ddof of all B·G rewards of the batch (the rewards themselves, not their residuals).
+
+    ``rewards`` is a batch of groups (``[B][G]``). An all-equal batch (including B·G = 1) gives
+    exact zeros; so does every constant group. ε is added to σ, converted exactly.
+    """
+    _check_ddof(ddof, "grpo_batch_std")
+    eps_q = _check_eps(eps, "grpo_batch_std")
+    if len(rewards) == 0:
+        raise ValueError("grpo_batch_std needs at least one group in rewards; got B=0")
+    groups = [to_fractions(group) for group in rewards]
+    for b, group in enumerate(groups):
+        if len(group) != len(groups[0]):
+            raise ValueError(
+                f"rewards group {b} has {len(group)} samples but group 0 has {len(groups[0])}"
+            )
+    flat = [x for group in groups for x in group]
+    if max(flat) == min(flat):
+        return [[Fraction(0)] * len(group) for group in groups]
+    scale = std(flat, ddof) + eps_q
+    return [[c / scale for c in _centred(group)] for group in groups]
 
 
 def dr_grpo(rewards: Sequence[Number]) -> list[Fraction]:

@@ -22,6 +22,7 @@ import advest.fast.hista
 import advest.fast.kae
 import advest.fast.ktae
 import advest.fast.maxk
+import advest.fast.maxrl
 import advest.fast.numca
 import advest.reference.covariance
 import advest.reference.group
@@ -29,15 +30,36 @@ import advest.reference.hista
 import advest.reference.kae
 import advest.reference.ktae
 import advest.reference.maxk
+import advest.reference.maxrl
 import advest.reference.numca  # noqa: F401  (binds the submodule used as reference.numca)
 
 from .. import fast, reference
 from ..fast import registry
 from ..fast.registry import KDomain
-from .scales import _ZERO, PG_SCALE, Scale, _const, _k1_only, _k_over_n
 
 FAMILIES = registry.FAMILIES
 """One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""
+
+Scale = Callable[[int, int], Fraction]
+
+
+def _const(value: int) -> Scale:
+    return lambda n, k: Fraction(value)
+
+
+def _zero(n: int, k: int) -> Fraction:
+    return Fraction(0)
+
+
+_ZERO: Scale = _zero
+
+
+def _k_over_n(n: int, k: int) -> Fraction:
+    return Fraction(k, n)
+
+
+def _k1_only(scale: Scale) -> Scale:
+    return lambda n, k: scale(n, k) if k == 1 else Fraction(0)
 
 
 @dataclass(frozen=True)
@@ -53,6 +75,7 @@ class Row:
     min_n: int = 1
     min_b: int = 1  # the fewest groups a batch needs (shrinkage across prompts needs 2)
     binary_only: bool = False
+    nonnegative: bool = False  # refuses negative rewards (MaxRL divides by the mean reward)
     batch_coupled: bool = False  # the output of one group depends on the others (REINFORCE++)
     needs_lengths: bool = False
     # I14: r -> r + c moves the output by c * shift(N, K); None = not claimed.
@@ -119,34 +142,34 @@ def _group(name: str, **claims: Any) -> Row:
     )
 
 
+def _maxrl(name: str, **claims: Any) -> Row:
+    return Row(
+        name,
+        "group",
+        getattr(reference.maxrl, name),
+        getattr(fast.maxrl, name),
+        None,
+        nonnegative=True,
+        shift=None,
+        scale_power=0,
+        **claims,
+    )
+
+
+_N_OVER_K: Scale = lambda n, k: Fraction(n, k)  # noqa: E731
 _FLAT = {"exact_zero_on_flat": True, "centred": True}
 _IRRATIONAL = {**_FLAT, "rational": False}
 
 CATALOGUE: list[Row] = [
-    _maxk("ei", "k<=n", shift=_k1_only(_const(1)), pg_scale=PG_SCALE["ei"]),
+    _maxk("ei", "k<=n", shift=_k1_only(_const(1)), pg_scale=_N_OVER_K),
     _maxk("l2o_baseline", "k<=n-1", shift=_k1_only(_const(1)), monotone=False),
-    _maxk("maxpo", "k<=n-1", pg_scale=PG_SCALE["maxpo"], **_FLAT),
-    _maxk("canonical", "k<=n-1", pg_scale=PG_SCALE["canonical"], **_FLAT),
+    _maxk("maxpo", "k<=n-1", pg_scale=_N_OVER_K, **_FLAT),
+    _maxk("canonical", "k<=n-1", pg_scale=_N_OVER_K, **_FLAT),
     _maxk("ei_l1o", "k<=n", min_n=2, centred=True),
-    _maxk("pkpo_s", "k<=n", shift=_k_over_n, pg_scale=PG_SCALE["pkpo_s"]),
-    _maxk(
-        "pkpo_sloo",
-        "k<=n-1",
-        shift=lambda n, k: Fraction(-k, n * (n - 1)),
-        pg_scale=PG_SCALE["pkpo_sloo"],
-    ),
-    _maxk(
-        "pkpo_sloo_minus_one",
-        "k<=n",
-        shift=_k1_only(_k_over_n),
-        pg_scale=PG_SCALE["pkpo_sloo_minus_one"],
-    ),
-    _maxk(
-        "tang_passk",
-        "k=n",
-        shift=lambda n, k: Fraction(int(n == 1)),
-        pg_scale=PG_SCALE["tang_passk"],
-    ),
+    _maxk("pkpo_s", "k<=n", shift=_k_over_n, pg_scale=_const(1)),
+    _maxk("pkpo_sloo", "k<=n-1", shift=lambda n, k: Fraction(-k, n * (n - 1)), pg_scale=_const(1)),
+    _maxk("pkpo_sloo_minus_one", "k<=n", shift=_k1_only(_k_over_n), pg_scale=_const(1)),
+    _maxk("tang_passk", "k=n", shift=lambda n, k: Fraction(int(n == 1)), pg_scale=_const(1)),
     _maxk(
         "chen_passk",
         "k<=n-1",
@@ -167,8 +190,8 @@ CATALOGUE: list[Row] = [
         scale_power=None,
         **_IRRATIONAL,
     ),
-    _maxk("bagirov_transform", "k<=n", shift=_k_over_n, pg_scale=PG_SCALE["bagirov_transform"]),
-    _maxk("bagirov_centered", "k<=n-1", pg_scale=PG_SCALE["bagirov_centered"], **_FLAT),
+    _maxk("bagirov_transform", "k<=n", shift=_k_over_n, pg_scale=_const(1)),
+    _maxk("bagirov_centered", "k<=n-1", pg_scale=lambda n, k: Fraction(n - k, n), **_FLAT),
     _maxk("bagirov_zscore", "k<=n-1", scale_power=0, **_IRRATIONAL),
     _maxk("bagirov_zscore", "k<=n-1", options={"ddof": 0}, scale_power=0, **_IRRATIONAL),
     _group("grpo", scale_power=None, **_IRRATIONAL),
@@ -177,8 +200,12 @@ CATALOGUE: list[Row] = [
     _group(
         "grpo", options={"convention": "verl-0.9.1"}, shift=None, scale_power=None, rational=False
     ),
-    _group("dr_grpo", pg_scale=PG_SCALE["dr_grpo"], **_FLAT),
-    _group("rloo", min_n=2, pg_scale=PG_SCALE["rloo"], **_FLAT),
+    _group("grpo_batch_std", batch_coupled=True, scale_power=None, **_IRRATIONAL),
+    _group(
+        "grpo_batch_std", options={"eps": 0.0}, batch_coupled=True, scale_power=0, **_IRRATIONAL
+    ),
+    _group("dr_grpo", pg_scale=lambda n, k: Fraction(n - 1), **_FLAT),
+    _group("rloo", min_n=2, pg_scale=lambda n, k: Fraction(n), **_FLAT),
     _group("reinforce_pp", batch_coupled=True, scale_power=None, **_IRRATIONAL),
     _group(
         "reinforce_pp", options={"ddof": 0}, batch_coupled=True, scale_power=None, **_IRRATIONAL
@@ -189,6 +216,11 @@ CATALOGUE: list[Row] = [
     _group(
         "ebpo", options={"eps": 0.0}, min_b=2, batch_coupled=True, scale_power=0, rational=False
     ),
+    # MaxRL targets Σ_k (1/k)·∇pass@k, not a max@K or the mean reward: no pg_scale here; its
+    # exact expectations are checked in tests/test_maxrl.py.
+    _maxrl("maxrl", **_FLAT),
+    _maxrl("maxrl_unbiased"),
+    _maxrl("maxrl_unbiased", options={"baseline": False}),
 ]
 """Every estimator variant under test. ``pg_scale`` rows are checked by exact bandit enumeration."""
 

@@ -80,6 +80,11 @@ TABLE: dict[str, dict[torch.dtype, Tolerance]] = {
     "bagirov_zscore": _pair("group", _ZSCORE),
     # --- group baselines (fast.group)
     "grpo": _pair("group", _CENTRED + "; two-pass std scaled by max|c|: a few ulps of |A|"),
+    "grpo_batch_std": _pair(
+        "group",
+        _CENTRED + "; divided by the std of all B·G rewards (batch min subtracted, two-pass, "
+        "scaled): a few ulps of |A_b|, so each group's own scale bounds it",
+    ),
     "dr_grpo": _pair("group", _CENTRED),
     "rloo": _pair("group", _CENTRED + "; times G/(G−1)"),
     "reinforce_pp": _pair(
@@ -92,6 +97,16 @@ TABLE: dict[str, dict[torch.dtype, Tolerance]] = {
         "batch", "works in units of the batch spread m (batch min subtracted): ulps of m"
     ),
     "ebpo": _pair("batch", "works in units of the batch spread m, then batch-standardises"),
+    # --- MaxRL (fast.maxrl): dimensionless outputs (scale-invariant), so the scale is the
+    # output's own size, not the spread in reward units (at 1e6 + j·1e-7 the spread, 6e-7, is
+    # 10⁶ times |A| ~ 3e-13, and a bound on it would accept a formula that loses the offset).
+    "maxrl": _pair(
+        "output",
+        "(r − min)/max − mean, divided by mean(r/max), in float64: a few G·ulps of max|A|",
+    ),
+    "maxrl_unbiased": _pair(
+        "output", "the p-normalised value plus an exact 0/1 decided on the rewards: ulps of max|A|"
+    ),
     # --- token level and history (compared with their own output scale)
     "covariance_weights": _pair(
         "output", "w̃ = exp(−c²/2σ²)·N/Σw in float64, mean 1 per scope: ulps of max w̃ (>= 1)"

@@ -35,15 +35,24 @@ def _values(binary: bool) -> st.SearchStrategy[st.SearchStrategy[Fraction]]:
 
 @st.composite
 def batches(
-    draw: st.DrawFn, min_n: int, max_n: int, binary: bool = False, max_b: int = 3, min_b: int = 1
+    draw: st.DrawFn,
+    min_n: int,
+    max_n: int,
+    binary: bool = False,
+    max_b: int = 3,
+    min_b: int = 1,
+    nonnegative: bool = False,
 ) -> Batch:
-    """[B][G] exact rewards: one value kind per batch, sometimes an all-equal group."""
+    """[B][G] exact rewards: one value kind per batch, sometimes an all-equal group;
+    ``nonnegative``: every value replaced by its absolute value."""
     n = draw(st.integers(min_n, max_n))
     b = draw(st.integers(min_b, max(max_b, min_b)))
     values = draw(_values(binary))
     out = [draw(st.lists(values, min_size=n, max_size=n)) for _ in range(b)]
     if draw(st.booleans()) and not binary:
         out[0] = [out[0][0]] * n  # a constant group
+    if nonnegative:
+        out = [[abs(x) for x in group] for group in out]
     return out
 
 

@@ -130,6 +130,15 @@ def test_lengths_must_match_rewards_in_shape_device_and_be_positive() -> None:
             fast.group.opo(rewards, torch.ones(2, 3, device="cuda"))
 
 
+@pytest.mark.parametrize("row", [r for r in CATALOGUE if r.nonnegative], ids=lambda r: r.id)
+def test_negative_rewards_are_refused_naming_group_and_sample(row: Row) -> None:
+    message = rf"{row.name} needs non-negative rewards .*; group 1 has -0.5 at sample 2"
+    with pytest.raises(ValueError, match=message):
+        _fast(row, torch.tensor([[0.0, 1.0, 1.0], [1.0, 0.0, -0.5]]), 1)
+    with pytest.raises(ValueError, match=rf"{row.name} needs non-negative rewards .* -1/2 at"):
+        _ref(row, [Fraction(1), Fraction(0), Fraction(-1, 2)], 1)
+
+
 def test_ddof_other_than_zero_or_one_is_rejected() -> None:
     with pytest.raises(ValueError, match="grpo needs ddof in"):
         fast.group.grpo(torch.rand(2, 3), ddof=2)
@@ -151,5 +160,7 @@ def test_extreme_but_finite_rewards_give_finite_outputs(row: Row) -> None:
                 [1e30, 1e30, 1e30, 1e30],
             ]
         )
+        if row.nonnegative:
+            values = [[abs(v) for v in group] for group in values]
         out = _fast(row, torch.tensor(values, dtype=dtype), _k(row, 4))
         assert isinstance(out, torch.Tensor) and bool(torch.isfinite(out).all()), (dtype, out)

@@ -31,7 +31,11 @@ def _min_n(row: Row) -> int:
 def test_fast_equals_reference_on_hostile_groups(
     row: Row, dtype: torch.dtype, data: st.DataObject
 ) -> None:
-    batch = data.draw(batches(_min_n(row), 8, binary=row.binary_only, min_b=row.min_b))
+    batch = data.draw(
+        batches(
+            _min_n(row), 8, binary=row.binary_only, min_b=row.min_b, nonnegative=row.nonnegative
+        )
+    )
     k = data.draw(st.sampled_from(row.k_values(len(batch[0]))))
     lengths = data.draw(lengths_for(batch)) if row.needs_lengths else None
     assert_matches_reference(row, dtype, batch, k, lengths)

@@ -12,9 +12,11 @@ import pytest
 import torch
 
 import advest.fast.group
-import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
+import advest.fast.maxk
+import advest.fast.maxrl  # noqa: F401  (binds the submodules used as fast.*)
 import advest.reference.group as rg
 import advest.reference.maxk as rm
+import advest.reference.maxrl as rmaxrl
 from advest import fast
 
 # Every test here runs on both max@K paths, forced (tests/conftest.py).
@@ -125,6 +127,42 @@ def test_group_golden_vectors() -> None:
     want = [float(c) / scale for c in _q(rpp["centred"])]
     assert [float(x) for g in rg.reinforce_pp(batch) for x in g] == pytest.approx(want, rel=1e-14)
     got = fast.group.reinforce_pp(
+        torch.tensor([[float(x) for x in g] for g in batch], dtype=torch.float64)
+    )
+    assert got.flatten().tolist() == pytest.approx(want, rel=1e-14)
+
+
+MAXRL = json.loads((GOLDEN / "maxrl.json").read_text())
+
+
+@pytest.mark.parametrize("case", MAXRL["cases"], ids=lambda c: ",".join(c["r"]))
+def test_maxrl_golden_vectors(case: dict[str, Any]) -> None:
+    r = _q(case["r"])
+    forms = {
+        "maxrl": (rmaxrl.maxrl, fast.maxrl.maxrl, {}),
+        "maxrl_unbiased": (rmaxrl.maxrl_unbiased, fast.maxrl.maxrl_unbiased, {}),
+        "maxrl_unbiased_no_baseline": (
+            rmaxrl.maxrl_unbiased,
+            fast.maxrl.maxrl_unbiased,
+            {"baseline": False},
+        ),
+    }
+    for key, (exact, batched, options) in forms.items():
+        want = _q(case[key])
+        assert exact(r, **options) == want, key
+        scale = max(abs(float(w)) for w in want)
+        assert _fast(batched, r, **options) == pytest.approx(
+            [float(w) for w in want], abs=1e-12 * scale
+        ), key
+
+
+def test_grpo_batch_std_golden_vector() -> None:
+    golden = GROUP["grpo_batch_std"]
+    batch = [_q(GROUP["r"]), _q(GROUP["reinforce_pp"]["second_group"])]
+    scale = float(Fraction(golden["batch_variance_ddof1"])) ** 0.5 + 1e-6
+    want = [float(c) / scale for c in _q(golden["centred"])]
+    assert [float(x) for g in rg.grpo_batch_std(batch) for x in g] == pytest.approx(want, rel=1e-14)
+    got = fast.group.grpo_batch_std(
         torch.tensor([[float(x) for x in g] for g in batch], dtype=torch.float64)
     )
     assert got.flatten().tolist() == pytest.approx(want, rel=1e-14)

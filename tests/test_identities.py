@@ -360,3 +360,28 @@ def test_opo_baseline_is_length_weighted_centred(r: Vec, data: st.DataObject) ->
     lengths = data.draw(st.lists(st.integers(1, 9), min_size=len(r), max_size=len(r)))
     a = rg.opo(r, lengths)
     assert sum(n * x for n, x in zip(lengths, a, strict=True)) == 0
+
+
+@given(batch=batches(1, 6, max_b=3))
+def test_batch_std_grpo_divides_dr_grpo_by_the_batch_std(batch: list[Vec]) -> None:
+    """grpo_batch_std = dr_grpo/(σ_B + ε), σ_B² the ddof-1 variance of all B·G rewards (exact,
+    up to the reference's 60-digit root; fast to 1e-9 of each group's largest |dr_grpo|); B = 1
+    gives grpo."""
+    flat = [x for group in batch for x in group]
+    exact = rg.grpo_batch_std(batch)
+    fast_out = fast.group.grpo_batch_std(
+        torch.tensor([[float(x) for x in g] for g in batch], dtype=torch.float64)
+    ).tolist()
+    if max(flat) == min(flat):
+        assert all(x == 0 for g in exact for x in g) and all(x == 0 for g in fast_out for x in g)
+        return
+    variance = sum((x - mean(flat)) ** 2 for x in flat) / (len(flat) - 1)
+    divisor = float(variance) ** 0.5 + 1e-6
+    for group, a_exact, a_fast in zip(batch, exact, fast_out, strict=True):
+        dr = rg.dr_grpo(group)
+        scale = max([abs(float(d)) for d in dr] + [1e-300])
+        for d, x, y in zip(dr, a_exact, a_fast, strict=True):
+            assert abs(float(x) * divisor - float(d)) <= 1e-9 * scale
+            assert abs(y * divisor - float(d)) <= 1e-9 * scale
+    if len(batch) == 1:
+        assert [float(x) for x in exact[0]] == pytest.approx([float(x) for x in rg.grpo(batch[0])])

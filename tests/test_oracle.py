@@ -52,6 +52,26 @@ def test_ei_is_unbiased_but_not_centred_and_ei_l1o_is_biased() -> None:
     assert _verdicts(fast.maxk.ei_l1o, "maxk")["unbiased"].startswith("no")
 
 
+def test_maxrl_verdicts_come_out_as_spec_maxrl_claims() -> None:
+    """--family maxrl (pass/fail rewards, J = Σ_{k≤N} (1/k)·pass@k): the unbiased form is
+    unbiased with c = N, the trainers' form is not (c differs across bandits). As an outcome
+    estimator both are biased for the mean reward; the batch with negative rewards is left out
+    and said so."""
+    import advest.fast.maxrl as fast_maxrl
+
+    for n in (2, 4):
+        unbiased = oracle.check(fast_maxrl.maxrl_unbiased, "maxrl", ns=[n], dtype="float64")
+        verdicts = {f.prop: f.verdict for f in unbiased}
+        assert verdicts["unbiased"] == f"yes, E[ĝ] = {n}·∇J for Σ_{{k≤N}} (1/k)·pass@k"
+        trainers = oracle.check(fast_maxrl.maxrl, "maxrl", ns=[n], dtype="float64")
+        found = {f.prop: f for f in trainers}
+        assert found["unbiased"].verdict.startswith("no") and found["centred"].verdict == "yes"
+    outcome = {f.prop: f for f in oracle.check(fast_maxrl.maxrl, "outcome", ns=[4])}
+    assert outcome["unbiased"].verdict.startswith("no")
+    assert outcome["scale equivariant"].verdict.startswith("invariant")
+    assert "refused by the estimator: normal on a 1/32 grid" in outcome["centred"].evidence
+
+
 def test_group_baselines_for_the_mean_reward() -> None:
     assert _verdicts(fast.group.rloo, "outcome")["unbiased"].startswith("yes, E[ĝ] = 8·∇J")
     # dr_grpo: unbiased up to the fixed factor (G−1)/G of RLOO's: 7 = 8 · 7/8

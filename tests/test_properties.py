@@ -29,7 +29,16 @@ def _min_n(row: Row) -> int:
 
 
 def _draw(row: Row, data: st.DataObject, max_n: int = 7) -> tuple[list[list[Fraction]], int]:
-    batch = data.draw(batches(_min_n(row), max_n, binary=row.binary_only, max_b=2, min_b=row.min_b))
+    batch = data.draw(
+        batches(
+            _min_n(row),
+            max_n,
+            binary=row.binary_only,
+            max_b=2,
+            min_b=row.min_b,
+            nonnegative=row.nonnegative,
+        )
+    )
     return batch, data.draw(st.sampled_from(row.k_values(len(batch[0]))))
 
 
@@ -113,6 +122,8 @@ def test_degenerate_groups_give_exact_zeros(row: Row, impl: object, data: st.Dat
     top = data.draw(st.sampled_from([Fraction(1), Fraction(1000.0001), Fraction(-3, 7)]))
     low = Fraction(0) if row.binary_only else top - data.draw(st.sampled_from([1, Fraction(1, 3)]))
     top = Fraction(1) if row.binary_only else top
+    if row.nonnegative:  # the same shapes of group, moved to non-negative rewards
+        top, low = top + 1, max(low + 1, Fraction(0))
     group = [low] * below + [top] * (n - below)
     perm = data.draw(st.permutations(range(n)))
     checks.assert_exact_zero_on_flat(row, impl, [[group[j] for j in perm]], k)  # type: ignore[arg-type]

@@ -76,9 +76,10 @@ class RecordingTRL(Recorder, GRPOTrainer):
 
 
 def _train(
-    tmp_path: Path, estimator: str | None, k: int | None
+    tmp_path: Path, estimator: str | None, k: int | None, **settings: Any
 ) -> tuple[Recorder, list[torch.Tensor]]:
-    """Two steps with advest's ``estimator`` (None: TRL's own GRPO advantage)."""
+    """Two steps with advest's ``estimator`` (None: TRL's own GRPO advantage); ``settings`` go
+    to the config (e.g. TRL's ``scale_rewards``)."""
     rewards_seen: list[torch.Tensor] = []
 
     def reward(completion_ids: list[list[int]], **kwargs: Any) -> list[float]:
@@ -107,6 +108,7 @@ def _train(
         save_strategy="no",
         logging_steps=1,
         seed=0,
+        **settings,
     )
     trainer = trainer_class(
         model=str(_tiny_model(tmp_path / "model")),
@@ -237,3 +239,20 @@ def test_evaluation_leaves_the_kae_history_as_training_left_it(tmp_path: Path) -
     after = trainer.advest.state.state_dict()
     assert before and all(torch.equal(v, after[k]) for k, v in before.items())
     assert len(trainer.advest_prompt_ids) >= len(known)  # ids may grow; the history may not
+
+
+def test_trls_batch_std_is_advests_grpo_batch_std_with_eps_1e_4(tmp_path: Path) -> None:
+    """TRL 1.16's ``scale_rewards="batch"`` (LitePPO's group mean, batch std), through TRL's own
+    trainer: (r − group mean)/(std_ddof=1 of all the step's rewards + 1e-4), i.e.
+    ``grpo_batch_std(rewards, eps=1e-4)``; it differs from the per-group ``grpo`` here."""
+    trainer, rewards_seen = _train(tmp_path, None, None, scale_rewards="batch")
+    differs_from_group_std = False
+    for generated, rewards, fed in zip(trainer.generated, rewards_seen, trainer.fed, strict=True):
+        grouped = rewards.view(-1, G)
+        expected = registry.get("grpo_batch_std")(grouped, eps=1e-4).reshape(-1)
+        by_row = dict(zip(_rows(generated), expected.tolist(), strict=True))
+        want = torch.tensor([by_row[row] for row in _rows(fed)])
+        torch.testing.assert_close(fed["advantages"], want, rtol=1e-5, atol=1e-5)
+        per_group = registry.get("grpo")(grouped, eps=1e-4).reshape(-1)
+        differs_from_group_std |= not torch.allclose(expected, per_group, atol=1e-3)
+    assert differs_from_group_std

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 import torch
 from torch import Tensor
 
-Family = Literal["outcome", "maxk"]
+Family = Literal["outcome", "maxk", "maxrl"]
 
 
 Convention = Literal["plain", "verl"]

@@ -28,9 +28,10 @@ def add_arguments(parser: Any) -> None:
     )
     parser.add_argument(
         "--family",
-        choices=["outcome", "maxk"],
+        choices=["outcome", "maxk", "maxrl"],
         default="outcome",
-        help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K",
+        help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K; "
+        "maxrl: unbiasedness for MaxRL's Σ_{k≤N} (1/k)·pass@k, on pass/fail rewards",
     )
     parser.add_argument("--k", type=int, default=2, help="K for the max@K family (2)")
     parser.add_argument(

@@ -35,7 +35,7 @@ from .unbiased import unbiasedness
 
 
 def default_ns(family: Family, k: int) -> list[int]:
-    """N = K, K + 1 and a larger N (max@K); 2, 3 and 8 for outcome estimators."""
+    """N = K, K + 1 and a larger N (max@K); 2, 3 and 8 for outcome and MaxRL estimators."""
     return sorted({k, k + 1, max(2 * k + 2, 8)}) if family == "maxk" else [2, 3, 8]
 
 
@@ -72,24 +72,30 @@ def _accepts(est: Estimator, probe: Tensor, lenient: bool = False) -> str | None
 
 def _run_dtype(est: Estimator, family: Family, k: int, n: int, dtype: torch.dtype) -> list[Finding]:
     name = _dtype_name(dtype)
-    batches = _batches(n, binary=False)
-    binary = False
+    binary = family == "maxrl"  # MaxRL's claims are for pass/fail rewards
+    batches = _batches(n, binary=binary)
     refusal = _accepts(est, batches[0][1].to(dtype))
-    if refusal is not None:
+    if refusal is not None and not binary:
         batches, binary = _batches(n, binary=True), True
         refusal = _accepts(est, batches[0][1].to(dtype))
     if refusal is not None:
         return [Finding("accepts N", "refused", refusal[:160], name, n)]
-    used, skipped = _cast(batches, dtype)
+    # a batch the estimator refuses (e.g. negative rewards for MaxRL) is left out, and said so
+    refused = {b[0] for b in batches if _accepts(est, b[1].to(dtype)) is not None}
+    used, skipped = _cast([b for b in batches if b[0] not in refused], dtype)
     k_obj = k if family == "maxk" else 1
-    objective = f"max@{k_obj}" if family == "maxk" else "the mean reward"
+    objective = {
+        "maxk": f"max@{k_obj}",
+        "outcome": "the mean reward",
+        "maxrl": "Σ_{k≤N} (1/k)·pass@k",
+    }[family]
     watch = Watch(est)
     checks: list[Callable[[], Finding]] = [
         lambda: centred(watch, used, dtype),
         lambda: shift_invariant(watch, used, binary, dtype),
         lambda: scale_behaviour(watch, used, binary, dtype),
         lambda: permutation_equivariant(watch, used, dtype),
-        lambda: unbiasedness(watch, n, k_obj, binary, objective, dtype),
+        lambda: unbiasedness(watch, n, k_obj, binary, objective, dtype, harmonic=family == "maxrl"),
     ]
     if family == "maxk" and k_obj < n:
         checks.append(lambda: relation_to_canonical(watch, used, k_obj, dtype))
@@ -112,6 +118,8 @@ def _run_dtype(est: Estimator, family: Family, k: int, n: int, dtype: torch.dtyp
         f.dtype, f.n = name, n
         if skipped:
             f.evidence += f"; beyond {name}'s resolution, skipped {'; '.join(skipped)}"
+        if refused:
+            f.evidence += f"; refused by the estimator: {', '.join(sorted(refused))}"
     return findings
 
 

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from .. import bandit
-from .calling import Estimator
+from .calling import Estimator, OracleError
 from .properties import Finding
 from .tolerance import allowance
 
@@ -45,18 +45,45 @@ def _expected(
     return total, bound
 
 
+def _objective_gradient(
+    pi: list[Fraction], r: list[Fraction], n: int, k: int, harmonic: bool
+) -> list[Fraction]:
+    """∇max@K, or (``harmonic``, MaxRL's objective) Σ_{k=1}^{N} (1/k)·∇max@k."""
+    if not harmonic:
+        return bandit.gradient(pi, r, k)
+    grads = [bandit.gradient(pi, r, j) for j in range(1, n + 1)]
+    return [sum((g[c] / j for j, g in enumerate(grads, 1)), Fraction(0)) for c in range(len(pi))]
+
+
 def unbiasedness(
-    est: Estimator, n: int, k: int, binary: bool, objective: str, dtype: torch.dtype
+    est: Estimator,
+    n: int,
+    k: int,
+    binary: bool,
+    objective: str,
+    dtype: torch.dtype,
+    harmonic: bool = False,
 ) -> Finding:
-    """E[Σ A_i ∇log π(a_i)] = c·∇J with one constant c for every bandit tried?"""
-    what = f"for {objective} (K={k})"
+    """E[Σ A_i ∇log π(a_i)] = c·∇J with one constant c for every bandit tried? A bandit whose
+    rewards the estimator refuses (a ValueError, e.g. MaxRL's negative rewards) is shifted to a
+    minimum of 0, which leaves ∇J unchanged."""
+    what = f"for {objective}" if harmonic else f"for {objective} (K={k})"
     if 3**n > BANDIT_MAX_ROWS:
         return Finding("unbiased", "not checked", f"3^{n} reward tuples is too many to enumerate")
     ratios, residuals, deltas = [], [], []
+    shifted = 0
     for pi, r in BANDITS:
         rr = [Fraction(int(x > Fraction(1, 2))) for x in r] if binary else r
-        grad = torch.tensor([float(g) for g in bandit.gradient(pi, rr, k)], dtype=torch.float64)
-        got, bound = _expected(est, pi, rr, n, dtype)
+        grad_q = _objective_gradient(pi, rr, n, k, harmonic)
+        grad = torch.tensor([float(g) for g in grad_q], dtype=torch.float64)
+        try:
+            got, bound = _expected(est, pi, rr, n, dtype)
+        except OracleError:
+            raise
+        except ValueError:
+            rr = [x - min(rr) for x in rr]
+            got, bound = _expected(est, pi, rr, n, dtype)
+            shifted += 1
         if not bool(got.isfinite().all()):
             return Finding("unbiased", "no: NaN or inf in the advantages", f"{what}, N={n}")
         norm = float(grad.norm())
@@ -68,6 +95,8 @@ def unbiasedness(
         deltas.append(float(bound.norm()) / norm + 1e-12)
     data = {"c": ratios, "residual": residuals, "bound": deltas, "N": n, "K": k}
     precision = f"exact enumeration, {len(ratios)} bandits, error bound up to {max(deltas):.1e}"
+    if shifted:
+        precision += f"; {shifted} bandit(s) shifted to rewards >= 0 (refused as given)"
     biased = any(res > d for res, d in zip(residuals, deltas, strict=True)) or any(
         abs(ci - cj) > di + dj
         for ci, di in zip(ratios, deltas, strict=True)

@@ -1,0 +1,79 @@
+"""MaxRL (Maximum Likelihood Reinforcement Learning), batched: the trainers' p-normalised form
+and advest's unbiased form.
+
+``rewards: [B, G]`` (non-negative) in, ``[B, G]`` out, same dtype and device. Stability rules
+(spec/maxrl.md): the numerator r − r̄ is formed after subtracting the group minimum (exact by
+Sterbenz for offset rewards), everything is in units of the group maximum m (no overflow for
+huge rewards, no underflow for subnormal ones), reductions are float64, and the degenerate cases
+(r̄ = 0, all-equal groups, a lone success) are decided on the rewards, never on a float.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ._checks import check_rewards
+from .registry import register
+
+__all__ = ["maxrl", "maxrl_unbiased"]
+
+
+def _check_nonnegative(rewards: Tensor, name: str) -> None:
+    negative = rewards < 0
+    if bool(negative.any()):
+        group, sample = negative.nonzero()[0].tolist()
+        raise ValueError(
+            f"{name} needs non-negative rewards (p-normalisation divides by the mean reward); "
+            f"group {group} has {rewards[group, sample].item()} at sample {sample}"
+        )
+
+
+def _p_normalised(rewards: Tensor) -> Tensor:
+    """(r − r̄)/r̄ in float64, ``[B, G]``; exact zeros where the group is constant (r̄ = 0
+    included, the rewards being non-negative)."""
+    x = rewards.to(torch.float64)
+    top = x.amax(dim=-1, keepdim=True)  # [B, 1]
+    low = x.amin(dim=-1, keepdim=True)
+    constant = top == low
+    m = torch.where(top > 0, top, 1.0)
+    d = (x - low) / m  # [B, G], in units of the maximum: each entry rounded once
+    c = d - d.mean(dim=-1, keepdim=True)  # r − r̄ in units of m
+    r_bar = (x / m).mean(dim=-1, keepdim=True)  # r̄/m in (0, 1] for a non-constant group
+    return torch.where(constant, 0.0, c / torch.where(constant, 1.0, r_bar))
+
+
+@register("maxrl", "group", needs_k=False)
+def maxrl(rewards: Tensor) -> Tensor:
+    """p-normalised MaxRL: (r − r̄)/r̄ per group, 0 where r̄ = 0. Rewards must be >= 0.
+
+    Pass/fail rewards: N·r_i/K − 1 with K successes (K > 0). In expectation N·Σ_{k=1}^{N−1}
+    (1/k)·∇pass@k, not the paper's N·Σ_{k=1}^{N} (spec/maxrl.md).
+    """
+    check_rewards(rewards)
+    _check_nonnegative(rewards, "maxrl")
+    return _p_normalised(rewards).to(rewards.dtype)
+
+
+@register("maxrl_unbiased", "group", needs_k=False)
+def maxrl_unbiased(rewards: Tensor, *, baseline: bool = True) -> Tensor:
+    """N·r_i/S − [S_{−i} > 0] per group (S = Σ r, S_{−i} = S − r_i), 0 where S = 0.
+
+    Equal to the p-normalised form except on a group's one positive sample, which gets N instead
+    of N − 1. ``baseline=False``: N·r_i/S alone (the paper's estimator times N), which is the
+    p-normalised form plus 1 wherever S > 0.
+    """
+    check_rewards(rewards)
+    _check_nonnegative(rewards, "maxrl_unbiased")
+    if not isinstance(baseline, bool):
+        raise TypeError(f"maxrl_unbiased needs baseline True or False; got {baseline!r}")
+    a = _p_normalised(rewards)
+    positive = rewards > 0
+    if baseline:
+        # N·r_i/S − 1 is the p-normalised value; without the baseline, the lone positive sample
+        # (S_{−i} = 0) has N·r_i/S = N exactly.
+        lone = positive & (positive.sum(dim=-1, keepdim=True) == 1)
+        a = a + lone.to(torch.float64)
+    else:
+        a = a + positive.any(dim=-1, keepdim=True).to(torch.float64)
+    return a.to(rewards.dtype)
