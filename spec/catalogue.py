@@ -36,30 +36,10 @@ import advest.reference.numca  # noqa: F401  (binds the submodule used as refere
 from .. import fast, reference
 from ..fast import registry
 from ..fast.registry import KDomain
+from .scales import _ZERO, PG_SCALE, Scale, _const, _k1_only, _k_over_n
 
 FAMILIES = registry.FAMILIES
 """One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""
-
-Scale = Callable[[int, int], Fraction]
-
-
-def _const(value: int) -> Scale:
-    return lambda n, k: Fraction(value)
-
-
-def _zero(n: int, k: int) -> Fraction:
-    return Fraction(0)
-
-
-_ZERO: Scale = _zero
-
-
-def _k_over_n(n: int, k: int) -> Fraction:
-    return Fraction(k, n)
-
-
-def _k1_only(scale: Scale) -> Scale:
-    return lambda n, k: scale(n, k) if k == 1 else Fraction(0)
 
 
 @dataclass(frozen=True)
@@ -156,20 +136,34 @@ def _maxrl(name: str, **claims: Any) -> Row:
     )
 
 
-_N_OVER_K: Scale = lambda n, k: Fraction(n, k)  # noqa: E731
 _FLAT = {"exact_zero_on_flat": True, "centred": True}
 _IRRATIONAL = {**_FLAT, "rational": False}
 
 CATALOGUE: list[Row] = [
-    _maxk("ei", "k<=n", shift=_k1_only(_const(1)), pg_scale=_N_OVER_K),
+    _maxk("ei", "k<=n", shift=_k1_only(_const(1)), pg_scale=PG_SCALE["ei"]),
     _maxk("l2o_baseline", "k<=n-1", shift=_k1_only(_const(1)), monotone=False),
-    _maxk("maxpo", "k<=n-1", pg_scale=_N_OVER_K, **_FLAT),
-    _maxk("canonical", "k<=n-1", pg_scale=_N_OVER_K, **_FLAT),
+    _maxk("maxpo", "k<=n-1", pg_scale=PG_SCALE["maxpo"], **_FLAT),
+    _maxk("canonical", "k<=n-1", pg_scale=PG_SCALE["canonical"], **_FLAT),
     _maxk("ei_l1o", "k<=n", min_n=2, centred=True),
-    _maxk("pkpo_s", "k<=n", shift=_k_over_n, pg_scale=_const(1)),
-    _maxk("pkpo_sloo", "k<=n-1", shift=lambda n, k: Fraction(-k, n * (n - 1)), pg_scale=_const(1)),
-    _maxk("pkpo_sloo_minus_one", "k<=n", shift=_k1_only(_k_over_n), pg_scale=_const(1)),
-    _maxk("tang_passk", "k=n", shift=lambda n, k: Fraction(int(n == 1)), pg_scale=_const(1)),
+    _maxk("pkpo_s", "k<=n", shift=_k_over_n, pg_scale=PG_SCALE["pkpo_s"]),
+    _maxk(
+        "pkpo_sloo",
+        "k<=n-1",
+        shift=lambda n, k: Fraction(-k, n * (n - 1)),
+        pg_scale=PG_SCALE["pkpo_sloo"],
+    ),
+    _maxk(
+        "pkpo_sloo_minus_one",
+        "k<=n",
+        shift=_k1_only(_k_over_n),
+        pg_scale=PG_SCALE["pkpo_sloo_minus_one"],
+    ),
+    _maxk(
+        "tang_passk",
+        "k=n",
+        shift=lambda n, k: Fraction(int(n == 1)),
+        pg_scale=PG_SCALE["tang_passk"],
+    ),
     _maxk(
         "chen_passk",
         "k<=n-1",
@@ -190,8 +184,8 @@ CATALOGUE: list[Row] = [
         scale_power=None,
         **_IRRATIONAL,
     ),
-    _maxk("bagirov_transform", "k<=n", shift=_k_over_n, pg_scale=_const(1)),
-    _maxk("bagirov_centered", "k<=n-1", pg_scale=lambda n, k: Fraction(n - k, n), **_FLAT),
+    _maxk("bagirov_transform", "k<=n", shift=_k_over_n, pg_scale=PG_SCALE["bagirov_transform"]),
+    _maxk("bagirov_centered", "k<=n-1", pg_scale=PG_SCALE["bagirov_centered"], **_FLAT),
     _maxk("bagirov_zscore", "k<=n-1", scale_power=0, **_IRRATIONAL),
     _maxk("bagirov_zscore", "k<=n-1", options={"ddof": 0}, scale_power=0, **_IRRATIONAL),
     _group("grpo", scale_power=None, **_IRRATIONAL),
@@ -204,8 +198,8 @@ CATALOGUE: list[Row] = [
     _group(
         "grpo_batch_std", options={"eps": 0.0}, batch_coupled=True, scale_power=0, **_IRRATIONAL
     ),
-    _group("dr_grpo", pg_scale=lambda n, k: Fraction(n - 1), **_FLAT),
-    _group("rloo", min_n=2, pg_scale=lambda n, k: Fraction(n), **_FLAT),
+    _group("dr_grpo", pg_scale=PG_SCALE["dr_grpo"], **_FLAT),
+    _group("rloo", min_n=2, pg_scale=PG_SCALE["rloo"], **_FLAT),
     _group("reinforce_pp", batch_coupled=True, scale_power=None, **_IRRATIONAL),
     _group(
         "reinforce_pp", options={"ddof": 0}, batch_coupled=True, scale_power=None, **_IRRATIONAL
