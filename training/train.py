@@ -115,11 +115,14 @@ def train(
     resume: bool = False,
     evaluate: bool = True,
     callbacks: Sequence[L.Callback] = (),
+    before: list[int] | None = None,
 ) -> Path:
     """Run one RL job; returns its folder. Raises ``ConfigError`` before loading anything when
-    the settings cannot work."""
+    the settings cannot work. ``before``: the held-out counts of the starting weights under the
+    same settings and seed, measured by an earlier run (an experiment's other arms), so the
+    "before" evaluation is not repeated; the evaluation is seeded, so it would give the same."""
     from . import models, scale
-    from .evaluate import held_out_items, write
+    from .evaluate import curve_of, held_out_items, write
     from .logs import quiet_libraries, step_bar
     from .module import RLModule
 
@@ -150,7 +153,15 @@ def train(
     do_eval = evaluate and bool(items) and is_rank_zero() and not resume
     curves: dict[str, dict[int, float]] = {}
     counts: dict[str, list[int]] = {}  # per-prompt passes, for intervals over prompts
-    if do_eval:
+    if do_eval and before is not None:
+        if len(before) != len(items):
+            raise ConfigError(f"before: {len(before)} counts for {len(items)} held-out prompts")
+        counts["before"] = list(before)
+        curves["before"] = curve_of(counts["before"], cfg.eval_samples)
+        print(
+            f"held-out before: {_brief(curves['before'])} (measured by an earlier run)", flush=True
+        )
+    elif do_eval:
         curves["before"] = _curve(module, items, cfg, counts, "before")
         print(f"held-out before: {_brief(curves['before'])}", flush=True)
     checkpointer = Checkpointer(folder / "checkpoints", cfg.checkpoint_every, cfg.lora_export)

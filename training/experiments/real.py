@@ -84,7 +84,13 @@ def base_config(args: Any) -> RLConfig:
     )
 
 
-def run(task: str, arm: str, seed: int, base: RLConfig) -> dict[str, list[int]]:
+def run(
+    task: str, arm: str, seed: int, base: RLConfig, before: list[int] | None
+) -> dict[str, list[int]]:
+    """One arm's run, or the finished run already in ``runs/`` under the same settings (an
+    experiment that stopped is continued by running the same command again)."""
+    from dataclasses import asdict
+
     from ..train import train
 
     cfg = replace(
@@ -95,9 +101,32 @@ def run(task: str, arm: str, seed: int, base: RLConfig) -> dict[str, list[int]]:
         seed=seed,
         **ARMS[arm],
     )
-    folder = train(cfg, {"enable_progress_bar": False}, name=f"{task}-{arm}-seed{seed}")
+    name = f"{task}-{arm}-seed{seed}"
+    done = finished(Path(cfg.out) / name, asdict(cfg))
+    if done is not None:
+        print(f"{name}: finished earlier, its counts are reused", flush=True)
+        return done
+    opts = {"enable_progress_bar": False}
+    folder = train(cfg, opts, name=name, before=before)
     counts: dict[str, list[int]] = json.loads((folder / "passk_counts.json").read_text())
     return counts
+
+
+def finished(folder: Path, settings: dict[str, Any]) -> dict[str, list[int]] | None:
+    """The held-out counts of a finished run in ``folder`` whose settings are ``settings`` (the
+    output folder aside), else None; a folder with other settings is refused, not mixed in."""
+    counts, config = folder / "passk_counts.json", folder / "config.json"
+    if not counts.is_file():
+        return None
+    was = {k: v for k, v in json.loads(config.read_text())["rl"].items() if k != "out"}
+    now = {k: v for k, v in json.loads(json.dumps(settings)).items() if k != "out"}
+    if was != now:
+        diff = sorted(k for k in now if was.get(k) != now[k])
+        raise SystemExit(
+            f"{folder} holds a run with other settings ({', '.join(diff)}); give another --out"
+        )
+    got: dict[str, list[int]] = json.loads(counts.read_text())
+    return got
 
 
 def parser() -> Any:
@@ -108,11 +137,11 @@ def parser() -> Any:
     p.add_argument("--tasks", type=str, nargs="+", choices=list(TASKS), default=list(TASKS))
     p.add_argument("--arms", type=str, nargs="+", choices=list(ARMS), default=list(ARMS))
     p.add_argument("--seeds", type=int, default=2, help="seeds per (task, arm)")
-    p.add_argument("--steps", type=int, default=12, help="rollout steps per run")
+    p.add_argument("--steps", type=int, default=10, help="rollout steps per run")
     p.add_argument("--prompts", type=int, default=4, help="prompts per step (× G = 8)")
     p.add_argument("--tokens", type=int, default=24, help="--max_new_tokens")
     p.add_argument("--lr", type=float, default=2e-4, help="LoRA learning rate")
-    p.add_argument("--eval_prompts", type=int, default=48, help="held-out prompts (× 8 samples)")
+    p.add_argument("--eval_prompts", type=int, default=32, help="held-out prompts (× 8 samples)")
     switch(p, "quick", False, "1 task, 2 arms, 1 seed, 2 steps, 8 held-out prompts: a smoke run")
     p.add_argument("--out", type=str | None, default=None, help="default runs/real/<timestamp>")
     return p
@@ -136,9 +165,14 @@ def main(argv: list[str]) -> int:
     results: dict[str, dict[str, list[dict[str, list[int]]]]] = {}
     for task in args.tasks:
         results[task] = {}
+        before: dict[int, list[int]] = {}  # seed -> the starting weights' counts, shared by arms
         for arm in args.arms:
-            results[task][arm] = [run(task, arm, seed, base) for seed in range(args.seeds)]
-            (args.out_path / "metrics.json").write_text(json.dumps(results, indent=1))
+            results[task][arm] = []
+            for seed in range(args.seeds):
+                counts = run(task, arm, seed, base, before.get(seed))
+                before.setdefault(seed, counts["before"])
+                results[task][arm].append(counts)
+                (args.out_path / "metrics.json").write_text(json.dumps(results, indent=1))
     table = summarise(results, base.eval_samples)
     (args.out_path / "summary.md").write_text(f"# advest experiment real\n\n{table}")
     plot(results, base.eval_samples, args.out_path)
