@@ -88,8 +88,9 @@ def test_rollout_logprobs_equal_a_forward_pass_of_transformers_own_gguf_load(
     from advest.training.policy import forward_logprobs
 
     monkeypatch.chdir(tmp_path)
-    cfg = _cfg(NAME, tmp_path)
+    cfg = _cfg(NAME, tmp_path, ppo_epochs=2)  # two updates: the rollout has its own pass
     module = RLModule(cfg, folder)
+    assert not module.one_pass
     items = module.source.batch(0, 0, 1, cfg.prompts_per_step)
     torch.manual_seed(0)
     scored = module.sample(items)

@@ -15,7 +15,7 @@ from advest.training import generation, losses, scale
 from advest.training.config import ConfigError, RLConfig
 from advest.training.data import Item
 from advest.training.module import RLModule
-from advest.training.policy import load_policy
+from advest.training.policy import load_policy, rollout_forward
 from advest.training.prompts import encode
 from advest.training.sampling import response_mask
 from tests.test_training import (
@@ -196,6 +196,37 @@ def test_lora_reference_is_the_adapter_free_base_and_starts_at_kl_0_ratio_1(
     assert float((moved - ref)[mask].abs().max()) > 1e-3
 
 
+def test_generation_on_merged_adapters_computes_the_adapted_policy_and_restores_the_base(
+    model_path: str,
+) -> None:
+    """Generation merges the adapters into the base weights (one matmul per projection, for
+    speed); the merged model gives the adapted model's logits, and afterwards every base weight
+    is bit-identical to before (an unmerge alone leaves a rounding error: the run would drift
+    from a resumed one)."""
+    from peft.tuners.lora import LoraLayer
+
+    module = _module(model_path, **LORA)
+    policy = module.policy.eval()
+    with torch.no_grad():
+        for n, p in policy.named_parameters():
+            if "lora_B" in n:  # B starts at 0: move it so the adapters change the output
+                p.normal_(0, 0.5, generator=torch.Generator().manual_seed(1))
+    ids = torch.tensor([[1, 4, 5, 13, 6, 14, 7]])
+    before = {k: v.detach().clone() for k, v in policy.state_dict().items()}
+    adapted = policy(input_ids=ids).logits.detach()
+    base, _ = load_policy(model_path)
+    assert float((adapted - base(input_ids=ids).logits).abs().max()) > 1e-2
+    layers = [m for m in policy.modules() if isinstance(m, LoraLayer)]
+    with torch.no_grad(), scale.merged_adapters(module, policy):
+        assert layers and all(m.merged for m in layers)
+        merged = policy(input_ids=ids).logits
+    torch.testing.assert_close(merged, adapted, rtol=0, atol=1e-5)
+    assert not any(m.merged for m in layers)
+    after = policy.state_dict()
+    assert before.keys() == after.keys()
+    assert all(torch.equal(v, after[k]) for k, v in before.items())
+
+
 class ZeroLearningRate(L.Callback):
     """lr = 0 for the optimiser and its schedule, set after the run is built: the settings refuse
     --lr 0 (it trains nothing), so this is the only way to run one."""
@@ -360,7 +391,9 @@ def test_the_rollout_forward_in_micro_batches_equals_one_pass(model_path: str) -
     torch.manual_seed(5)
     scored = module.sample([Item(0, "12+3=", "15"), Item(1, "40+41=", "81")])
     seqs, pm, mask = scored.sequences, scored.prompt_mask, scored.mask
-    logp, ent, hidden = scale.rollout_forward(module, module.policy, seqs, pm, mask, True)
+    logp, ent, hidden = rollout_forward(
+        module.policy, seqs, pm, mask, temperature=module.cfg.temperature, chunks=4, hidden=True
+    )
     with torch.no_grad():
         whole, logits, states = module.forward_logprobs(module.policy, seqs, pm, mask, hidden=True)
     from advest.training.metrics import entropy

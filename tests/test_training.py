@@ -179,6 +179,32 @@ def test_kl_to_the_reference_model_is_zero_on_the_first_step(
     assert float(rows[-1]["kl"]) == 0.0
 
 
+@pytest.mark.parametrize("estimator", ["grpo", "maxpo"])
+def test_one_optimiser_step_per_rollout_reuses_the_update_pass_with_the_same_result(
+    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, estimator: str
+) -> None:
+    """With ppo_epochs × minibatches = 1 the rollout log-probs and entropy come from the update's
+    own forward pass (no separate rollout pass): the run logs the same loss, gradient norm and
+    entropy, and ends at the same weights, as the run with the separate pass."""
+    import csv
+
+    from advest.training.module import RLModule
+
+    cfg = _cfg(model_path, tmp_path, estimator=estimator, steps=3, ppo_epochs=1, micro_batches=2)
+    one = _train(cfg, "one")
+    monkeypatch.setattr(RLModule, "one_pass", property(lambda self: False))
+    two = _train(cfg, "two")
+    rows = {n: list(csv.DictReader((tmp_path / n / "metrics.csv").open())) for n in ("one", "two")}
+    assert len(rows["one"]) == len(rows["two"]) == 3
+    for a, b in zip(rows["one"], rows["two"], strict=True):
+        for key in ("loss", "grad_norm", "entropy", "reward"):
+            assert math.isfinite(float(a[key])), key
+            assert math.isclose(float(a[key]), float(b[key]), rel_tol=1e-4, abs_tol=1e-7), key
+        assert float(a["clip_frac"]) == 0.0  # ratio 1: nothing clipped
+    assert _max_diff(one, _initial(model_path)) > 0
+    assert _max_diff(one, two) < 1e-4
+
+
 # ----------------------------------------------------------------------------- bad configuration
 @pytest.mark.parametrize(
     ("over", "message"),
@@ -539,6 +565,37 @@ def test_eval_writes_a_pass_at_k_table_and_plot(model_path: str, tmp_path: Path)
     assert all(0 <= v <= 1 for v in values.values())
     assert list(values.values()) == sorted(values.values())  # pass@k never falls with k
     assert (tmp_path / "passk.png").stat().st_size > 0
+
+
+def test_eval_takes_every_model_prompt_and_sampling_flag_train_has_and_honours_generator(
+    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared flags are declared once (``RLConfig``): ``advest eval`` has each with train's
+    type, default and help, and ``--generator`` picks the engine that samples."""
+    from advest.training import evaluate, generation
+    from advest.training.config import PROMPT_SETTINGS, REWARD_SETTINGS, SAMPLING_SETTINGS
+    from advest.training.train import parser
+
+    def flags(p: Any) -> dict[str, Any]:
+        return {a.dest: a for a in p._actions}
+
+    ev, tr = flags(evaluate.parser()), flags(parser())
+    for name in ("model", "dtype", *PROMPT_SETTINGS, *SAMPLING_SETTINGS, *REWARD_SETTINGS):
+        assert name in ev, name
+        if name != "model":  # eval's --model also takes a run folder: its own help
+            said = [" ".join(str(a.help).split()) for a in (ev[name], tr[name])]
+            assert ev[name].default == tr[name].default and said[0] == said[1], name
+    used: list[str] = []
+
+    def spy(name: str) -> Any:
+        used.append(name)
+        return generation.ENGINES[name]
+
+    monkeypatch.setattr(generation, "get", spy)
+    args = ["--model", model_path, "--prompts", "2", "--samples", "2", "--max_new_tokens", "3"]
+    out = tmp_path / "cont"
+    assert evaluate.main([*args, "--generator", "continuous", "--out", str(out)]) == 0
+    assert used == ["continuous"] and (out / "passk.json").is_file()
 
 
 def test_checkpoints_carry_the_estimator_state(model_path: str, tmp_path: Path) -> None:

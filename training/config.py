@@ -68,18 +68,29 @@ REWARD_SETTINGS = ("reward", "reward_weights", "reward_timeout", "reward_workers
 """The settings that define a run's reward, shared by ``advest train``, ``eval`` and
 ``experiment values``."""
 
+SAMPLING_SETTINGS = ("max_new_tokens", "temperature", "top_p", "generator")
+"""How completions are sampled: shared by ``advest train``, ``eval`` and ``experiment values``."""
 
-def add_reward_settings(parser: Any) -> None:
-    """The ``REWARD_SETTINGS`` flags as ``advest train`` has them (types, defaults, help)."""
+PROMPT_SETTINGS = ("data_options", "data_size", "chat_template", "system_prompt")
+"""How the prompts are drawn and rendered (``--data`` itself means held-out prompts in ``eval``,
+so each command words its own)."""
+
+
+def add_shared_settings(parser: Any, names: tuple[str, ...]) -> None:
+    """The flags ``names`` exactly as ``advest train`` declares them (type, default, help from
+    ``RLConfig``; a bool becomes a ``--name`` / ``--no_name`` switch): each such flag is declared
+    once, in ``RLConfig``, for every command that takes it."""
     from typing import get_type_hints
 
-    from .parsing import field_docs
+    from .parsing import field_docs, switch
 
     types, docs, defaults = get_type_hints(RLConfig), field_docs(RLConfig), RLConfig()
-    for name in REWARD_SETTINGS:
-        parser.add_argument(
-            f"--{name}", type=types[name], default=getattr(defaults, name), help=docs[name]
-        )
+    for name in names:
+        default = getattr(defaults, name)
+        if types[name] is bool:
+            switch(parser, name, default, docs[name])
+            continue
+        parser.add_argument(f"--{name}", type=types[name], default=default, help=docs[name])
 
 
 def build_scorer(

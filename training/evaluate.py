@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .data import Item, PromptSource, Row, read_rows
-from .generation import Sampling
+from .generation import Engine, Sampling, generate
 from .metrics import pass_at_k
 from .prompts import encode
 from .rewards import Scorer
@@ -84,11 +84,13 @@ def pass_counts(
     system_prompt: str | None = None,
     seed: int = 1234,
     batch_prompts: int = 32,
+    engine: Engine | None = None,
 ) -> list[int]:
     """How many of ``samples`` completions of each prompt pass: a sample passes when the first
     reward of ``scorer`` (the verifier) gives full credit, as in training's pass@k columns;
     further rewards shape the training reward only. Sampled and scored as training samples
-    (``sampling.sample_and_score``)."""
+    (``sampling.sample_and_score``), by ``engine`` (``generation.ENGINES``; default
+    ``generate``)."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -112,6 +114,7 @@ def pass_counts(
             [i.answer for i in chunk],
             sampling,
             scorer,
+            engine=engine or generate,
         )
         counts += [int(c) for c in passes(scored.parts).sum(-1).tolist()]
     torch.set_rng_state(state)
@@ -148,8 +151,8 @@ def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk"
 
 
 def parser() -> Any:
-    from .config import add_reward_settings
-    from .parsing import new_parser, switch
+    from .config import PROMPT_SETTINGS, REWARD_SETTINGS, SAMPLING_SETTINGS, add_shared_settings
+    from .parsing import new_parser
 
     p = new_parser("advest eval", "Held-out pass@k curves of a checkpoint.")
     p.add_argument(
@@ -166,37 +169,22 @@ def parser() -> Any:
         help="JSONL prompts/answers, or reasoning_gym:TASK (its held-out prompts, drawn as "
         "advest train draws them for --seed); default: embedded held-out",
     )
-    p.add_argument(
-        "--data_options", type=dict, default={}, help="a reasoning-gym task's settings, as JSON"
-    )
-    p.add_argument(
-        "--data_size",
-        type=int,
-        default=1000,
-        help="the training run's --data_size (its rows are never held out)",
-    )
+    add_shared_settings(p, ("dtype", *PROMPT_SETTINGS))
     p.add_argument("--seed", type=int, default=0, help="the training run's --seed")
-    switch(p, "chat_template", True, "send prompts through the tokenizer's chat template")
-    p.add_argument(
-        "--system_prompt", type=str | None, default=None, help="a system message before prompts"
-    )
     p.add_argument(
         "--prompts", type=int, default=64, help="held-out prompts (embedded task, reasoning-gym)"
     )
     p.add_argument(
         "--samples", type=int, default=64, help="n samples per prompt: pass@k for k = 1..n"
     )
-    p.add_argument("--max_new_tokens", type=int, default=5, help="response budget in tokens")
-    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
-    p.add_argument("--top_p", type=float, default=1.0, help="nucleus sampling (1: all tokens)")
-    add_reward_settings(p)
+    add_shared_settings(p, SAMPLING_SETTINGS + REWARD_SETTINGS)
     p.add_argument("--out", type=str, default="runs/eval", help="output folder")
     return p
 
 
 def main(argv: list[str]) -> int:
     """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
-    from . import models, tasks
+    from . import generation, models, tasks
     from .config import (
         ConfigError,
         build_scorer,
@@ -211,6 +199,7 @@ def main(argv: list[str]) -> int:
     from .embedded import CONTEXT
     from .parsing import fail, gather_lists
     from .policy import load_policy
+    from .scale import torch_dtype
 
     ns = parser().parse_args(gather_lists(argv))
     try:
@@ -243,11 +232,12 @@ def main(argv: list[str]) -> int:
                 f"{ns.model or 'the embedded model'} has no chat template; give text prompts "
                 "or a model whose tokenizer has one"
             )
+        dtype, engine = torch_dtype(ns.dtype), generation.get(ns.generator)
         scorer = build_scorer(ns.reward, ns.reward_weights, ns.reward_timeout, ns.reward_workers)
     except (ConfigError, DataError) as error:
         return fail("advest eval", str(error))
     model_path = models.folder(ns.model)
-    model, tokenizer = load_policy(model_path)
+    model, tokenizer = load_policy(model_path, dtype)
     try:
         curve = pass_curve(
             model,
@@ -260,6 +250,7 @@ def main(argv: list[str]) -> int:
             top_p=ns.top_p,
             chat_template=ns.chat_template,
             system_prompt=ns.system_prompt,
+            engine=engine,
         )
     finally:
         scorer.close()

@@ -24,7 +24,7 @@ from ..fast.detokenize import texts_and_offsets
 from . import generation, losses, metrics, scale
 from .config import ConfigError, RLConfig, estimator_plan, scorer
 from .data import FromStep, Item, PromptSource, Steps
-from .policy import forward_logprobs, load_policy, load_tokenizer
+from .policy import forward_logprobs, load_policy, load_tokenizer, rollout_forward
 from .prompts import encode, token_ids
 from .rollout import Rollout
 from .sampling import Scored, passes, sample_and_score
@@ -83,6 +83,17 @@ class RLModule(L.LightningModule):
             ref = scale.reference(cfg, self.policy, lambda: load_policy(model_path, dtype)[0])
             # not a registered submodule: kept out of checkpoints, DDP and the optimiser
             object.__setattr__(self, "ref", ref)
+
+    @property
+    def one_pass(self) -> bool:
+        """One optimiser step per rollout, with an estimator that reads no log-probs or hidden
+        states: the rollout's log-probs are the update's own forward pass (detached), as in
+        TRL with ``num_iterations = 1``, and the separate rollout pass is skipped (a sixth of a
+        LoRA step for SmolLM2 on CPU). The ratio is then exactly 1, and the loss and gradient
+        are the ones the separate pass gives."""
+        cfg = self.cfg
+        reads = ("logprobs", "hidden")
+        return cfg.ppo_epochs * cfg.minibatches == 1 and not any(map(self.plan.needs, reads))
 
     def drop_long_prompts(self) -> None:
         """Rows of --data whose prompt is longer than ``max_prompt_tokens`` are dropped (with a
@@ -200,7 +211,7 @@ class RLModule(L.LightningModule):
 
     def engine(self, model: Any, tokenizer: Any, enc: dict[str, Tensor], s: Any) -> Tensor:
         """The configured generation engine, on the full (unsharded) parameters."""
-        with scale.full_parameters(self):
+        with scale.full_parameters(self), scale.merged_adapters(self, model):
             out: Tensor = self.generator(model, tokenizer, enc, s)
         return out
 
@@ -231,13 +242,24 @@ class RLModule(L.LightningModule):
         B, G, T = len(items), cfg.group_size, cfg.max_new_tokens
         sequences, prompt_mask, mask = scored.sequences, scored.prompt_mask, scored.mask
         self.policy.eval()
-        logp, ent, hidden = scale.rollout_forward(
-            self, self.policy, sequences, prompt_mask, mask, self.plan.needs("hidden")
-        )
+        t, n = cfg.temperature, cfg.minibatches * cfg.micro_batches
+        if self.one_pass:  # filled in by the update's forward pass (``update``)
+            nan = torch.full(mask.shape, math.nan, dtype=torch.float32, device=mask.device)
+            logp, ent, hidden = nan, nan.clone(), None
+        else:
+            logp, ent, hidden = rollout_forward(
+                self.policy,
+                sequences,
+                prompt_mask,
+                mask,
+                hidden=self.plan.needs("hidden"),
+                temperature=t,
+                chunks=n,
+            )
         ref_logp = None
         if self.ref is not None:
-            ref_logp, _, _ = scale.rollout_forward(
-                self, self.ref, sequences, prompt_mask, mask, False
+            ref_logp, _, _ = rollout_forward(
+                self.ref, sequences, prompt_mask, mask, hidden=False, temperature=t, chunks=n
             )
         token_ids, tmask = scored.responses.reshape(B, G, T), mask.reshape(B, G, T)
         grouped = [scored.texts[b * G : (b + 1) * G] for b in range(B)]
@@ -277,7 +299,8 @@ class RLModule(L.LightningModule):
     # ----------------------------------------------------------------- optimisation
     def update(self, rollout: Rollout, adv: Tensor, seed: int) -> dict[str, float]:
         """``ppo_epochs × minibatches`` optimiser steps on the rollout (with --mask_truncated,
-        truncated completions are left out of the loss)."""
+        truncated completions are left out of the loss). In ``one_pass`` mode the rollout's
+        log-probs and entropy are written here, from the only forward pass there is."""
         cfg = self.cfg
         opt = self.optimizers()
         assert not isinstance(opt, list)  # one optimiser
@@ -300,9 +323,11 @@ class RLModule(L.LightningModule):
                 opt.zero_grad()
                 finite = True
                 for micro in mb.chunk(cfg.micro_batches):
-                    logp, _, _ = self.forward_logprobs(
+                    logp, logits, _ = self.forward_logprobs(
                         self.policy, sequences[micro], prompt_mask[micro], mask[micro]
                     )
+                    if self.one_pass:
+                        self.fill_rollout(rollout, micro, logp, logits)
                     parts = losses.policy_loss(
                         logp,
                         old[micro],
@@ -344,6 +369,18 @@ class RLModule(L.LightningModule):
         out = {k: sum(v) / len(v) for k, v in stats.items() if v}
         out["grad_variance_proxy"] = metrics.adam_variance_proxy(opt.optimizer)
         return out
+
+    @torch.no_grad()
+    def fill_rollout(self, rollout: Rollout, rows: Tensor, logp: Tensor, logits: Tensor) -> None:
+        """``one_pass``: the rollout's log-probs and entropy of sequences ``rows`` from the
+        update's forward pass (``old`` is a view of ``rollout.logprobs``, so the loss reads
+        them as its old log-probs: ratio 1)."""
+        from .metrics import entropy
+
+        S = rollout.mask.shape[0] * rollout.mask.shape[1]
+        rollout.logprobs.view(S, -1)[rows] = logp.detach().float()
+        assert rollout.entropy is not None  # the trainer's rollouts carry entropy
+        rollout.entropy.view(S, -1)[rows] = entropy(logits.detach()).float()
 
     def skip_nonfinite(self, what: str) -> None:
         self.bad_steps += 1

@@ -71,3 +71,31 @@ def forward_logprobs(
     logp = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     states = out.hidden_states[-1][:, P - 1 : -1] if hidden else None
     return logp, logits, states
+
+
+def rollout_forward(
+    model: Any,
+    sequences: Tensor,
+    prompt_mask: Tensor,
+    mask: Tensor,
+    *,
+    temperature: float,
+    chunks: int,
+    hidden: bool,
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """``forward_logprobs`` in ``chunks`` pieces (the update's micro-batch count), keeping
+    per-token entropy instead of the logits: the rollout's ``[S, T, V]`` float32 logits never
+    exist at once (S = 512, T = 512, V = 151,936 would be 159 GB). Returns ``[S, T]``
+    log-probs, ``[S, T]`` entropy and ``[S, T, D]`` hidden states (or None)."""
+    from .metrics import entropy
+
+    logps, ents, states = [], [], []
+    for rows in torch.arange(sequences.shape[0], device=sequences.device).chunk(chunks):
+        logp, logits, state = forward_logprobs(
+            model, sequences[rows], prompt_mask[rows], mask[rows], temperature, hidden=hidden
+        )
+        logps.append(logp)
+        ents.append(entropy(logits))
+        if state is not None:
+            states.append(state)
+    return torch.cat(logps), torch.cat(ents), torch.cat(states) if states else None

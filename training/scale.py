@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import Tensor
 
 from .config import ConfigError
 
@@ -203,28 +202,6 @@ def trainable(model: Any) -> list[torch.nn.Parameter]:
 
 # ----------------------------------------------------------------------------- rollout forward
 @torch.no_grad()
-def rollout_forward(
-    module: Any, model: Any, sequences: Tensor, prompt_mask: Tensor, mask: Tensor, hidden: bool
-) -> tuple[Tensor, Tensor, Tensor | None]:
-    """``module.forward_logprobs`` in the update's micro-batch size, keeping per-token entropy
-    instead of the logits: the rollout's ``[S, T, V]`` float32 logits never exist at once
-    (S = 512, T = 512, V = 151,936 would be 159 GB). Returns ``[S, T]`` log-probs, ``[S, T]``
-    entropy and ``[S, T, D]`` hidden states (or None)."""
-    from .metrics import entropy
-
-    chunks = module.cfg.minibatches * module.cfg.micro_batches
-    logps, ents, states = [], [], []
-    for rows in torch.arange(sequences.shape[0], device=sequences.device).chunk(chunks):
-        logp, logits, state = module.forward_logprobs(
-            model, sequences[rows], prompt_mask[rows], mask[rows], hidden=hidden
-        )
-        logps.append(logp)
-        ents.append(entropy(logits))
-        if state is not None:
-            states.append(state)
-    return torch.cat(logps), torch.cat(ents), torch.cat(states) if states else None
-
-
 # ----------------------------------------------------------------------------- checkpoints
 def trim_checkpoint(module: Any, checkpoint: dict[str, Any]) -> None:
     """Under LoRA, keep only the adapter weights in the checkpoint (the base is the ``--model``
@@ -345,6 +322,43 @@ def strategy(trainer_args: dict[str, Any], policy: Any) -> dict[str, Any]:
         use_orig_params=True,
     )
     return {**trainer_args, "strategy": fsdp}
+
+
+@contextmanager
+def merged_adapters(module: Any, model: Any) -> Iterator[None]:
+    """Under LoRA, generation runs on ``W + s·BA`` merged into each adapted projection: one
+    matmul per projection and token instead of three (on 2 CPU cores, SmolLM2's LoRA rollout
+    generated at 0.78× the speed of full fine-tuning's before this). Afterwards the base
+    weights are put back bit for bit, not by subtracting ``s·BA`` again: that round trip moves
+    them by a rounding error each step, and a resumed run, whose base weights come from the
+    ``--model`` folder, would part from the uninterrupted one. Generation is under ``eval()``,
+    where LoRA dropout is off, so the merged model computes what the adapted one does. Not
+    under FSDP, whose gathered parameters are views of its shards."""
+    from lightning.pytorch.strategies import FSDPStrategy
+
+    trainer = getattr(module, "_trainer", None)
+    sharded = trainer is not None and isinstance(trainer.strategy, FSDPStrategy)
+    if not is_lora(model) or sharded:
+        yield
+        return
+    from peft.tuners.lora import LoraLayer
+
+    layers: list[Any] = [m for m in model.modules() if isinstance(m, LoraLayer) and not m.merged]
+    saved = []
+    with torch.no_grad():
+        for layer in layers:
+            base = layer.get_base_layer()
+            kept = [(t, t.detach().clone()) for t in (base.weight, base.bias) if t is not None]
+            saved.append(kept)
+            layer.merge()
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for layer, kept in zip(layers, saved, strict=True):
+                layer.unmerge()
+                for tensor, copy in kept:
+                    tensor.copy_(copy)
 
 
 @contextmanager

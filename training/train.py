@@ -263,6 +263,7 @@ def _curve(
         chat_template=cfg.chat_template,
         system_prompt=cfg.system_prompt,
         seed=cfg.seed + 1234,
+        engine=module.engine,  # --generator, on gathered FSDP shards, LoRA merged
     )
     if counts is not None:
         counts[label] = got

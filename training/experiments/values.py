@@ -225,7 +225,7 @@ def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any
 
 
 def parser() -> Any:
-    from ..config import add_reward_settings
+    from ..config import REWARD_SETTINGS, add_shared_settings
     from ..parsing import new_parser, switch
 
     p = new_parser("advest experiment values", __doc__ or "")
@@ -241,19 +241,14 @@ def parser() -> Any:
         default=None,
         help="JSONL prompts/answers or reasoning_gym:TASK (default: the embedded task)",
     )
-    p.add_argument(
-        "--data_options", type=dict, default={}, help="a reasoning-gym task's settings, as JSON"
-    )
-    p.add_argument("--data_size", type=int, default=1000, help="a training run's --data_size")
+    add_shared_settings(p, ("data_options", "data_size"))  # prompts go in as plain text
     p.add_argument("--problems", type=int, default=100, help="held-out problems")
     p.add_argument("--group", type=int, default=16, help="G: rollouts per problem")
     p.add_argument("--states", type=int, default=5, help="states (prefixes) per rollout")
     p.add_argument("--mc", type=int, default=16, help="M continuations per state")
     p.add_argument("--iterations", type=int, default=8, help="KAE: iterations of history")
-    p.add_argument("--max_new_tokens", type=int, default=5, help="response budget in tokens")
-    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
-    p.add_argument("--top_p", type=float, default=1.0, help="nucleus sampling (1: all tokens)")
-    add_reward_settings(p)
+    # continuations of a prefix are sampled by ``generate`` (the one engine taking a prefix)
+    add_shared_settings(p, ("max_new_tokens", "temperature", "top_p", *REWARD_SETTINGS))
     p.add_argument("--hista_w", type=int, default=1, help="Hista block size (responses are short)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (95% CI)")
     p.add_argument("--seed", type=int, default=0, help="seeds the sampling")
