@@ -185,19 +185,11 @@ def parser() -> Any:
 def main(argv: list[str]) -> int:
     """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
     from . import generation, models, tasks
-    from .config import (
-        ConfigError,
-        build_scorer,
-        check_model,
-        check_out,
-        check_sampling,
-        check_task,
-        check_weights,
-        has_chat_template,
-    )
+    from .config import ConfigError, build_scorer, check_sampling, check_task
     from .data import DataError
     from .embedded import CONTEXT
     from .parsing import fail, gather_lists
+    from .paths import check_model, check_out, check_weights, has_chat_template
     from .policy import load_policy
     from .scale import torch_dtype
 

@@ -122,3 +122,44 @@ def step_bar(keys: tuple[str, ...]) -> Any:
             return {k: shown[k] for k in keys if k in shown}
 
     return StepBar()
+
+
+def plot_metrics(folder: Path) -> None:
+    """Per-step reward, pass@k and entropy curves from the CSV log, as ``train_*.png`` beside it
+    (``passk.png`` is the held-out evaluation's)."""
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = folder / "metrics.csv"
+    if not path.exists():
+        return
+    rows = list(csv.DictReader(path.open()))
+    keys = [k for k in rows[0] if k.startswith("pass@")] if rows else []
+    # train_*: the per-step curves, apart from the held-out passk.png (before/after)
+    panels = {
+        "train_reward": (["reward"], "mean reward"),
+        "train_passk": (keys, "pass@k of the step's groups"),
+        "train_entropy": (["entropy"], "entropy (nats per token)"),
+    }
+    for stem, (cols, ylabel) in panels.items():
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        for col in cols:
+            pts = [
+                (float(r["rollout_step"]), float(r[col]))
+                for r in rows
+                if r.get(col) and r.get("rollout_step")
+            ]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), label=col)
+        ax.set_xlabel("rollout step")
+        ax.set_ylabel(ylabel)
+        if cols:
+            ax.legend()
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(folder / f"{stem}.png", dpi=110)
+        plt.close(fig)

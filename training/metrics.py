@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from math import comb
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -47,3 +48,32 @@ def adam_variance_proxy(optimizer: torch.optim.Optimizer) -> float:
             m, v = state["exp_avg"].reshape(-1), state["exp_avg_sq"].reshape(-1)
             total += float(v.sum()) / (1 - beta2**t) - float(m @ m) / (1 - beta1**t) ** 2
     return total
+
+
+def step_row(rollout: Any, adv: Tensor, reward_names: list[str], k_big: int) -> dict[str, float]:
+    """What a rollout step logs of its samples: the reward and each reward function's mean
+    (``reward/NAME``), pass@1 and pass@K, the advantages' spread and zero groups, entropy,
+    lengths and truncation. ``rollout``: a trainer's ``Rollout`` (every field present);
+    ``adv``: ``[B, G, T]``."""
+    from .sampling import passes
+
+    parts, entropy, truncated = rollout.reward_parts, rollout.entropy, rollout.truncated
+    assert parts is not None and entropy is not None and truncated is not None  # a trainer's
+    correct = passes(parts)
+    valid = rollout.mask
+    a = adv[valid]
+    flat = (rollout.rewards == rollout.rewards[:, :1]).all(-1)
+    means = parts.mean(dim=(0, 1)).tolist()
+    return {
+        "reward": float(rollout.rewards.mean()),
+        **{f"reward/{n}": v for n, v in zip(reward_names, means, strict=True)},
+        "pass@1": mean_pass_at_k(correct, 1),
+        f"pass@{k_big}": mean_pass_at_k(correct, k_big),
+        "adv_mean": float(a.mean()) if a.numel() else 0.0,
+        "adv_std": float(a.std()) if a.numel() > 1 else 0.0,
+        "zero_adv_groups": float((adv.abs().sum(dim=(1, 2)) == 0).float().mean()),
+        "flat_reward_groups": float(flat.float().mean()),
+        "entropy": float((entropy * valid).sum() / valid.sum().clamp(min=1)),
+        "response_length": float(rollout.lengths.float().mean()),
+        "truncated": float(truncated.float().mean()),
+    }

@@ -207,7 +207,7 @@ def from_gguf(path: Path) -> Path:
 
 def check(spec: str, flag: str = "--model") -> tuple[str, int | None]:
     """``--model`` checked without loading a model: ``(kind, context)`` with kind ``"gguf"`` or
-    ``"folder"``. Raises ``ModelError`` (a folder is checked by ``config.check_model_folder``)."""
+    ``"folder"``. Raises ``ModelError`` (a folder is checked by ``paths.check_model_folder``)."""
     if is_gguf(spec):
         return "gguf", check_gguf(locate(spec), flag)
     return "folder", None

@@ -8,11 +8,9 @@ drew.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -21,13 +19,13 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..fast.detokenize import texts_and_offsets
-from . import generation, losses, metrics, scale
-from .config import ConfigError, RLConfig, estimator_plan, scorer
+from . import generation, losses, metrics, scale, state
+from .config import RLConfig, estimator_plan, scorer
 from .data import FromStep, Item, PromptSource, Steps
 from .policy import forward_logprobs, load_policy, load_tokenizer, rollout_forward
-from .prompts import encode, token_ids
+from .prompts import drop_long, encode
 from .rollout import Rollout
-from .sampling import Scored, passes, sample_and_score
+from .sampling import Scored, sample_and_score
 
 
 class RunStopped(RuntimeError):
@@ -96,44 +94,11 @@ class RLModule(L.LightningModule):
         return cfg.ppo_epochs * cfg.minibatches == 1 and not any(map(self.plan.needs, reads))
 
     def drop_long_prompts(self) -> None:
-        """Rows of --data whose prompt is longer than ``max_prompt_tokens`` are dropped (with a
-        count), so that every step's prompts fit the budget the settings were checked for."""
-        rows, cfg = self.source.rows, self.cfg
-        if rows is None:
-            return
-        size = [
-            len(
-                token_ids(
-                    self.tokenizer,
-                    r.prompt,
-                    chat_template=cfg.chat_template,
-                    system_prompt=cfg.system_prompt,
-                )
+        """``prompts.drop_long`` on the run's --data rows (before the weights load)."""
+        if self.source.rows is not None:
+            self.source.rows = drop_long(
+                self.source.rows, self.tokenizer, self.cfg, self.model_path
             )
-            for r in rows
-        ]
-        limit = cfg.max_prompt_tokens
-        if limit is None:  # what the context leaves beside the completion budget
-            config = Path(self.model_path) / "config.json"  # read, not loaded: no weights yet
-            context = (
-                json.loads(config.read_text()).get("max_position_embeddings")
-                if config.is_file()
-                else None
-            )
-            limit = context - cfg.max_new_tokens if isinstance(context, int) else max(size)
-        kept = [r for r, n in zip(rows, size, strict=True) if n <= limit]
-        if not kept:
-            raise ConfigError(
-                f"--data {cfg.data}: every prompt is longer than --max_prompt_tokens {limit} "
-                f"(shortest: {min(size)} tokens); raise it or shorten the prompts"
-            )
-        if len(kept) < len(rows):
-            print(
-                f"--data {cfg.data}: dropped {len(rows) - len(kept)} of {len(rows)} rows longer "
-                f"than --max_prompt_tokens {limit}",
-                flush=True,
-            )
-        self.source.rows = kept
 
     def on_fit_start(self) -> None:
         if self.ref is not None:
@@ -417,25 +382,8 @@ class RLModule(L.LightningModule):
     def log_step(
         self, rollout: Rollout, adv: Tensor, update: dict[str, float], times: dict[str, float]
     ) -> None:
-        parts, entropy, truncated = rollout.reward_parts, rollout.entropy, rollout.truncated
-        assert parts is not None and entropy is not None and truncated is not None  # a trainer's
-        correct = passes(parts)
-        valid = rollout.mask
-        a = adv[valid]
-        flat = (rollout.rewards == rollout.rewards[:, :1]).all(-1)
-        k_big = self.k_big
         values = {
-            "reward": float(rollout.rewards.mean()),
-            **self.reward_columns(parts),
-            "pass@1": metrics.mean_pass_at_k(correct, 1),
-            f"pass@{k_big}": metrics.mean_pass_at_k(correct, k_big),
-            "adv_mean": float(a.mean()) if a.numel() else 0.0,
-            "adv_std": float(a.std()) if a.numel() > 1 else 0.0,
-            "zero_adv_groups": float((adv.abs().sum(dim=(1, 2)) == 0).float().mean()),
-            "flat_reward_groups": float(flat.float().mean()),
-            "entropy": float((entropy * valid).sum() / valid.sum().clamp(min=1)),
-            "response_length": float(rollout.lengths.float().mean()),
-            "truncated": float(truncated.float().mean()),
+            **metrics.step_row(rollout, adv, self.scorer.specs, self.k_big),
             "reward_failures": float(sum(self.scorer.failures.values())),
             "skipped_steps": float(self.skipped_total),
             "rollout_step": float(self.rollout_step),
@@ -455,64 +403,8 @@ class RLModule(L.LightningModule):
         for logger in self.loggers:
             logger.log_metrics(values, step=self.rollout_step)
 
-    def reward_columns(self, parts: Tensor) -> dict[str, float]:
-        """``reward/NAME``: each reward function's mean score (``parts [B, G, R]``), beside the
-        weighted total."""
-        means = parts.mean(dim=(0, 1)).tolist()
-        return {f"reward/{n}": v for n, v in zip(self.scorer.specs, means, strict=True)}
-
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        import random
-
-        import numpy as np
-
-        checkpoint["advest"] = {
-            "rollout_step": self.rollout_step,
-            "bad_steps": self.bad_steps,
-            "skipped_total": self.skipped_total,
-            "reward_failures": dict(self.scorer.failures),
-            "estimator": self.plan.instance.state_dict()
-            if hasattr(self.plan.instance, "state_dict")
-            else None,
-            "rng": {
-                "torch": torch.get_rng_state(),
-                "python": random.getstate(),
-                # plain types, so that torch.load(weights_only=True) can read it back
-                "numpy": [
-                    v.tolist() if isinstance(v, np.ndarray) else v for v in np.random.get_state()
-                ],
-            },
-        }
-        scale.trim_checkpoint(self, checkpoint)
-
-    def apply_lr(self, checkpoint: dict[str, Any]) -> None:
-        """A resume's --lr replaces the checkpoint's (the optimiser and scheduler states are
-        restored from this dict after this hook), keeping the warm-up factor reached. Left alone
-        when unchanged, so that a resume stays bit-identical to the uninterrupted run."""
-        for opt in checkpoint.get("optimizer_states", []):
-            for group in opt["param_groups"]:
-                if group.get("initial_lr", self.cfg.lr) != self.cfg.lr:
-                    group["lr"] = self.cfg.lr * group["lr"] / group["initial_lr"]
-                    group["initial_lr"] = self.cfg.lr
-        for sched in checkpoint.get("lr_schedulers", []):
-            if "base_lrs" in sched:
-                sched["base_lrs"] = [self.cfg.lr] * len(sched["base_lrs"])
+        state.save(self, checkpoint)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        import random
-
-        import numpy as np
-
-        scale.check_loaded(self, checkpoint)
-        self.apply_lr(checkpoint)
-        state = checkpoint["advest"]
-        self.rollout_step = int(state["rollout_step"])
-        self.bad_steps = int(state["bad_steps"])
-        self.skipped_total = int(state["skipped_total"])
-        self.scorer.failures.update(state["reward_failures"])
-        if state["estimator"] is not None:
-            self.plan.instance.load_state_dict(state["estimator"])
-        torch.set_rng_state(state["rng"]["torch"])
-        random.setstate(state["rng"]["python"])
-        kind, keys, pos, has_gauss, gauss = state["rng"]["numpy"]
-        np.random.set_state((kind, np.array(keys, dtype=np.uint32), pos, has_gauss, gauss))
+        state.load(self, checkpoint)

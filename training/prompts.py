@@ -82,3 +82,48 @@ def encode(
         for p in prompts
     ]
     return left_pad(rows, tokenizer.pad_token_id)
+
+
+def drop_long(rows: list[Any], tokenizer: Any, cfg: Any, model_path: str) -> list[Any]:
+    """Rows of --data whose prompt is longer than ``cfg.max_prompt_tokens`` are dropped (with a
+    count), so that every step's prompts fit the budget the settings were checked for; with no
+    budget set, the budget is what the model's context leaves beside ``cfg.max_new_tokens``.
+    Raises ``ConfigError`` when no row fits."""
+    import json
+    from pathlib import Path
+
+    from .settings import ConfigError
+
+    size = [
+        len(
+            token_ids(
+                tokenizer,
+                r.prompt,
+                chat_template=cfg.chat_template,
+                system_prompt=cfg.system_prompt,
+            )
+        )
+        for r in rows
+    ]
+    limit = cfg.max_prompt_tokens
+    if limit is None:  # what the context leaves beside the completion budget
+        config = Path(model_path) / "config.json"  # read, not loaded: no weights yet
+        context = (
+            json.loads(config.read_text()).get("max_position_embeddings")
+            if config.is_file()
+            else None
+        )
+        limit = context - cfg.max_new_tokens if isinstance(context, int) else max(size)
+    kept = [r for r, n in zip(rows, size, strict=True) if n <= limit]
+    if not kept:
+        raise ConfigError(
+            f"--data {cfg.data}: every prompt is longer than --max_prompt_tokens {limit} "
+            f"(shortest: {min(size)} tokens); raise it or shorten the prompts"
+        )
+    if len(kept) < len(rows):
+        print(
+            f"--data {cfg.data}: dropped {len(rows) - len(kept)} of {len(rows)} rows longer "
+            f"than --max_prompt_tokens {limit}",
+            flush=True,
+        )
+    return kept

@@ -121,7 +121,7 @@ def train(
     the settings cannot work. ``before``: the held-out counts of the starting weights under the
     same settings and seed, measured by an earlier run (an experiment's other arms), so the
     "before" evaluation is not repeated; the evaluation is seeded, so it would give the same."""
-    from . import models, scale
+    from . import logs, models, scale
     from .evaluate import curve_of, held_out_items, write
     from .logs import quiet_libraries, step_bar
     from .module import RLModule
@@ -195,7 +195,7 @@ def train(
                 (folder / "passk_counts.json").write_text(
                     json.dumps({"samples": cfg.eval_samples, **counts})
                 )
-            plot_metrics(folder)
+            logs.plot_metrics(folder)
             scale.export(module, folder, cfg.lora_export)  # last: merging changes the policy
     finally:
         module.scorer.close()  # the reward workers end with the run, however it ends
@@ -273,47 +273,6 @@ def _curve(
 def _brief(curve: dict[int, float]) -> str:
     ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k in curve]
     return "  ".join(f"pass@{k}={curve[k]:.3f}" for k in ks)
-
-
-def plot_metrics(folder: Path) -> None:
-    """Per-step reward, pass@k and entropy curves from the CSV log, as ``train_*.png`` beside it
-    (``passk.png`` is the held-out evaluation's)."""
-    import csv
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path = folder / "metrics.csv"
-    if not path.exists():
-        return
-    rows = list(csv.DictReader(path.open()))
-    keys = [k for k in rows[0] if k.startswith("pass@")] if rows else []
-    # train_*: the per-step curves, apart from the held-out passk.png (before/after)
-    panels = {
-        "train_reward": (["reward"], "mean reward"),
-        "train_passk": (keys, "pass@k of the step's groups"),
-        "train_entropy": (["entropy"], "entropy (nats per token)"),
-    }
-    for stem, (cols, ylabel) in panels.items():
-        fig, ax = plt.subplots(figsize=(5, 3.2))
-        for col in cols:
-            pts = [
-                (float(r["rollout_step"]), float(r[col]))
-                for r in rows
-                if r.get(col) and r.get("rollout_step")
-            ]
-            if pts:
-                ax.plot(*zip(*pts, strict=True), label=col)
-        ax.set_xlabel("rollout step")
-        ax.set_ylabel(ylabel)
-        if cols:
-            ax.legend()
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(folder / f"{stem}.png", dpi=110)
-        plt.close(fig)
 
 
 # ----------------------------------------------------------------------------- command line

@@ -259,15 +259,10 @@ def parser() -> Any:
 
 def main(argv: list[str]) -> int:
     from .. import models, tasks
-    from ..config import (
-        ConfigError,
-        build_scorer,
-        check_model,
-        check_sampling,
-        check_task,
-    )
+    from ..config import ConfigError, build_scorer, check_sampling, check_task
     from ..data import DataError
     from ..parsing import fail, gather_lists
+    from ..paths import check_model
 
     a = parser().parse_args(gather_lists(argv))
     try:
