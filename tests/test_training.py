@@ -477,26 +477,29 @@ class Dump(L.Callback):
                    f"{sys.argv[2]}/rank{trainer.global_rank}.pt")
 
 cfg = RLConfig(model=sys.argv[1], steps=3, prompts_per_step=2, group_size=4,
-               max_new_tokens=4, eval_prompts=0, checkpoint_every=0, out=sys.argv[2], lr=1e-3,
-               reward="digits", estimator="grpo")
+               max_new_tokens=4, eval_prompts=3, eval_samples=3, checkpoint_every=0,
+               out=sys.argv[2], lr=1e-3, reward=["parity:odd", "digits"], estimator="grpo")
 train(cfg, {"strategy": "ddp", "devices": 2, "accelerator": "cpu", "enable_progress_bar": False},
-      name="ddp", evaluate=False, callbacks=[Dump()])
+      name="ddp", callbacks=[Dump()])
 """
 
 
 @pytest.mark.slow
 def test_ddp_on_two_cpu_processes_keeps_parameters_identical(
-    model_path: str, tmp_path: Path
+    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script = tmp_path / "ddp_run.py"
     script.write_text(DDP_SCRIPT)
+    # the held-out pass count reads the first reward; one that passes about half the samples
+    # makes the counts depend on which rank sampled which prompt with which seed
+    (tmp_path / "parity.py").write_text("def odd(c, a):\n    return float(len(c) % 2)\n")
     proc = subprocess.run(
         [sys.executable, str(script), model_path, str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": f"{ROOT}:{tmp_path}"},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
@@ -508,6 +511,23 @@ def test_ddp_on_two_cpu_processes_keeps_parameters_identical(
         == 0.0
     )
     assert _max_diff({f"policy.{k}": v for k, v in rank0.items()}, _initial(model_path)) > 0
+    # the held-out evaluation ran on both ranks, each on its share, and rank 0 gathered it:
+    # rank r sampled items[r::2] (rank 1's one prompt padded to two) with seed 1234 + r
+    from advest.training import rewards as reward_fns
+    from advest.training.evaluate import embedded_held_out, pass_counts
+    from advest.training.policy import load_policy
+
+    counts = json.loads((tmp_path / "ddp" / "passk_counts.json").read_text())
+    assert len(counts["before"]) == len(counts["after"]) == 3
+    items = embedded_held_out(3, 0)
+    model, tok = load_policy(model_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    scorer = reward_fns.Scorer(["parity:odd", "digits"], workers=0)
+    kw = {"samples": 3, "max_new_tokens": 4, "scorer": scorer}
+    share0 = pass_counts(model, tok, [items[0], items[2]], seed=1234, **kw)
+    share1 = pass_counts(model, tok, [items[1], items[1]], seed=1235, **kw)[:1]
+    assert counts["before"] == [share0[0], share1[0], share0[1]]
+    assert 0 < sum(counts["before"]) < 9  # neither all passing nor all failing
 
 
 @pytest.mark.slow

@@ -53,12 +53,10 @@ def adam_variance_proxy(optimizer: torch.optim.Optimizer) -> float:
 def step_row(rollout: Any, adv: Tensor, reward_names: list[str], k_big: int) -> dict[str, float]:
     """What a rollout step logs of its samples: the reward and each reward function's mean
     (``reward/NAME``), pass@1 and pass@K, the advantages' spread and zero groups, entropy,
-    lengths and truncation. ``rollout``: a trainer's ``Rollout`` (every field present);
-    ``adv``: ``[B, G, T]``."""
+    lengths and truncation. ``rollout``: a ``Rollout``; ``adv``: ``[B, G, T]``."""
     from .sampling import passes
 
     parts, entropy, truncated = rollout.reward_parts, rollout.entropy, rollout.truncated
-    assert parts is not None and entropy is not None and truncated is not None  # a trainer's
     correct = passes(parts)
     valid = rollout.mask
     a = adv[valid]

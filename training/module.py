@@ -270,11 +270,10 @@ class RLModule(L.LightningModule):
         opt = self.optimizers()
         assert not isinstance(opt, list)  # one optimiser
         sequences, prompt_mask = rollout.sequences, rollout.prompt_mask
-        assert sequences is not None and prompt_mask is not None  # a trainer rollout has both
         S = sequences.shape[0]
         old = rollout.logprobs.reshape(S, -1)
         mask = rollout.mask.reshape(S, -1)
-        if cfg.mask_truncated and rollout.truncated is not None:
+        if cfg.mask_truncated:
             mask = mask & ~rollout.truncated.reshape(S, 1)
         ref_logprobs = None if rollout.ref_logprobs is None else rollout.ref_logprobs.reshape(S, -1)
         adv = adv.reshape(S, -1)
@@ -344,7 +343,6 @@ class RLModule(L.LightningModule):
 
         S = rollout.mask.shape[0] * rollout.mask.shape[1]
         rollout.logprobs.view(S, -1)[rows] = logp.detach().float()
-        assert rollout.entropy is not None  # the trainer's rollouts carry entropy
         rollout.entropy.view(S, -1)[rows] = entropy(logits.detach()).float()
 
     def skip_nonfinite(self, what: str) -> None:

@@ -33,13 +33,14 @@ class Rollout:
     logprobs: Tensor  # [B, G, T] float32, rollout policy (at the sampling temperature)
     texts: list[list[str]]  # [B][G]
     offsets: Tensor  # [B, G, T, 2] int64 (empty unless an estimator reads offsets)
-    hidden: Tensor | None = None  # [B, G, T, D], only when an estimator asks for it
-    reward_parts: Tensor | None = None  # [B, G, R] float32, each reward function's score
-    sequences: Tensor | None = None  # [S, P + T] int64, prompt left-padded (what the update reads)
-    prompt_mask: Tensor | None = None  # [S, P] the prompt attention mask generation used
-    entropy: Tensor | None = None  # [B, G, T] float32, policy entropy per position (nats)
+    reward_parts: Tensor  # [B, G, R] float32, each reward function's score
+    sequences: Tensor  # [S, P + T] int64, prompt left-padded (what the update reads)
+    prompt_mask: Tensor  # [S, P] the prompt attention mask generation used
+    entropy: Tensor  # [B, G, T] float32, policy entropy per position (nats)
+    truncated: Tensor  # [B, G] bool, hit the token budget without EOS
+    # Computed only when the run asks: None says "not computed", never "zero".
+    hidden: Tensor | None = None  # [B, G, T, D], when an estimator reads hidden states
     ref_logprobs: Tensor | None = None  # [B, G, T] float32, reference model (when KL is on)
-    truncated: Tensor | None = None  # [B, G] bool, hit the token budget without EOS
 
     @property
     def lengths(self) -> Tensor:
@@ -64,8 +65,14 @@ def synthetic(B: int, G: int, T: int, D: int = 8, seed: int = 0) -> Rollout:
         logprobs=-torch.rand(B, G, T, generator=gen) * 3,
         texts=texts,
         offsets=torch.stack([starts, starts + 1], -1).expand(B, G, T, 2).contiguous(),
-        hidden=torch.randn(B, G, T, D, generator=gen),
         reward_parts=rewards.unsqueeze(-1),
+        sequences=torch.cat(
+            [torch.ones(B * G, 1, dtype=torch.long), (chars + 3).reshape(-1, T)], 1
+        ),
+        prompt_mask=torch.ones(B * G, 1, dtype=torch.long),
+        entropy=torch.rand(B, G, T, generator=gen),
+        truncated=torch.zeros(B, G, dtype=torch.bool),
+        hidden=torch.randn(B, G, T, D, generator=gen),
     )
 
 

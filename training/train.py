@@ -122,7 +122,8 @@ def train(
     same settings and seed, measured by an earlier run (an experiment's other arms), so the
     "before" evaluation is not repeated; the evaluation is seeded, so it would give the same."""
     from . import logs, models, scale
-    from .evaluate import curve_of, held_out_items, write
+    from .evaluate import held_out_items, write
+    from .heldout import HeldOut
     from .logs import quiet_libraries, step_bar
     from .module import RLModule
 
@@ -150,23 +151,14 @@ def train(
                 print(f"resume: --{key} {was} -> {now} from step {point.step}", flush=True)
             print(f"resume: step {point.step} of {cfg.steps}", flush=True)
     items = held_out_items(cfg, module.source)
-    do_eval = evaluate and bool(items) and is_rank_zero() and not resume
+    do_eval = evaluate and bool(items) and not resume
+    if do_eval and before is not None and len(before) != len(items):
+        raise ConfigError(f"before: {len(before)} counts for {len(items)} held-out prompts")
     curves: dict[str, dict[int, float]] = {}
     counts: dict[str, list[int]] = {}  # per-prompt passes, for intervals over prompts
-    if do_eval and before is not None:
-        if len(before) != len(items):
-            raise ConfigError(f"before: {len(before)} counts for {len(items)} held-out prompts")
-        counts["before"] = list(before)
-        curves["before"] = curve_of(counts["before"], cfg.eval_samples)
-        print(
-            f"held-out before: {_brief(curves['before'])} (measured by an earlier run)", flush=True
-        )
-    elif do_eval:
-        curves["before"] = _curve(module, items, cfg, counts, "before")
-        print(f"held-out before: {_brief(curves['before'])}", flush=True)
+    if do_eval:  # every rank takes part (FSDP gathers shards to generate)
+        callbacks = [*callbacks, HeldOut(items, cfg, curves, counts, before)]
     checkpointer = Checkpointer(folder / "checkpoints", cfg.checkpoint_every, cfg.lora_export)
-    if do_eval and cfg.eval_every:
-        callbacks = [*callbacks, HeldOut(items, cfg, curves)]
     (folder / "checkpoints").mkdir(exist_ok=True)
     if (trainer_args or {}).get("enable_progress_bar", True):
         callbacks = [*callbacks, step_bar(module.shown)]
@@ -186,11 +178,6 @@ def train(
         _fit(trainer, module, ckpt if resume else None, checkpointer)
         if trainer.is_global_zero:
             if do_eval:
-                curves["after"] = _curve(module, items, cfg, counts, "after")
-                print(
-                    f"held-out after:  {_brief(curves['after'])}  (estimator {cfg.estimator})",
-                    flush=True,
-                )
                 write(curves, folder, "passk")
                 (folder / "passk_counts.json").write_text(
                     json.dumps({"samples": cfg.eval_samples, **counts})
@@ -223,56 +210,6 @@ def kept(folder: Path) -> str:
 
     step = torch.load(ckpt, map_location="cpu", mmap=True, weights_only=False)["advest"]
     return f"The last good checkpoint, {ckpt}, holds rollout step {step['rollout_step']}."
-
-
-class HeldOut(L.Callback):
-    """Held-out pass@k every ``cfg.eval_every`` rollout steps (rank 0), kept in ``curves`` as
-    ``"step N"`` beside ``before`` and ``after``, and logged as ``heldout_pass@k``."""
-
-    def __init__(self, items: list[Any], cfg: RLConfig, curves: dict[str, dict[int, float]]):
-        self.items, self.cfg, self.curves = items, cfg, curves
-
-    def on_train_batch_end(self, trainer: L.Trainer, module: L.LightningModule, *args: Any) -> None:
-        step = int(getattr(module, "rollout_step", 0))
-        if step % self.cfg.eval_every or step == self.cfg.steps or not trainer.is_global_zero:
-            return  # the last step is the "after" curve
-        curve = _curve(module, self.items, self.cfg)
-        self.curves[f"step {step}"] = curve
-        print(f"held-out step {step}: {_brief(curve)}", flush=True)
-
-
-def _curve(
-    module: Any,
-    items: list[Any],
-    cfg: RLConfig,
-    counts: dict[str, list[int]] | None = None,
-    label: str = "",
-) -> dict[int, float]:
-    """Held-out pass@k of the policy now; its per-prompt counts go to ``counts[label]``."""
-    from .evaluate import curve_of, pass_counts
-
-    got = pass_counts(
-        module.policy,
-        module.tokenizer,
-        items,
-        samples=cfg.eval_samples,
-        max_new_tokens=cfg.max_new_tokens,
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        scorer=module.scorer,
-        chat_template=cfg.chat_template,
-        system_prompt=cfg.system_prompt,
-        seed=cfg.seed + 1234,
-        engine=module.engine,  # --generator, on gathered FSDP shards, LoRA merged
-    )
-    if counts is not None:
-        counts[label] = got
-    return curve_of(got, cfg.eval_samples)
-
-
-def _brief(curve: dict[int, float]) -> str:
-    ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k in curve]
-    return "  ".join(f"pass@{k}={curve[k]:.3f}" for k in ks)
 
 
 # ----------------------------------------------------------------------------- command line

@@ -29,7 +29,7 @@ from ...fast.detokenize import texts_and_offsets
 from ..data import Item
 from ..evaluate import embedded_held_out
 from ..generation import Sampling
-from ..policy import load_policy, positions
+from ..policy import load_policy, rollout_forward
 from ..prompts import token_ids as prompt_ids
 from ..rewards import Scorer
 from ..rollout import Rollout, plan
@@ -134,24 +134,26 @@ def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, 
         rewards = scored.rewards.double()  # [1, G]
         texts, offsets = texts_and_offsets(token_ids, mask, tok)
         seqs = torch.cat([prompt.expand(a.group, -1), token_ids[0]], 1)
-        attn = torch.cat([torch.ones(a.group, prompt.numel(), dtype=torch.long), mask[0].long()], 1)
-        out = model(
-            input_ids=seqs,
-            attention_mask=attn,
-            position_ids=positions(attn),
-            output_hidden_states=True,
-        )
-        hidden = out.hidden_states[-1][:, prompt.numel() - 1 : -1].unsqueeze(0).double()
+        prompt_mask = torch.ones(a.group, prompt.numel(), dtype=torch.long)
+        logp, entropy, hidden = rollout_forward(
+            model, seqs, prompt_mask, mask[0], temperature=a.temperature, chunks=1, hidden=True
+        )  # hidden: [G, T, D], the state at P−1+t emitted token t
+        assert hidden is not None
         R = rewards[0]
         rollout = Rollout(
             prompt_ids=torch.zeros(1, dtype=torch.long),
             token_ids=token_ids,
             mask=mask,
             rewards=rewards,
-            logprobs=torch.zeros(mask.shape),  # not consumed by the value baselines
+            logprobs=logp.unsqueeze(0),
             texts=texts,
             offsets=offsets,
-            hidden=hidden,
+            reward_parts=scored.parts,
+            sequences=seqs,
+            prompt_mask=prompt_mask,
+            entropy=entropy.unsqueeze(0),
+            truncated=scored.truncated.reshape(1, a.group),
+            hidden=hidden.unsqueeze(0).double(),
         )
         base = {  # the baseline each token-level estimator used: b = R_i − A_{i,t}
             name: R.unsqueeze(-1) - p.output(rollout)[0].double() for name, p in estimators.items()
