@@ -11,7 +11,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKS = ["tests/verl/check_verl.py", "tests/verl/check_processes.py"]
+CHECKS = [
+    "tests/verl/check_verl.py",
+    "tests/verl/check_processes.py",
+    "tests/verl/check_main_ppo.py",
+]
 BUILD = (
     "python -m venv .venv-verl && .venv-verl/bin/pip install torch==2.13.0 && "
     '.venv-verl/bin/pip install -e ".[verl]"'
