@@ -48,21 +48,23 @@ def _comb(n: int, k: int) -> int:
 
 
 def _expected_max_of_others(X: Sequence[int], m: int) -> tuple[list[int], list[int]]:
-    """For each sorted position p (0-based here), the two sums of the expected max of a uniform
-    m-subset of the others, times C(N−1, m): (Σ_{t<p} c_t y_t, Σ_{t>=p} c_t y_t) with
-    c_t = C(t−1, m−1) and y_t = X_t below p, X_{t+1} from p on (1-based t). m >= 1."""
+    """The expected max of a uniform m-subset of the others of each sample, times C(N−1, m), as
+    two sums. For the sample at 0-based sorted position p the others, in order, are y_t
+    (1-based t = 1..N−1): y_t = X[t−1] for t <= p, X[t] for t > p; the max sits at y_t with
+    probability c_t/C(N−1, m), c_t = C(t−1, m−1). Returns (Σ_{t<=p} c_t y_t, Σ_{t>p} c_t y_t)
+    for every p. m >= 1."""
     n = len(X)
     c = [_comb(t - 1, m - 1) for t in range(1, n)]  # t = 1..N−1
     below, running = [], 0
     for p in range(n):
         below.append(running)
         if p < n - 1:
-            running += c[p] * X[p]  # t = p + 1 is y_t = X_p (0-based) for every later p
+            running += c[p] * X[p]  # X[p] is y_{p+1} for every later position
     above, running = [0] * n, 0
     for p in range(n - 1, -1, -1):
         above[p] = running
         if p >= 1:
-            running += c[p - 1] * X[p]  # t = p is y_t = X_{t+1} (1-based) for p' <= p − 1
+            running += c[p - 1] * X[p]  # X[p] is y_p for every earlier position
     return below, above
 
 
@@ -158,7 +160,7 @@ def _as_fractions(rewards: torch.Tensor) -> list[list[Fraction]]:
 
 def _general_batch(G: int) -> torch.Tensor:
     """``[4, G]`` float64: ties with an offset (values /7: not dyadic), quarters of both signs
-    with a unique top, 2²⁰ + a spread of 4·2⁻²⁰ on five levels (a spread 10¹² below max|r|: a
+    with a unique top, 2²⁰ + a spread of 4·2⁻²⁰ on five levels (a spread 10¹¹ below max|r|: a
     bound on max|r| would accept anything), and binary."""
     gen = torch.Generator().manual_seed(G)
     ties = torch.randint(0, 50, (G,), generator=gen).double() / 7 + 100
