@@ -12,8 +12,10 @@ Usage::
 
 Every sequence-level advest estimator can be named (families ``maxk`` and ``group``, and the
 history estimator ``kae``); K is the setting ``advest_k`` (``--advest_k`` on TRL's command line,
-which parses config dataclasses). TRL's own ``scale_rewards`` is then ignored: the estimator
-decides the whole advantage.
+which parses config dataclasses). TRL's ``scale_rewards`` is honoured where it has a meaning:
+with ``advest_estimator="grpo"`` it picks the GRPO variant (``"group"``: ``grpo``, ``"none"``:
+``dr_grpo``, ``"batch"``: ``grpo_batch_std``); any other estimator decides the whole advantage,
+and a ``scale_rewards`` other than the default ``"group"`` is refused with a message.
 
 Where the hook sits, and why. TRL computes GRPO's advantages inline, in the middle of the ~600
 lines of ``GRPOTrainer._generate_and_score_completions``; there is no method that computes only the
@@ -127,6 +129,29 @@ class Advantage:
         return self.plan.per_sample(source)
 
 
+SCALE_REWARDS = {"group": "grpo", "none": "dr_grpo", "batch": "grpo_batch_std"}
+"""TRL's ``scale_rewards`` → the advest estimator that computes that GRPO variant."""
+
+
+def with_scale_rewards(name: str, scale_rewards: Any) -> str:
+    """The estimator TRL's ``scale_rewards`` asks for, with ``advest_estimator=name``: a GRPO
+    variant for ``"grpo"``; any other estimator only with the default ``"group"`` (it decides its
+    own scale, so another value is refused rather than ignored)."""
+    scale = {True: "group", False: "none"}.get(scale_rewards, scale_rewards)
+    if scale not in SCALE_REWARDS:
+        raise ValueError(f"scale_rewards={scale_rewards!r}: TRL takes {sorted(SCALE_REWARDS)}")
+    if name == "grpo":
+        return SCALE_REWARDS[scale]
+    if scale != "group":
+        raise ValueError(
+            f"scale_rewards={scale_rewards!r} has no meaning for advest_estimator={name!r}, "
+            "which decides its own scale; leave scale_rewards at its default ('group'), or use "
+            f"advest_estimator='grpo' (scale_rewards={scale_rewards!r}: "
+            f"{SCALE_REWARDS[scale]}) or advest_estimator={SCALE_REWARDS[scale]!r}"
+        )
+    return name
+
+
 def advantage_fn(name: str, k: int | None, group_size: int) -> Advantage:
     """The callable ``AdvestGRPOTrainer`` uses, for use outside TRL (e.g. to compare)."""
     return Advantage(name, k, group_size)
@@ -152,11 +177,12 @@ class AdvestGRPOTrainer(GRPOTrainer):
             )
         G = self.num_generations  # GRPOConfig's __post_init__ has filled it in
         assert G is not None
-        self.advest = Advantage(config.advest_estimator, config.advest_k, G)
+        name = with_scale_rewards(config.advest_estimator, config.scale_rewards)
+        self.advest = Advantage(name, config.advest_k, G)
         G_eval = getattr(self, "num_generations_eval", None) or G
         if config.eval_strategy != "no" and G_eval != G:
             try:  # the estimator's own domain check at the evaluation group size
-                Advantage(config.advest_estimator, config.advest_k, G_eval)
+                Advantage(name, config.advest_k, G_eval)
             except ValueError as error:
                 raise ValueError(
                     f"num_generations_eval={G_eval}: {error}; raise num_generations_eval or "

@@ -71,8 +71,17 @@ def _located(error: Exception, order: Tensor, uids: list[Any]) -> ValueError:
     return ValueError(message[: found.start()] + where + message[found.end() :])
 
 
+def _setting(config: Any, key: str, default: Any) -> Any:
+    """``key`` of verl's algorithm config: a dict, an OmegaConf node or an ``AlgoConfig``."""
+    if config is None:
+        return default
+    if hasattr(config, "get"):
+        return config.get(key, default)
+    return getattr(config, key, default)
+
+
 def _k(config: Any, default: int | None, name: str) -> int:
-    k = config.get("advest_k", None) if config is not None and hasattr(config, "get") else None
+    k = _setting(config, "advest_k", None)
     k = default if k is None else k
     if k is None:
         raise ValueError(
@@ -80,6 +89,22 @@ def _k(config: Any, default: int | None, name: str) -> int:
             "call advest.integrations.verl.register(k=K)"
         )
     return int(k)
+
+
+def with_std_setting(name: str, config: Any) -> str:
+    """verl's ``algorithm.norm_adv_by_std_in_grpo`` where it has a meaning: with
+    ``advest_grpo``, False is Dr. GRPO's r − group mean (``dr_grpo``). Every other estimator
+    decides its own scale, so False is refused rather than ignored."""
+    norm = _setting(config, "norm_adv_by_std_in_grpo", True)
+    if norm:
+        return name
+    if name == "grpo":
+        return "dr_grpo"
+    raise ValueError(
+        f"algorithm.norm_adv_by_std_in_grpo=False has no meaning for advest_{name}, which "
+        "decides its own scale; leave it at its default (True), or use advest_grpo (False: "
+        "Dr. GRPO's r − group mean) or advest_dr_grpo"
+    )
 
 
 def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tensor]]:
@@ -104,7 +129,7 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
         scores = token_level_rewards.sum(dim=-1)  # [bs]: the outcome reward sits on one token
         per_sample = scores.new_zeros(bs)
         K = _k(config, k if k is not None else _DEFAULT_K.get("k"), name) if needs_k else None
-        estimator = calling.plan(name, k=K)
+        estimator = calling.plan(with_std_setting(name, config), k=K)
         lengths = response_mask.sum(dim=-1)  # [bs]
         for order, uids in groups(index):  # [B_s, G_s] per group size
             inputs = {"rewards": scores[order], "lengths": lengths[order]}  # [B_s, G_s] each

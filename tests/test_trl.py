@@ -256,3 +256,33 @@ def test_trls_batch_std_is_advests_grpo_batch_std_with_eps_1e_4(tmp_path: Path) 
         per_group = registry.get("grpo")(grouped, eps=1e-4).reshape(-1)
         differs_from_group_std |= not torch.allclose(expected, per_group, atol=1e-3)
     assert differs_from_group_std
+
+
+def test_scale_rewards_picks_the_grpo_variant_and_is_refused_where_it_has_no_meaning() -> None:
+    from advest.integrations.trl import with_scale_rewards
+
+    assert [with_scale_rewards("grpo", s) for s in ("group", "none", "batch", True, False)] == [
+        "grpo", "dr_grpo", "grpo_batch_std", "grpo", "dr_grpo"
+    ]  # fmt: skip
+    assert with_scale_rewards("maxpo", "group") == "maxpo"  # TRL's default: nothing to honour
+    with pytest.raises(
+        ValueError, match="scale_rewards='none' has no meaning for advest_estimator='maxpo'"
+    ):
+        with_scale_rewards("maxpo", "none")
+    with pytest.raises(ValueError, match="scale_rewards='z'"):
+        with_scale_rewards("grpo", "z")
+
+
+def test_trls_scale_rewards_none_with_advest_grpo_trains_with_dr_grpo(tmp_path: Path) -> None:
+    """Through TRL's own trainer: ``scale_rewards="none"`` with ``advest_estimator="grpo"``
+    reaches the loss as r − group mean, not as advest's std-scaled GRPO."""
+    trainer, rewards_seen = _train(tmp_path, "grpo", None, scale_rewards="none")
+    differs = False
+    for generated, rewards, fed in zip(trainer.generated, rewards_seen, trainer.fed, strict=True):
+        grouped = rewards.view(-1, G)
+        expected = registry.get("dr_grpo")(grouped).reshape(-1)
+        by_row = dict(zip(_rows(generated), expected.tolist(), strict=True))
+        want = torch.tensor([by_row[row] for row in _rows(fed)])
+        torch.testing.assert_close(fed["advantages"], want, rtol=1e-6, atol=1e-6)
+        differs |= not torch.allclose(expected, registry.get("grpo")(grouped).reshape(-1))
+    assert differs

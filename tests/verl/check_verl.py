@@ -226,3 +226,25 @@ def test_reinforce_pp_verl_convention_reproduces_verls_baseline(G: int, dtype: t
     # advest's own convention (per-sample std, ε outside the root) is visibly different here
     plain = group.reinforce_pp(rewards).reshape(-1)[perm]
     assert not torch.allclose(theirs[:, 0], plain * mask[:, 0], atol=1e-3)
+
+
+def test_norm_adv_by_std_in_grpo_is_honoured_by_grpo_and_refused_by_the_others() -> None:
+    """verl's ``algorithm.norm_adv_by_std_in_grpo``: False makes ``advest_grpo`` Dr. GRPO's
+    r − group mean (as verl's own grpo does), and is refused, by name, by an estimator that
+    decides its own scale; True (verl's default) changes nothing."""
+    integration.register(k=2)
+    B, G = 4, 4
+    data, rewards, perm = _batch(B, G, 5, seed=3)
+    mask = data.batch["response_mask"]
+    plain = compute_advantage(data, "advest_grpo", config=AlgoConfig(norm_adv_by_std_in_grpo=False))
+    want = registry.get("dr_grpo")(rewards).reshape(-1)[perm]
+    torch.testing.assert_close(plain.batch["advantages"], want[:, None] * mask, rtol=0, atol=0)
+    scaled = registry.get("grpo")(rewards).reshape(-1)[perm]
+    assert not torch.allclose(want, scaled)  # the setting changed the advantages
+    data, rewards, perm = _batch(B, G, 5, seed=3)
+    kept = compute_advantage(data, "advest_grpo", config=AlgoConfig(norm_adv_by_std_in_grpo=True))
+    torch.testing.assert_close(kept.batch["advantages"], scaled[:, None] * mask, rtol=0, atol=0)
+    with pytest.raises(
+        ValueError, match="norm_adv_by_std_in_grpo=False has no meaning for advest_maxpo"
+    ):
+        compute_advantage(data, "advest_maxpo", config=AlgoConfig(norm_adv_by_std_in_grpo=False))
