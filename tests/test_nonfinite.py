@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from advest.training import rewards
+from advest.training import rewards, scoring
 from tests.test_resume import _args, _train, model  # noqa: F401  (the fixture)
 from tests.test_training import ROOT, TRAINER_WARNINGS
 
@@ -73,7 +73,7 @@ def test_rewards_beyond_float32_and_non_finite_rewards_count_as_named_failures()
     assert got == [0.0, 0.0, 0.0, 0.0, 3e38, 0.5]
     assert guarded.failures == {"out of range": 3, "non-finite": 1}
     assert "reward returned 1e+300, beyond float32" in str(caught[0].message)
-    scorer = rewards.Scorer(["exact", "digits"], [3e38, 3e38], workers=0)
+    scorer = scoring.Scorer(["exact", "digits"], [3e38, 3e38], workers=0)
     with pytest.warns(UserWarning, match="weighted total of the rewards returned 6e\\+38"):
         assert scorer.total([1.0, 1.0]) == 0.0
 
@@ -91,7 +91,7 @@ def test_a_reward_raising_system_exit_is_a_failed_call_not_the_end_of_the_run(
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    scorer = rewards.Scorer(["exiting:reward"], workers=workers, timeout_s=30)
+    scorer = scoring.Scorer(["exiting:reward"], workers=workers, timeout_s=30)
     try:
         with pytest.warns(UserWarning, match=r"reward failed \(SystemExit\)"):
             assert scorer(["a", "b"], ["1", "2"]) == [[0.0], [0.0]]

@@ -15,7 +15,7 @@ import lightning as L
 import pytest
 
 from advest.fast import registry
-from advest.training import cli, rewards
+from advest.training import cli, scoring
 from advest.training.parsing import gather_lists
 from tests.test_training import TRAINER_WARNINGS, _cfg, _train, model_path
 
@@ -151,7 +151,7 @@ def test_a_hanging_verifier_costs_its_timeout_scores_zero_and_is_counted(
 ) -> None:
     mod = _user_module(tmp_path, "user_rewards_hang")
     monkeypatch.chdir(tmp_path)
-    scorer = rewards.Scorer([f"{mod}:hang"], timeout_s=1.0, workers=2)
+    scorer = scoring.Scorer([f"{mod}:hang"], timeout_s=1.0, workers=2)
     texts = ["a", "b", "hang", "c", "d", "e", "f", "g"]
     assert scorer(texts[:2], ["x"] * 2) == [[1.0], [1.0]]  # the workers are up
     pool = scorer._pool
@@ -179,7 +179,7 @@ def test_a_verifier_that_kills_its_worker_scores_zero_and_the_worker_is_replaced
 ) -> None:
     mod = _user_module(tmp_path, "user_rewards_die")
     monkeypatch.chdir(tmp_path)
-    scorer = rewards.Scorer([f"{mod}:die", "exact"], [1.0, 2.0], timeout_s=5.0, workers=1)
+    scorer = scoring.Scorer([f"{mod}:die", "exact"], [1.0, 2.0], timeout_s=5.0, workers=1)
     with pytest.warns(UserWarning, match="crash"):
         parts = scorer(["die", "x", "y"], ["x", "x", "x"])
     assert parts == [[0.0, 0.0], [1.0, 1.0], [1.0, 0.0]]
@@ -190,8 +190,8 @@ def test_a_verifier_that_kills_its_worker_scores_zero_and_the_worker_is_replaced
 
 def test_in_process_and_pooled_scores_are_equal(tmp_path: Path) -> None:
     texts, answers = ["12", "13", " 12", "x", "", "121"], ["12"] * 6
-    inline = rewards.Scorer(["exact", "digits"], [1.0, 0.5], workers=0)
-    pooled = rewards.Scorer(["exact", "digits"], [1.0, 0.5], workers=2)
+    inline = scoring.Scorer(["exact", "digits"], [1.0, 0.5], workers=0)
+    pooled = scoring.Scorer(["exact", "digits"], [1.0, 0.5], workers=2)
     assert inline(texts, answers) == pooled(texts, answers)
     pooled.close()
 

@@ -513,7 +513,7 @@ def test_ddp_on_two_cpu_processes_keeps_parameters_identical(
     assert _max_diff({f"policy.{k}": v for k, v in rank0.items()}, _initial(model_path)) > 0
     # the held-out evaluation ran on both ranks, each on its share, and rank 0 gathered it:
     # rank r sampled items[r::2] (rank 1's one prompt padded to two) with seed 1234 + r
-    from advest.training import rewards as reward_fns
+    from advest.training import scoring
     from advest.training.evaluate import embedded_held_out, pass_counts
     from advest.training.policy import load_policy
 
@@ -522,7 +522,7 @@ def test_ddp_on_two_cpu_processes_keeps_parameters_identical(
     items = embedded_held_out(3, 0)
     model, tok = load_policy(model_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    scorer = reward_fns.Scorer(["parity:odd", "digits"], workers=0)
+    scorer = scoring.Scorer(["parity:odd", "digits"], workers=0)
     kw = {"samples": 3, "max_new_tokens": 4, "scorer": scorer}
     share0 = pass_counts(model, tok, [items[0], items[2]], seed=1234, **kw)
     share1 = pass_counts(model, tok, [items[1], items[1]], seed=1235, **kw)[:1]

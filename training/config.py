@@ -9,8 +9,9 @@ from typing import Any
 
 from . import models, tasks
 from .paths import _fits, check_model, check_out, check_weights, has_chat_template
-from .rewards import RewardSpecError, Scorer
+from .rewards import RewardSpecError
 from .rollout import Plan, dry_run, plan
+from .scoring import Scorer
 from .settings import ConfigError, RLConfig
 
 __all__ = ["ConfigError", "RLConfig", "validate"]

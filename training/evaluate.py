@@ -15,8 +15,8 @@ from .data import Item, PromptSource, Row, read_rows
 from .generation import Engine, Sampling, generate
 from .metrics import pass_at_k
 from .prompts import encode
-from .rewards import Scorer
 from .sampling import passes, sample_and_score
+from .scoring import Scorer
 from .task import held_out
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from torch import Tensor
 
 from . import generation
 from .generation import Engine, Sampling
-from .rewards import Scorer
+from .scoring import Scorer
 
 
 @dataclass

@@ -31,9 +31,9 @@ from ..evaluate import embedded_held_out
 from ..generation import Sampling
 from ..policy import load_policy, rollout_forward
 from ..prompts import token_ids as prompt_ids
-from ..rewards import Scorer
 from ..rollout import Rollout, plan
 from ..sampling import Scored, sample_and_score
+from ..scoring import Scorer
 
 TOKEN_BASELINES = ("numca", "hista")
 
