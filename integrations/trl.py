@@ -1,4 +1,4 @@
-"""advest inside TRL's ``GRPOTrainer`` (tested against TRL 1.16.0).
+"""advest inside TRL's ``GRPOTrainer`` (tested with TRL 0.29.1 and 1.16.0, the ends of ``[trl]``).
 
 Usage::
 
