@@ -26,7 +26,7 @@ from .records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"
-FILES = ("Counting.v", "Evaluation.v", "Sorted.v")  # in dependency order
+FILES = ("Counting.v", "Evaluation.v", "Sorted.v", "Unbiased.v")  # in dependency order
 CLOSED = "Closed under the global context"
 
 
@@ -39,6 +39,61 @@ class Theorem:
     statement: str
     spec: str
 
+
+UNBIASED_SPEC = "maxk.md §Unbiasedness"
+# Unbiased.v: N i.i.d. samples y from π, a score s with E_π[s] = 0, the reward φ of K samples
+# (max@K: their max) and ∇J_K = E_{π^K}[φ(z) Σ_j s(z_j)]; every N, every 0 < K ≤ N (K < N for
+# Bagirov), every numeric field, every φ.
+UNBIASED: tuple[Theorem, ...] = (
+    Theorem(
+        "Unbiased.leave_one_out_independent",
+        "leave_one_out_independent",
+        "F a function of y_{−i}: E_{π^N}[F(y) g(y_i)] = E_{π^N}[F] · E_π[g]",
+        UNBIASED_SPEC,
+    ),
+    Theorem(
+        "Unbiased.distinct_positions_are_iid",
+        "distinct_positions_are_iid",
+        "h injective: E_{π^N}[G(y_{h(1)}, …, y_{h(k)})] = E_{π^k}[G]",
+        UNBIASED_SPEC,
+    ),
+    Theorem(
+        "Unbiased.leave_one_out_adds_no_bias",
+        "leave_one_out_adds_no_bias",
+        "F a function of y_{−i}: E_{π^N}[F(y) s(y_i)] = 0",
+        UNBIASED_SPEC,
+    ),
+    Theorem(
+        "Unbiased.baseline_adds_no_bias",
+        "baseline_adds_no_bias",
+        "b fixed before sampling: E_{π^N}[Σ_i b_i s(y_i)] = 0",
+        UNBIASED_SPEC,
+    ),
+    Theorem(
+        "Unbiased.rloo_is_unbiased",
+        "rloo_is_unbiased",
+        "E_{π^N}[Σ_i (r(y_i) − mean_{j≠i} r(y_j)) s(y_i)] = N · E_π[r s] (= N ∇J_pass@1)",
+        UNBIASED_SPEC + " (K = 1); group.md rloo",
+    ),
+    Theorem(
+        "Unbiased.l2o_baseline_adds_no_bias",
+        "l2o_baseline_adds_no_bias",
+        "E_{π^N}[Σ_i b_i s(y_i)] = 0 for MaxPO's leave-two-out baseline b",
+        UNBIASED_SPEC,
+    ),
+    *(
+        Theorem(f"Unbiased.{name}_is_unbiased", f"{name}_is_unbiased", statement, UNBIASED_SPEC)
+        for name, statement in (
+            ("ei", "E_{π^N}[Σ_i EI_i s(y_i)] = (N/K) ∇J_K"),
+            ("maxpo", "E_{π^N}[Σ_i (EI_i − b_i) s(y_i)] = (N/K) ∇J_K"),
+            ("canonical", "E_{π^N}[Σ_i Δ_i s(y_i)] = (N/K) ∇J_K"),
+            ("pkpo_s", "E_{π^N}[Σ_i s^PKPO_i s(y_i)] = ∇J_K"),
+            ("pkpo_sloo", "E_{π^N}[Σ_i sloo_i s(y_i)] = ∇J_K"),
+            ("pkpo_sloo_minus_one", "E_{π^N}[Σ_i sloo−1_i s(y_i)] = ∇J_K"),
+            ("bagirov_centred", "E_{π^N}[Σ_i (r̃_i − mean r̃) s(y_i)] = ((N−K)/N) ∇J_K"),
+        )
+    ),
+)
 
 # Every theorem holds for every N and every 0 < K < N (K <= N where the spec allows it), for any
 # numeric field and *any* set function f in place of max (the counting theorems never use max).
@@ -113,6 +168,7 @@ THEOREMS: tuple[Theorem, ...] = (
         )
         for form, (definition, _) in FORM_DEFINITIONS.items()
     ),
+    *UNBIASED,
 )
 
 

@@ -86,6 +86,17 @@ def test_every_theorem_of_the_v_files_is_listed_and_no_proof_is_left_open() -> N
     assert found == {t.name for t in coq.THEOREMS}
 
 
+@pytest.mark.parametrize("theorem", coq.UNBIASED, ids=lambda t: t.name)
+def test_each_unbiasedness_theorem_is_cited_where_the_spec_claims_it(theorem: coq.Theorem) -> None:
+    """spec/maxk.md §Unbiasedness (and spec/group.md for RLOO) names each Unbiased.v theorem."""
+    section = (ROOT / "spec" / "maxk.md").read_text().split("## Unbiasedness", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    assert f"[`{theorem.name}`](../proofs/coq/Unbiased.v)" in section
+    if "group.md" in theorem.spec:
+        rows = (ROOT / "spec" / "group.md").read_text().splitlines()
+        assert any(r.startswith("| `rloo` unbiased") and theorem.name in r for r in rows)
+
+
 @pytest.mark.parametrize("theorem", coq.THEOREMS, ids=lambda t: t.name)
 def test_each_spec_claim_links_to_its_coq_theorem(theorem: coq.Theorem) -> None:
     """The claims table of spec/maxk.md names the Coq theorem in every row it proves."""
