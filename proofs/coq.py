@@ -76,6 +76,13 @@ UNBIASED: tuple[Theorem, ...] = (
         UNBIASED_SPEC + " (K = 1); group.md rloo",
     ),
     Theorem(
+        "Unbiased.grpo_is_biased",
+        "grpo_is_biased",
+        "N = 2, ddof 0, ε 0, rewards (0, 1, 3), π uniform: no c with"
+        " E_{π^2}[Σ_i A^GRPO_i s(y_i)] = c E_π[r s] for every zero-mean score s",
+        "group.md grpo",
+    ),
+    Theorem(
         "Unbiased.l2o_baseline_adds_no_bias",
         "l2o_baseline_adds_no_bias",
         "E_{π^N}[Σ_i b_i s(y_i)] = 0 for MaxPO's leave-two-out baseline b",

@@ -14,7 +14,8 @@
    The two facts: a function of the samples other than y_i is independent of y_i
    (leave_one_out_independent), so it adds no bias; and the samples at any k distinct positions
    are k i.i.d. samples (distinct_positions_are_iid), so the K-subset terms of M+ average to grad K. The estimators
-   are Counting.v's definitions, with f = phi of the subset's samples. *)
+   are Counting.v's definitions, with f = phi of the subset's samples. grpo_is_biased, at the
+   end, refutes unbiasedness for GRPO by a concrete counterexample. *)
 From mathcomp Require Import all_ssreflect all_algebra.
 From mathcomp Require Import ring.
 From Advest Require Import Counting.
@@ -359,3 +360,130 @@ rewrite (@unbiased_of _ (fun y i => c * m_minus K (fset y) i) c).
 Qed.
 End Blocks.
 End Sample.
+
+(* A refutation: GRPO, listed as biased in spec/group.md, by a concrete counterexample. With 0/1
+   rewards GRPO is a constant multiple of RLOO at N = 2 and N = 3 (every mixed group has the same
+   std), hence unbiased there; three reward levels at N = 2 already break it. *)
+Section Grpo.
+Variable R : rcfType.
+
+Section Two.
+Variable Y : finType.
+Variable pi : Y -> R.
+
+Definition pair2 (a b : Y) : {ffun 'I_2 -> Y} := [ffun i : 'I_2 => if i == ord0 then a else b].
+
+Lemma E2 (F : {ffun 'I_2 -> Y} -> R) :
+  E pi F = \sum_a \sum_b pi a * pi b * F (pair2 a b).
+Proof.
+rewrite pair_bigA /E (reindex (fun p : Y * Y => pair2 p.1 p.2)) /=; last first.
+  exists (fun y : {ffun 'I_2 -> Y} => (y ord0, y ord_max)) => [[a b] _ | y _] /=.
+    by rewrite !ffunE.
+  by apply/ffunP => i; rewrite ffunE; case: i => -[|[|]] //= ?; congr (y _); apply: val_inj.
+apply: eq_bigr => -[a b] _; congr (_ * _).
+by rewrite /weight big_ord_recl big_ord1 !ffunE.
+Qed.
+
+(* GRPO (spec/group.md) with ddof = 0 and eps = 0: (r_i - mean r) / std_0(r); x / 0 = 0, so a
+   constant group gives zeros, as the spec pins. *)
+Definition grpo m (r : Y -> R) (y : {ffun 'I_m -> Y}) (i : 'I_m) :=
+  let mu := (\sum_j r (y j)) / m%:R in
+  (r (y i) - mu) / Num.sqrt ((\sum_j (r (y j) - mu) ^+ 2) / m%:R).
+
+Lemma div_norm (x : R) : x / `|x| = Num.sg x.
+Proof.
+case: (eqVneq x 0) => [-> | x0]; first by rewrite normr0 invr0 mulr0 sgr0.
+by rewrite {1}[x]numEsg mulfK // normr_eq0.
+Qed.
+
+(* At N = 2, GRPO is the sign of the reward difference. *)
+Lemma grpo2 (r : Y -> R) (a b : Y) :
+  grpo r (pair2 a b) ord0 = Num.sg (r a - r b) /\
+  grpo r (pair2 a b) ord_max = Num.sg (r b - r a).
+Proof.
+rewrite /grpo !big_ord_recl !big_ord0 !ffunE /=.
+have e : (r a - r b) / 2%:R = (r a - r b) / 2%:R by [].
+have v : ((r a - (r a + (r b + 0)) / 2%:R) ^+ 2 + ((r b - (r a + (r b + 0)) / 2%:R) ^+ 2 + 0))
+   / 2%:R = ((r a - r b) / 2%:R) ^+ 2 by field.
+rewrite v sqrtr_sqr; split.
+  have -> : r a - (r a + (r b + 0)) / 2%:R = (r a - r b) / 2%:R by field.
+  by rewrite div_norm sgrM [Num.sg 2^-1]gtr0_sg ?mulr1 // invr_gt0 ltr0n.
+have -> : r b - (r a + (r b + 0)) / 2%:R = - ((r a - r b) / 2%:R) by field.
+by rewrite mulNr div_norm sgrM [Num.sg 2^-1]gtr0_sg ?mulr1 -?sgrN ?opprB // invr_gt0 ltr0n.
+Qed.
+Lemma grpo2_sum (r : Y -> R) (g : Y -> R) (a b : Y) :
+  \sum_i grpo r (pair2 a b) i * g (pair2 a b i) =
+  Num.sg (r a - r b) * g a + Num.sg (r b - r a) * g b.
+Proof.
+have [e0 e1] := grpo2 r a b.
+rewrite big_ord_recl big_ord1.
+have -> : lift ord0 ord0 = ord_max :> 'I_2 by apply: val_inj.
+by rewrite e0 e1 !ffunE.
+Qed.
+End Two.
+
+Lemma sg_nat (a b : nat) :
+  Num.sg (a%:R - b%:R : R) = if (a < b)%N then -1 else if (b < a)%N then 1 else 0.
+Proof.
+case: ltngtP => h.
+- by rewrite ltr0_sg // subr_lt0 ltr_nat.
+- by rewrite gtr0_sg // subr_gt0 ltr_nat.
+- by rewrite h subrr sgr0.
+Qed.
+
+(* Three answers with rewards 0, 1, 3, drawn uniformly; the score of the softmax logit of answer
+   c at uniform logits is [y = c] - 1/3. *)
+Definition r3 (v : 'I_3) : R := (nth 0 [:: 0; 1; 3] v)%N%:R.
+Definition uniform3 (v : 'I_3) : R := 3%:R^-1.
+Definition score3 (c : nat) (v : 'I_3) : R := ((v : nat) == c)%:R - 3%:R^-1.
+
+Lemma grpo_expected c :
+  E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo r3 y i * score3 c (y i)) =
+  \sum_a \sum_b uniform3 a * uniform3 b *
+    (Num.sg (r3 a - r3 b) * score3 c a + Num.sg (r3 b - r3 a) * score3 c b).
+Proof. by rewrite E2; apply: eq_bigr => a _; apply: eq_bigr => b _; rewrite grpo2_sum. Qed.
+
+Let nz3 : 3%:R != 0 :> R. Proof. by rewrite natr_neq0. Qed.
+Let nz9 : 9%:R != 0 :> R. Proof. by rewrite natr_neq0. Qed.
+
+Lemma grpo_c0 : E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo r3 y i * score3 0 (y i)) =
+  - (4%:R / 9%:R).
+Proof.
+rewrite grpo_expected !big_ord_recl !big_ord0 /r3 /score3 /uniform3 /= !sg_nat /=.
+by field.
+Qed.
+Lemma grpo_c1 : E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo r3 y i * score3 1 (y i)) = 0.
+Proof.
+rewrite grpo_expected !big_ord_recl !big_ord0 /r3 /score3 /uniform3 /= !sg_nat /=.
+by field.
+Qed.
+
+Lemma gradient_c0 : \sum_v uniform3 v * r3 v * score3 0 v = - (4%:R / 9%:R).
+Proof. by rewrite !big_ord_recl big_ord0 /r3 /score3 /uniform3 /=; field. Qed.
+
+Lemma gradient_c1 : \sum_v uniform3 v * r3 v * score3 1 v = - (1 / 9%:R).
+Proof. by rewrite !big_ord_recl big_ord0 /r3 /score3 /uniform3 /=; field. Qed.
+
+Lemma score3_mean0 c : (c < 3)%N -> \sum_v uniform3 v * score3 c v = 0.
+Proof.
+rewrite !big_ord_recl big_ord0 /score3 /uniform3 /=.
+by case: c => [|[|[|c]]] //= _; field.
+Qed.
+
+(* GRPO (ddof 0, eps 0) is biased for the pass@1/mean-reward gradient: at N = 2, with three
+   answers of rewards 0, 1, 3 drawn uniformly, no constant c gives E[sum_i A_i s(y_i)] =
+   c * grad J for every score s of zero mean (here the softmax scores of answers 0 and 1). *)
+Theorem grpo_is_biased :
+  \sum_v uniform3 v = 1 /\
+  ~ (exists c : R, forall s : 'I_3 -> R, \sum_v uniform3 v * s v = 0 ->
+      E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo r3 y i * s (y i)) =
+      c * \sum_v uniform3 v * r3 v * s v).
+Proof.
+split; first by rewrite !big_ord_recl big_ord0 /uniform3; field.
+case=> c H.
+have := H _ (score3_mean0 (isT : (1 < 3)%N)); rewrite grpo_c1 gradient_c1 => /esym/eqP.
+rewrite mulf_eq0 oppr_eq0 mulf_eq0 invr_eq0 oner_eq0 (negbTE nz9) orbF orbF => /eqP c0.
+have := H _ (score3_mean0 (isT : (0 < 3)%N)); rewrite grpo_c0 gradient_c0 c0 mul0r => /eqP.
+by rewrite oppr_eq0 mulf_eq0 invr_eq0 (negbTE nz9) orbF pnatr_eq0.
+Qed.
+End Grpo.
