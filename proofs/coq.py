@@ -79,7 +79,7 @@ UNBIASED: tuple[Theorem, ...] = (
     Theorem(
         "Unbiased.grpo_is_biased",
         "grpo_is_biased",
-        "N = 2, ddof 0, ε 0, rewards (0, 1, 3), π uniform: no c with"
+        "N = 2, ε 0, ddof 0 or 1, rewards (0, 1, 3), π uniform: no c with"
         " E_{π^2}[Σ_i A^GRPO_i s(y_i)] = c E_π[r s] for every zero-mean score s",
         "group.md grpo",
     ),
@@ -99,6 +99,7 @@ UNBIASED: tuple[Theorem, ...] = (
             ("pkpo_sloo", "E_{π^N}[Σ_i sloo_i s(y_i)] = ∇J_K"),
             ("pkpo_sloo_minus_one", "E_{π^N}[Σ_i sloo−1_i s(y_i)] = ∇J_K"),
             ("bagirov_centred", "E_{π^N}[Σ_i (r̃_i − mean r̃) s(y_i)] = ((N−K)/N) ∇J_K"),
+            ("m_plus_minus_m_hat", "E_{π^N}[Σ_i (M⁺_i − M̂_K) s(y_i)] = ((N−K)/K) ∇J_K"),
         )
     ),
 )

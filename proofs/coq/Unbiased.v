@@ -348,6 +348,18 @@ Qed.
 
 Hypothesis K_lt_N : (K < N)%N.
 
+(* Chen's raw pass@k advantage is M+_i - M^_K (spec/maxk.md I9, by z3 for N <= 7): c = (N-K)/K. *)
+Theorem m_plus_minus_m_hat_is_unbiased :
+  E (fun y => \sum_i (m_plus K (fset y) i - m_hat K (fset y)) * s (y i)) =
+  (N - K)%:R / K%:R * grad K.
+Proof.
+pose c : R := (N - K)%:R / N%:R.
+rewrite (@unbiased_of _ (fun y i => c * m_minus K (fset y) i) c).
+- rewrite /c natrB ?(ltnW K_lt_N) //; field; rewrite !natr_neq0 //.
+- by move=> i; apply/lo_scale/m_minus_leaves_out.
+- by move=> y i; rewrite m_plus_minus_m_hat_is_scaled_canonical // /canonical mulrBr.
+Qed.
+
 Theorem bagirov_centred_is_unbiased :
   E (fun y => \sum_i (pkpo_s K (fset y) i - mean (pkpo_s K (fset y))) * s (y i)) =
   (N - K)%:R / N%:R * grad K.
@@ -384,11 +396,11 @@ apply: eq_bigr => -[a b] _; congr (_ * _).
 by rewrite /weight big_ord_recl big_ord1 !ffunE.
 Qed.
 
-(* GRPO (spec/group.md) with ddof = 0 and eps = 0: (r_i - mean r) / std_0(r); x / 0 = 0, so a
-   constant group gives zeros, as the spec pins. *)
-Definition grpo m (r : Y -> R) (y : {ffun 'I_m -> Y}) (i : 'I_m) :=
+(* GRPO (spec/group.md) with eps = 0: (r_i - mean r) / std_ddof(r), ddof 0 or 1 (the spec's
+   default); x / 0 = 0, so a constant group gives zeros, as the spec pins. *)
+Definition grpo m (ddof : nat) (r : Y -> R) (y : {ffun 'I_m -> Y}) (i : 'I_m) :=
   let mu := (\sum_j r (y j)) / m%:R in
-  (r (y i) - mu) / Num.sqrt ((\sum_j (r (y j) - mu) ^+ 2) / m%:R).
+  (r (y i) - mu) / Num.sqrt ((\sum_j (r (y j) - mu) ^+ 2) / (m - ddof)%:R).
 
 Lemma div_norm (x : R) : x / `|x| = Num.sg x.
 Proof.
@@ -398,10 +410,10 @@ Qed.
 
 (* At N = 2, GRPO is the sign of the reward difference. *)
 Lemma grpo2 (r : Y -> R) (a b : Y) :
-  grpo r (pair2 a b) ord0 = Num.sg (r a - r b) /\
-  grpo r (pair2 a b) ord_max = Num.sg (r b - r a).
+  grpo 0 r (pair2 a b) ord0 = Num.sg (r a - r b) /\
+  grpo 0 r (pair2 a b) ord_max = Num.sg (r b - r a).
 Proof.
-rewrite /grpo !big_ord_recl !big_ord0 !ffunE /=.
+rewrite /grpo subn0 !big_ord_recl !big_ord0 !ffunE /=.
 have e : (r a - r b) / 2%:R = (r a - r b) / 2%:R by [].
 have v : ((r a - (r a + (r b + 0)) / 2%:R) ^+ 2 + ((r b - (r a + (r b + 0)) / 2%:R) ^+ 2 + 0))
    / 2%:R = ((r a - r b) / 2%:R) ^+ 2 by field.
@@ -412,13 +424,25 @@ have -> : r b - (r a + (r b + 0)) / 2%:R = - ((r a - r b) / 2%:R) by field.
 by rewrite mulNr div_norm sgrM [Num.sg 2^-1]gtr0_sg ?mulr1 -?sgrN ?opprB // invr_gt0 ltr0n.
 Qed.
 Lemma grpo2_sum (r : Y -> R) (g : Y -> R) (a b : Y) :
-  \sum_i grpo r (pair2 a b) i * g (pair2 a b i) =
+  \sum_i grpo 0 r (pair2 a b) i * g (pair2 a b i) =
   Num.sg (r a - r b) * g a + Num.sg (r b - r a) * g b.
 Proof.
 have [e0 e1] := grpo2 r a b.
 rewrite big_ord_recl big_ord1.
 have -> : lift ord0 ord0 = ord_max :> 'I_2 by apply: val_inj.
 by rewrite e0 e1 !ffunE.
+Qed.
+(* With ddof = 1 the std of two samples is sqrt 2 times the ddof-0 one: GRPO is rescaled. *)
+Definition kappa (ddof : nat) : R := (Num.sqrt (2%:R / (2 - ddof)%:R))^-1.
+
+Lemma grpo_ddof ddof r (y : {ffun 'I_2 -> Y}) i :
+  (ddof <= 1)%N -> grpo ddof r y i = kappa ddof * grpo 0 r y i.
+Proof.
+move=> d1; rewrite /grpo /kappa subn0 /=.
+set SS := \sum_(j < 2) (_ - _) ^+ 2; set x := r (y i) - _.
+have d2 : (2 - ddof)%:R != 0 :> R by rewrite natr_neq0 // subn_gt0 (leq_ltn_trans d1).
+have -> : SS / (2 - ddof)%:R = 2%:R / (2 - ddof)%:R * (SS / 2%:R) by field; rewrite d2.
+by rewrite (@sqrtrM _ (2%:R / (2 - ddof)%:R)) ?divr_ge0 ?ler0n // invfM mulrCA.
 Qed.
 End Two.
 
@@ -438,7 +462,7 @@ Definition uniform3 (v : 'I_3) : R := 3%:R^-1.
 Definition score3 (c : nat) (v : 'I_3) : R := ((v : nat) == c)%:R - 3%:R^-1.
 
 Lemma grpo_expected c :
-  E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo r3 y i * score3 c (y i)) =
+  E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo 0 r3 y i * score3 c (y i)) =
   \sum_a \sum_b uniform3 a * uniform3 b *
     (Num.sg (r3 a - r3 b) * score3 c a + Num.sg (r3 b - r3 a) * score3 c b).
 Proof. by rewrite E2; apply: eq_bigr => a _; apply: eq_bigr => b _; rewrite grpo2_sum. Qed.
@@ -446,13 +470,13 @@ Proof. by rewrite E2; apply: eq_bigr => a _; apply: eq_bigr => b _; rewrite grpo
 Let nz3 : 3%:R != 0 :> R. Proof. by rewrite natr_neq0. Qed.
 Let nz9 : 9%:R != 0 :> R. Proof. by rewrite natr_neq0. Qed.
 
-Lemma grpo_c0 : E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo r3 y i * score3 0 (y i)) =
+Lemma grpo_c0 : E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo 0 r3 y i * score3 0 (y i)) =
   - (4%:R / 9%:R).
 Proof.
 rewrite grpo_expected !big_ord_recl !big_ord0 /r3 /score3 /uniform3 /= !sg_nat /=.
 by field.
 Qed.
-Lemma grpo_c1 : E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo r3 y i * score3 1 (y i)) = 0.
+Lemma grpo_c1 : E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo 0 r3 y i * score3 1 (y i)) = 0.
 Proof.
 rewrite grpo_expected !big_ord_recl !big_ord0 /r3 /score3 /uniform3 /= !sg_nat /=.
 by field.
@@ -470,20 +494,33 @@ rewrite !big_ord_recl big_ord0 /score3 /uniform3 /=.
 by case: c => [|[|[|c]]] //= _; field.
 Qed.
 
-(* GRPO (ddof 0, eps 0) is biased for the pass@1/mean-reward gradient: at N = 2, with three
-   answers of rewards 0, 1, 3 drawn uniformly, no constant c gives E[sum_i A_i s(y_i)] =
-   c * grad J for every score s of zero mean (here the softmax scores of answers 0 and 1). *)
+Lemma grpo_rescaled ddof (s : 'I_3 -> R) : (ddof <= 1)%N ->
+  E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo ddof r3 y i * s (y i)) =
+  kappa ddof * E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo 0 r3 y i * s (y i)).
+Proof.
+move=> d1; rewrite -E_scale; apply: E_ext => y; rewrite mulr_sumr.
+by apply: eq_bigr => i _; rewrite (grpo_ddof r3 y i d1) -mulrA.
+Qed.
+
+(* GRPO (eps 0, ddof 0 or 1) is biased for the pass@1 (mean reward) gradient: at N = 2, with
+   three answers of rewards 0, 1, 3 drawn uniformly, no constant c gives E[sum_i A_i s(y_i)] =
+   c * grad J for every score s of zero mean (the softmax scores of answers 0 and 1 disagree). *)
 Theorem grpo_is_biased :
   \sum_v uniform3 v = 1 /\
+  forall ddof, (ddof <= 1)%N ->
   ~ (exists c : R, forall s : 'I_3 -> R, \sum_v uniform3 v * s v = 0 ->
-      E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo r3 y i * s (y i)) =
+      E uniform3 (fun y : {ffun 'I_2 -> 'I_3} => \sum_i grpo ddof r3 y i * s (y i)) =
       c * \sum_v uniform3 v * r3 v * s v).
 Proof.
-split; first by rewrite !big_ord_recl big_ord0 /uniform3; field.
-case=> c H.
-have := H _ (score3_mean0 (isT : (1 < 3)%N)); rewrite grpo_c1 gradient_c1 => /esym/eqP.
+split=> [|ddof d1 [c H]]; first by rewrite !big_ord_recl big_ord0 /uniform3; field.
+have k0 : kappa ddof != 0.
+  rewrite /kappa invr_eq0 sqrtr_eq0 Order.POrderTheory.lt_geF // divr_gt0 ?ltr0n //.
+  by rewrite subn_gt0 (leq_ltn_trans d1).
+have := H _ (score3_mean0 (isT : (1 < 3)%N)).
+rewrite grpo_rescaled // grpo_c1 gradient_c1 mulr0 => /esym/eqP.
 rewrite mulf_eq0 oppr_eq0 mulf_eq0 invr_eq0 oner_eq0 (negbTE nz9) orbF orbF => /eqP c0.
-have := H _ (score3_mean0 (isT : (0 < 3)%N)); rewrite grpo_c0 gradient_c0 c0 mul0r => /eqP.
-by rewrite oppr_eq0 mulf_eq0 invr_eq0 (negbTE nz9) orbF pnatr_eq0.
+have := H _ (score3_mean0 (isT : (0 < 3)%N)).
+rewrite grpo_rescaled // grpo_c0 gradient_c0 c0 mul0r => /eqP.
+by rewrite mulf_eq0 (negbTE k0) oppr_eq0 mulf_eq0 invr_eq0 (negbTE nz9) orbF pnatr_eq0.
 Qed.
 End Grpo.
