@@ -13,6 +13,7 @@ libcoq-mathcomp-algebra-tactics libcoq-mathcomp-zify``), installed by the test c
 from __future__ import annotations
 
 import functools
+import json
 import re
 import shutil
 import subprocess
@@ -26,7 +27,7 @@ from .records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"
-FILES = ("Counting.v", "Evaluation.v", "Sorted.v")  # in dependency order
+FILES = ("Counting.v", "Evaluation.v", "Sorted.v", "Unbiased.v")  # in dependency order
 CLOSED = "Closed under the global context"
 
 
@@ -39,6 +40,69 @@ class Theorem:
     statement: str
     spec: str
 
+
+UNBIASED_SPEC = "maxk.md §Unbiasedness"
+# Unbiased.v: N i.i.d. samples y from π, a score s with E_π[s] = 0, the reward φ of K samples
+# (max@K: their max) and ∇J_K = E_{π^K}[φ(z) Σ_j s(z_j)]; every N, every 0 < K ≤ N (K < N for
+# Bagirov), every numeric field, every φ.
+UNBIASED: tuple[Theorem, ...] = (
+    Theorem(
+        "Unbiased.leave_one_out_independent",
+        "leave_one_out_independent",
+        "F a function of y_{−i}: E_{π^N}[F(y) g(y_i)] = E_{π^N}[F] · E_π[g]",
+        UNBIASED_SPEC,
+    ),
+    Theorem(
+        "Unbiased.distinct_positions_are_iid",
+        "distinct_positions_are_iid",
+        "h injective: E_{π^N}[G(y_{h(1)}, …, y_{h(k)})] = E_{π^k}[G]",
+        UNBIASED_SPEC,
+    ),
+    Theorem(
+        "Unbiased.leave_one_out_adds_no_bias",
+        "leave_one_out_adds_no_bias",
+        "F a function of y_{−i}: E_{π^N}[F(y) s(y_i)] = 0",
+        UNBIASED_SPEC,
+    ),
+    Theorem(
+        "Unbiased.baseline_adds_no_bias",
+        "baseline_adds_no_bias",
+        "b fixed before sampling: E_{π^N}[Σ_i b_i s(y_i)] = 0",
+        UNBIASED_SPEC,
+    ),
+    Theorem(
+        "Unbiased.rloo_is_unbiased",
+        "rloo_is_unbiased",
+        "E_{π^N}[Σ_i (r(y_i) − mean_{j≠i} r(y_j)) s(y_i)] = N · E_π[r s] (= N ∇J_pass@1)",
+        UNBIASED_SPEC + " (K = 1); group.md rloo",
+    ),
+    Theorem(
+        "Unbiased.grpo_is_biased",
+        "grpo_is_biased",
+        "N = 2, ε 0, ddof 0 or 1, rewards (0, 1, 3), π uniform: no c with"
+        " E_{π^2}[Σ_i A^GRPO_i s(y_i)] = c E_π[r s] for every zero-mean score s",
+        "group.md grpo",
+    ),
+    Theorem(
+        "Unbiased.l2o_baseline_adds_no_bias",
+        "l2o_baseline_adds_no_bias",
+        "E_{π^N}[Σ_i b_i s(y_i)] = 0 for MaxPO's leave-two-out baseline b",
+        UNBIASED_SPEC,
+    ),
+    *(
+        Theorem(f"Unbiased.{name}_is_unbiased", f"{name}_is_unbiased", statement, UNBIASED_SPEC)
+        for name, statement in (
+            ("ei", "E_{π^N}[Σ_i EI_i s(y_i)] = (N/K) ∇J_K"),
+            ("maxpo", "E_{π^N}[Σ_i (EI_i − b_i) s(y_i)] = (N/K) ∇J_K"),
+            ("canonical", "E_{π^N}[Σ_i Δ_i s(y_i)] = (N/K) ∇J_K"),
+            ("pkpo_s", "E_{π^N}[Σ_i s^PKPO_i s(y_i)] = ∇J_K"),
+            ("pkpo_sloo", "E_{π^N}[Σ_i sloo_i s(y_i)] = ∇J_K"),
+            ("pkpo_sloo_minus_one", "E_{π^N}[Σ_i sloo−1_i s(y_i)] = ∇J_K"),
+            ("bagirov_centred", "E_{π^N}[Σ_i (r̃_i − mean r̃) s(y_i)] = ((N−K)/N) ∇J_K"),
+            ("m_plus_minus_m_hat", "E_{π^N}[Σ_i (M⁺_i − M̂_K) s(y_i)] = ((N−K)/K) ∇J_K"),
+        )
+    ),
+)
 
 # Every theorem holds for every N and every 0 < K < N (K <= N where the spec allows it), for any
 # numeric field and *any* set function f in place of max (the counting theorems never use max).
@@ -113,6 +177,7 @@ THEOREMS: tuple[Theorem, ...] = (
         )
         for form, (definition, _) in FORM_DEFINITIONS.items()
     ),
+    *UNBIASED,
 )
 
 
@@ -141,12 +206,46 @@ def _compile(workdir: Path, name: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def assumptions(
-    source_dir: Path = COQ_DIR, theorems: tuple[Theorem, ...] = THEOREMS
-) -> tuple[dict[str, str], float, str]:
-    """Compile the .v files of ``source_dir`` in a temporary copy and print the assumptions of
-    every theorem. Returns ({theorem: what Coq printed}, seconds, error text or "")."""
+STATEMENTS = COQ_DIR / "statements.json"
+"""The pinned statements: each theorem of ``THEOREMS`` as ``Check`` prints it (with its claim and
+spec row beside it) and each ``Definition`` of the .v files as ``Print`` prints it. Regenerate
+with ``python -m advest.proofs.coq`` after a deliberate change; a theorem whose printed statement,
+or any definition whose printed body, differs from this file is not counted as proved."""
+
+# Printed with MathComp's notations, so that a statement reads as the .v file writes it.
+_PRELUDE = (
+    "Require Import Coq.Strings.String.\n"
+    "From mathcomp Require Import all_ssreflect all_algebra.\n"
+    "Import GRing.Theory Num.Theory.\nOpen Scope ring_scope.\n"
+)
+
+
+@dataclass(frozen=True)
+class Printed:
+    """What one ``coqc`` run of the .v files printed: per theorem its assumptions and its
+    statement, per definition its body (whitespace collapsed), the seconds and any error."""
+
+    assumptions: dict[str, str]
+    statements: dict[str, str]
+    definitions: dict[str, str]
+    seconds: float
+    error: str
+
+
+def definitions(source_dir: Path = COQ_DIR) -> list[str]:
+    """Every top-level or section ``Definition`` of the .v files, as File.name."""
+    return [
+        f"{f[:-2]}.{name}"
+        for f in FILES
+        for name in re.findall(r"^Definition (\w+)", (source_dir / f).read_text(), re.M)
+    ]
+
+
+def printed(source_dir: Path = COQ_DIR, theorems: tuple[Theorem, ...] = THEOREMS) -> Printed:
+    """Compile the .v files of ``source_dir`` in a temporary copy, then print the assumptions and
+    the statement of every theorem and the body of every definition."""
     start = time.perf_counter()
+    defs = definitions(source_dir)
     with tempfile.TemporaryDirectory(prefix="advest-coq-") as tmp:
         work = Path(tmp)
         for name in FILES:
@@ -154,47 +253,99 @@ def assumptions(
         for name in FILES:
             done = _compile(work, name)
             if done.returncode != 0:
-                return {}, time.perf_counter() - start, f"{name}: {done.stderr or done.stdout}"
-        # One marker line before each answer, so every answer is attributed to its theorem.
+                error = f"{name}: {done.stderr or done.stdout}"
+                return Printed({}, {}, {}, time.perf_counter() - start, error)
+        # One marker line before each answer, so every answer is attributed to its source.
         lines = [f"From {LOGICAL_ROOT} Require Import {' '.join(f[:-2] for f in FILES)}."]
         for t in theorems:
             lines += [f'Eval compute in "@@ {t.name}"%string.', f"Print Assumptions {t.name}."]
-        (work / "Assumptions.v").write_text(
-            "Require Import Coq.Strings.String.\n" + "\n".join(lines) + "\n"
-        )
+            lines += [f'Eval compute in "@@check {t.name}"%string.', f"Check {t.name}."]
+        for d in defs:
+            # Qualified by the root: "Print Sorted." would parse as "Print Sorted Universes".
+            lines += [f'Eval compute in "@@print {d}"%string.', f"Print {LOGICAL_ROOT}.{d}."]
+        (work / "Assumptions.v").write_text(_PRELUDE + "\n".join(lines) + "\n")
         done = _compile(work, "Assumptions.v")
         seconds = time.perf_counter() - start
         if done.returncode != 0:
-            return {}, seconds, f"Assumptions.v: {done.stderr or done.stdout}"
-        return _split_answers(done.stdout), seconds, ""
+            return Printed({}, {}, {}, seconds, f"Assumptions.v: {done.stderr or done.stdout}")
+        answers = _split_answers(done.stdout)
+        return Printed(
+            {t.name: answers.get(("", t.name), "") for t in theorems},
+            {t.name: answers.get(("check", t.name), "") for t in theorems},
+            {d: answers.get(("print", d), "") for d in defs},
+            seconds,
+            "",
+        )
 
 
-def _split_answers(out: str) -> dict[str, str]:
-    answers: dict[str, str] = {}
-    current: str | None = None
+def assumptions(
+    source_dir: Path = COQ_DIR, theorems: tuple[Theorem, ...] = THEOREMS
+) -> tuple[dict[str, str], float, str]:
+    """({theorem: what Print Assumptions printed}, seconds, error text or "")."""
+    out = printed(source_dir, theorems)
+    return out.assumptions, out.seconds, out.error
+
+
+def _split_answers(out: str) -> dict[tuple[str, str], str]:
+    answers: dict[tuple[str, str], str] = {}
+    current: tuple[str, str] | None = None
     for line in out.splitlines():
-        marker = re.search(r'"@@ ([\w.]+)"', line)
+        marker = re.search(r'"@@(\w*) ([\w.]+)"', line)
         if marker:
-            current = marker.group(1)
+            current = (marker.group(1), marker.group(2))
             answers[current] = ""
         elif current is not None and not line.startswith("     : string"):
             answers[current] += line.strip() + " "
-    return {k: v.strip() for k, v in answers.items()}
+    return {k: " ".join(v.split()) for k, v in answers.items()}
+
+
+def pinned(path: Path = STATEMENTS) -> dict[str, dict[str, dict[str, str] | str]]:
+    """The pinned statements file: {"theorems": {name: {coq, math, spec}}, "definitions":
+    {name: body}}."""
+    return json.loads(path.read_text())  # type: ignore[no-any-return]
+
+
+def write_statements(path: Path = STATEMENTS) -> None:
+    """Pin what the shipped .v files print now (run after a deliberate change, then review the
+    diff: a statement that became weaker shows there)."""
+    out = printed()
+    if out.error:
+        raise RuntimeError(out.error)
+    theorems = {
+        t.name: {"coq": out.statements[t.name], "math": t.statement, "spec": t.spec}
+        for t in THEOREMS
+    }
+    path.write_text(
+        json.dumps(
+            {"theorems": theorems, "definitions": out.definitions}, indent=1, ensure_ascii=False
+        )
+        + "\n"
+    )
 
 
 def check(source_dir: Path = COQ_DIR, theorems: tuple[Theorem, ...] = THEOREMS) -> list[Record]:
-    """One record per theorem: ``proved`` only when its assumptions are closed."""
+    """One record per theorem: ``proved`` only when its assumptions are closed, its statement is
+    the pinned one and every definition is the pinned one."""
     missing = MISSING if coqc() is None else ""
-    if missing:
-        answers: dict[str, str] = {}
-        seconds, error = 0.0, missing
-    else:
-        answers, seconds, error = assumptions(source_dir, theorems)
+    out = Printed({}, {}, {}, 0.0, missing) if missing else printed(source_dir, theorems)
+    pins = pinned()
+    pinned_theorems: dict[str, dict[str, str]] = pins["theorems"]  # type: ignore[assignment]
+    changed = [d for d, body in out.definitions.items() if pins["definitions"].get(d) != body]
     records = []
     for t in theorems:
-        answer = answers.get(t.name, "")
-        proved = answer == CLOSED
-        evidence = "Print Assumptions: " + (answer or error or "no answer")
+        answer = out.assumptions.get(t.name, "")
+        statement = out.statements.get(t.name, "")
+        pin = pinned_theorems.get(t.name, {}).get("coq")
+        # Every failed condition is named: assumptions first, then the statement, then the
+        # definitions (a proof by an axiom can also change the statement Coq prints).
+        said = answer or out.error or "no answer"
+        failed = [] if answer == CLOSED else [f"Print Assumptions: {said}"]
+        if answer and statement != pin:
+            failed.append(f"statement differs from {STATEMENTS.name}: {statement}; pinned: {pin}")
+        if answer and changed:
+            failed.append(f"definitions differ from {STATEMENTS.name}: {', '.join(changed)}")
+        evidence = "; ".join(failed) or f"Print Assumptions: {CLOSED}"
+        proved = answer == CLOSED and statement == pin and not changed
         records.append(
             Record(
                 t.claim,
@@ -203,7 +354,7 @@ def check(source_dir: Path = COQ_DIR, theorems: tuple[Theorem, ...] = THEOREMS) 
                 "coq (MathComp)",
                 {"N": "all", "K": "all"},
                 "proved" if proved else "unknown",
-                seconds / len(theorems),
+                out.seconds / len(theorems),
                 evidence=evidence[:2000],
                 notes=[t.name],
                 missing=missing,
@@ -221,3 +372,8 @@ def check_shipped() -> tuple[Record, ...]:
 @functools.cache
 def _check_shipped(coqc_path: str | None) -> tuple[Record, ...]:
     return tuple(check())
+
+
+if __name__ == "__main__":
+    write_statements()
+    print(f"wrote {STATEMENTS}")

@@ -67,6 +67,73 @@ def test_a_planted_admitted_or_axiom_is_not_counted_as_proved(tmp_path: Path) ->
     assert records["Counting.canonical_sums_to_zero"].status == "proved"
 
 
+def _replace_theorem(path: Path, theorem: str, replacement: str) -> None:
+    """Replace the whole ``Theorem theorem ... Qed.`` block of ``path``."""
+    text = path.read_text()
+    start = text.index(f"Theorem {theorem} ")
+    end = text.index("Qed.", start) + len("Qed.")
+    path.write_text(text[:start] + replacement + text[end:])
+
+
+def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
+    tmp_path: Path,
+) -> None:
+    """One copy, one coqc run: I13 replaced by True (closed, compiles) and the conclusion of
+    Unbiased.canonical_is_unbiased weakened by "\\/ True"; both differ from the pinned statements,
+    so both come back unknown, naming the statement; the untouched theorems stay proved."""
+    for f in coq.FILES:
+        shutil.copy(coq.COQ_DIR / f, tmp_path / f)
+    _replace_theorem(
+        tmp_path / "Counting.v",
+        "mean_ei_equals_mean_l2o",
+        "Theorem mean_ei_equals_mean_l2o : True.\nProof. by []. Qed.",
+    )
+    _replace_theorem(
+        tmp_path / "Unbiased.v",
+        "canonical_is_unbiased",
+        "Theorem canonical_is_unbiased :\n"
+        "  E (fun y => \\sum_i canonical K (fset y) i * s (y i)) = N%:R / K%:R * grad K"
+        " \\/ True.\nProof. by right. Qed.",
+    )
+    records = {r.notes[0]: r for r in coq.check(tmp_path)}
+    for name in ("Counting.mean_ei_equals_mean_l2o", "Unbiased.canonical_is_unbiased"):
+        assert records[name].status == "unknown", name
+        assert records[name].evidence.startswith("statement differs"), records[name].evidence
+    assert "True" in records["Counting.mean_ei_equals_mean_l2o"].evidence
+    others = [r for name, r in records.items() if "canonical_is_unbiased" not in name]
+    assert sum(r.status == "proved" for r in others) == len(coq.THEOREMS) - 2
+
+
+def test_a_changed_definition_unpins_every_theorem(tmp_path: Path) -> None:
+    """The statements name definitions (canonical, E, grad, ...): a definition whose printed body
+    differs from the pinned one leaves no theorem proved. Planted: Sorted's coefficient `one`
+    becomes 1 * 1 (equal in value, so every proof still compiles)."""
+    for f in coq.FILES:
+        shutil.copy(coq.COQ_DIR / f, tmp_path / f)
+    path = tmp_path / "Sorted.v"
+    old = "Definition one : R := 1."
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, "Definition one : R := 1 * 1."))
+    records = coq.check(tmp_path)
+    assert all(r.status == "unknown" for r in records)
+    assert all(r.evidence == "definitions differ from statements.json: Sorted.one" for r in records)
+
+
+def test_the_pinned_statements_list_every_theorem_and_definition_with_its_claim() -> None:
+    """proofs/coq/statements.json is generated from THEOREMS and the .v files: one entry per
+    theorem (its statement as Coq prints it, the claim in words and the spec row) and one per
+    Definition; no stale entry."""
+    pins = coq.pinned()
+    theorems = pins["theorems"]
+    assert isinstance(theorems, dict) and set(theorems) == {t.name for t in coq.THEOREMS}
+    for t in coq.THEOREMS:
+        pin = theorems[t.name]
+        assert isinstance(pin, dict)
+        assert pin["math"] == t.statement and pin["spec"] == t.spec, t.name
+        assert pin["coq"].startswith(t.name.split(".")[1] + " : forall"), t.name
+    assert set(pins["definitions"]) == set(coq.definitions())
+
+
 def test_a_proof_that_does_not_compile_proves_nothing(tmp_path: Path) -> None:
     source = _planted(tmp_path, "pkpo_sloo_closed_form", "by [].\nQed.")
     records = coq.check(source)
@@ -84,6 +151,21 @@ def test_every_theorem_of_the_v_files_is_listed_and_no_proof_is_left_open() -> N
         for word in ("Admitted", "admit", "Axiom", "Parameter", "Conjecture", "Abort"):
             assert not re.search(rf"\b{word}\b", code), f"{f}: {word}"
     assert found == {t.name for t in coq.THEOREMS}
+
+
+@pytest.mark.parametrize("theorem", coq.UNBIASED, ids=lambda t: t.name)
+def test_each_unbiasedness_theorem_is_cited_where_the_spec_claims_it(theorem: coq.Theorem) -> None:
+    """spec/maxk.md §Unbiasedness names each Unbiased.v theorem that cites it, and the claims
+    table of spec/group.md each one that cites an estimator there (RLOO, GRPO)."""
+    link = f"[`{theorem.name}`](../proofs/coq/Unbiased.v)"
+    if coq.UNBIASED_SPEC in theorem.spec:
+        section = (ROOT / "spec" / "maxk.md").read_text().split("## Unbiasedness", 1)[1]
+        assert link in section.split("\n## ", 1)[0]
+    estimators = re.findall(r"group\.md (\w+)", theorem.spec)
+    rows = (ROOT / "spec" / "group.md").read_text().splitlines()
+    for name in estimators:
+        assert any(r.startswith(f"| `{name}` ") and link in r for r in rows), name
+    assert estimators or coq.UNBIASED_SPEC in theorem.spec
 
 
 @pytest.mark.parametrize("theorem", coq.THEOREMS, ids=lambda t: t.name)
