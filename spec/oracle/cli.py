@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .calling import Convention, OracleError, load
+from .calling import Convention, OracleError, OutOfScope, load
 from .properties import NON_FINITE
 from .report import as_json, check, table
 from .tolerance import DTYPES, rule
@@ -85,7 +85,8 @@ def _load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
 def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     """The child process of ``advest check``: import ``target``, check it, and send back
     ``("stage", what)`` messages, then one ``(kind, payload)``: ``("ok", (findings,
-    convention))`` or an error kind (``import``, ``oracle``, ``call``) with its one-line text."""
+    convention))`` or an error kind (``import``, ``oracle``, ``call``) with its one-line text
+    (``oracle`` also for an estimator out of the oracle's scope, saying why)."""
     import os
     import sys
 
@@ -103,6 +104,9 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     conn.send(("stage", f"calling {target} (the checks)"))
     try:
         findings = check(fn, convention=convention, **options)
+    except OutOfScope as error:
+        conn.send(("oracle", f"{target} is out of scope: {error}"))
+        return
     except OracleError as error:
         conn.send(("oracle", f"{target}: {error}"))
         return
