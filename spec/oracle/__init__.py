@@ -49,7 +49,7 @@ from .properties import (
     shift_invariant,
     singleton,
 )
-from .report import as_json, check, default_ns, table, validate
+from .report import accuracy_only, as_json, check, default_ns, table, validate
 from .tolerance import DTYPES, LENGTH_T, USABLE, allowance, rule, sample_lengths
 from .unbiased import BANDIT_MAX_ROWS, BANDITS, unbiasedness
 
@@ -71,6 +71,7 @@ __all__ = [
     "Plain",
     "Watch",
     "accuracy",
+    "accuracy_only",
     "add_arguments",
     "all_equal",
     "allowance",

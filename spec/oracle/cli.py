@@ -73,7 +73,7 @@ def add_arguments(parser: Any) -> None:
     )
 
 
-def _load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
+def load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
     """The callable ``target`` names, and ``"verl"`` when it came from verl's registry."""
     if target.startswith("verl:"):
         from ...integrations.verl import verl_estimator
@@ -95,7 +95,7 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     convention: Convention = options.pop("convention")
     conn.send(("stage", f"importing {target}"))
     try:
-        fn, forced = _load_target(target)
+        fn, forced = load_target(target)
     except Exception as error:  # a syntax error or an exception raised by the module's import
         where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
         conn.send(("import", f"cannot import {target}: {type(error).__name__}{where}: {error}"))
@@ -116,16 +116,22 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     conn.send(("ok", (findings, convention)))
 
 
-def run_in_child(target: str, options: dict[str, Any], timeout: float) -> tuple[str, Any, str]:
-    """``_child`` in a fresh interpreter (spawned: torch's thread pools do not survive a fork),
-    stopped after ``timeout`` seconds. Returns ``(kind, payload, stage)``: ``_child``'s answer,
-    or kind ``timeout`` / ``died`` (payload: the exit code) with the stage it had reached."""
+def run_in_child(
+    target: str,
+    options: dict[str, Any],
+    timeout: float,
+    child: Callable[[Any, str, dict[str, Any]], None] | None = None,
+) -> tuple[str, Any, str]:
+    """``child`` (default ``_child``; another must speak its protocol) in a fresh interpreter
+    (spawned: torch's thread pools do not survive a fork), stopped after ``timeout`` seconds.
+    Returns ``(kind, payload, stage)``: the child's answer, or kind ``timeout`` / ``died``
+    (payload: the exit code) with the stage it had reached."""
     import multiprocessing
     import time
 
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, target, options), daemon=True)
+    proc = ctx.Process(target=child or _child, args=(send, target, options), daemon=True)
     stage = "starting the child process"
     deadline = time.monotonic() + timeout
     proc.start()

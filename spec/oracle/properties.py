@@ -255,11 +255,11 @@ def all_equal(est: Estimator, g: int, binary: bool, dtype: torch.dtype) -> Findi
     return Finding("all-equal groups", f"no: {why}", shown + " (beside 4 varied groups)")
 
 
-def outlier_batch(g: int) -> tuple[str, Tensor]:
+def outlier_batch(g: int, dtype: torch.dtype = torch.float32) -> tuple[str, Tensor]:
     """Groups of one reward against G − 1 equal ones ([y, x, …, x]) with x not dyadic (0.95,
-    0.35, 0.3 as float32 holds them): a one-pass variance E[r²] − E[r]² of the equal ones leaves
-    a float32 residue where the true spread is 0 (NeMo-RL's leave-one-out std spike)."""
-    xs = torch.tensor([0.95, 0.35, 0.3], dtype=torch.float32).double()
+    0.35, 0.3 as ``dtype`` holds them): a one-pass variance E[r²] − E[r]² of the equal ones
+    leaves a rounding residue where the true spread is 0 (NeMo-RL's leave-one-out std spike)."""
+    xs = torch.tensor([0.95, 0.35, 0.3]).to(dtype).double()
     rows = [torch.cat([torch.tensor([y]), x.repeat(g - 1)]) for x in xs for y in (0.0, 1.0)]
     return "one reward against G − 1 equal ones", torch.stack(rows)  # [6, g]
 

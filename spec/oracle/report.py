@@ -167,7 +167,7 @@ def _float64(est: Estimator, family: Family, k: int, n: int) -> list[Finding]:
 def _accuracy(est: Estimator, n: int, dtype: torch.dtype) -> Finding:
     """``accuracy`` at group size ``n`` on the test batches and the outlier batch (the binary
     batch for an estimator that refuses the others)."""
-    batches = [*_batches(n, binary=False), outlier_batch(n)]
+    batches = [*_batches(n, binary=False), outlier_batch(n, dtype)]
     ok = [b for b in batches if _accepts(est, b[1].to(dtype), True) is None]
     used, _ = _cast(ok or _batches(n, binary=True), dtype)
     finding = accuracy(Watch(est), used, dtype)
@@ -194,13 +194,7 @@ def check(
     ns = list(ns) if ns else default_ns(family, k)
     validate(family, k, ns, dtype)
     guard = Guard()
-    est: Estimator
-    if convention == "verl":
-        from ...integrations.verl import VerlCall
-
-        est = VerlCall(fn, guard, k=k)
-    else:
-        est = Plain(fn, resolve_signature(fn, family, signature), k, guard)
+    est = _bind(fn, family, k, signature, convention, guard)
     own = DTYPES[dtype]
     coupling = _coupling(est, max(ns), own)
     token = COUPLED.set(coupling.verdict.startswith("yes"))
@@ -218,6 +212,43 @@ def check(
         ),
     )
     return findings
+
+
+def _bind(
+    fn: Callable[..., Any],
+    family: Family,
+    k: int,
+    signature: str | None,
+    convention: Convention,
+    guard: Guard,
+) -> Estimator:
+    if convention == "verl":
+        from ...integrations.verl import VerlCall
+
+        return VerlCall(fn, guard, k=k)
+    return Plain(fn, resolve_signature(fn, family, signature), k, guard)
+
+
+def accuracy_only(
+    fn: Callable[..., Any],
+    dtype: str,
+    ns: Sequence[int],
+    *,
+    family: Family = "outcome",
+    k: int = 1,
+    convention: Convention = "plain",
+) -> list[Finding]:
+    """Only the ``accurate (vs float64)`` rows of ``check`` (after its ``couples groups`` row):
+    for a page that reports each dtype's accuracy without rerunning every property in it."""
+    validate(family, k, list(ns), dtype)
+    est = _bind(fn, family, k, None, convention, Guard())
+    own = DTYPES[dtype]
+    coupling = _coupling(est, max(ns), own)
+    token = COUPLED.set(coupling.verdict.startswith("yes"))
+    try:
+        return [coupling, *(_accuracy(est, n, own) for n in ns)]
+    finally:
+        COUPLED.reset(token)
 
 
 def _coupling(est: Estimator, g: int, dtype: torch.dtype) -> Finding:
