@@ -104,7 +104,82 @@ COLUMNS = {
     "all-equal groups": "all-equal",
 }
 
-REASONS: dict[tuple[str, str], str] = {}
+WHITENED = ["gae", "gdpo", "reinforce_plus_plus_baseline", "reinforce_plus_plus"]
+Z_SCORES = ["grpo", "grpo_vectorized", "trl_grpo", "trl_grpo_batch"]
+UNBIASED = "unbiased"
+REASONS: dict[tuple[str, str], str] = {
+    **{
+        (n, UNBIASED): "divides by the group's std (+ ε), which depends on the sample's own reward"
+        for n in ("grpo", "grpo_vectorized", "trl_grpo")
+    },
+    ("trl_grpo_batch", UNBIASED): "divides by the batch's std (+ ε), which depends on the "
+    "sampled rewards",
+    ("gae", UNBIASED): "with values 0, A = r whitened by the batch's token-weighted mean and "
+    "std, which depend on the sampled rewards",
+    ("gdpo", UNBIASED): "GRPO's division by the group's std, then whitening over the batch",
+    ("grpo_passk", UNBIASED): "a pass@k estimator (arXiv 2503.19595): only the best sample gets "
+    "(r_max − r_second) / (std + ε); not one for the mean reward",
+    ("reinforce_plus_plus_baseline", UNBIASED): "the group mean includes the sample's own "
+    "reward, and the batch whitening divides by a sampled std",
+    ("opo", UNBIASED): "the length-weighted group mean includes the sample's own reward",
+    ("reinforce_plus_plus", UNBIASED): "no baseline but the batch's own token-weighted mean and "
+    "std, which include the sample's reward",
+    ("gpg", UNBIASED): "α = B / #(nonzero rewards) depends on the sampled rewards, and the group "
+    "mean includes the sample's own reward",
+    ("trl_rloo_normalized", UNBIASED): "RLOO's advantages whitened by their batch mean and std "
+    "(+ 1e-4), which depend on the sampled rewards",
+    **{
+        (n, "centred"): "whitened over the batch's tokens: a response weighs by its length, so "
+        "the batch, not each group, is centred"
+        for n in WHITENED
+    },
+    ("grpo_passk", "centred"): "only the best sample of a group gets a nonzero advantage",
+    ("opo", "centred"): "the baseline is the length-weighted mean: the plain sum over a group "
+    "is not 0",
+    ("remax", "centred"): "A = r − the greedy reward (made up here as 0): nothing is centred",
+    **{
+        (n, "scale equivariant"): "ε = 1e-6 (verl) or 1e-4 (TRL) added to the std: invariant "
+        "only up to ε/σ"
+        for n in (*Z_SCORES, "grpo_passk")
+    },
+    **{
+        (n, "scale equivariant"): "the whitening adds 1e-8 to the variance: invariant only up "
+        "to that floor"
+        for n in WHITENED
+    },
+    ("trl_rloo_normalized", "scale equivariant"): "whitened with 1e-4 added to the std: "
+    "invariant only up to that floor",
+    ("remax", "shift invariant"): "the made-up greedy reward 0 does not move with the rewards "
+    "(a real greedy reward would)",
+    ("gpg", "shift invariant"): "α = B / #(nonzero rewards): a shift changes which rewards are "
+    "zero",
+    **{
+        (n, "singleton group"): "a lone sample gets r / (1 + ε): mean 0 and std 1 by convention"
+        for n in ("grpo", "grpo_vectorized")
+    },
+    ("rloo", "singleton group"): "a lone sample keeps its raw reward as its advantage (a "
+    "reported bug: rloo_vectorized gives 0)",
+    ("opo", "singleton group"): "a lone sample's baseline is 0: its advantage is its raw reward",
+    ("remax", "singleton group"): "A = r − the greedy reward, made up here as 0",
+    ("gpg", "singleton group"): "a lone sample's mean is 0, so A = α·r with α = B / "
+    "#(nonzero rewards) = 4/3 here",
+    **{
+        (n, "all-equal groups"): "the batch whitening moves an all-equal group's zeros (0 "
+        "alone, nonzero beside other groups)"
+        for n in WHITENED
+    },
+    ("remax", "all-equal groups"): "A = r − the greedy reward (made up here as 0): equal rewards "
+    "keep their value",
+    **{
+        (n, "bfloat16"): "at N = 3 the bfloat16 z-score misses float64 by a little more than the "
+        "G·u allowance (the std's square root and the division add roundings)"
+        for n in ("grpo", "trl_grpo")
+    },
+    ("grpo_vectorized", "bfloat16"): "returns float32 advantages for bfloat16 rewards "
+    "(group_mean_std computes in float32)",
+    ("rloo_vectorized", "bfloat16"): "returns float64 advantages for bfloat16 rewards "
+    "(torch.bincount's weighted counts are float64)",
+}
 """(estimator, column) -> why that cell says "no"."""
 
 

@@ -267,6 +267,8 @@ def outlier_batch(g: int, dtype: torch.dtype = torch.float32) -> tuple[str, Tens
 def accuracy(est: Estimator, batches: list[tuple[str, Tensor]], dtype: torch.dtype) -> Finding:
     """The estimator in ``dtype`` against itself in float64 on the same rewards (exact in both):
     within ``dtype``'s allowance? ``batches`` are already in ``dtype``."""
+    if not batches:
+        return Finding("accurate (vs float64)", "not checked", f"no test group fits {dtype}")
     worst, where = 0.0, ""
     for name, r in batches:
         a, ref = est(r), est(r.double())

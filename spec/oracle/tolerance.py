@@ -97,9 +97,13 @@ def _cast(
     """The batches in ``dtype``, keeping the groups ``dtype`` holds exactly and whose relative
     allowance is at most ``USABLE``; and a note for each batch that lost groups."""
     kept, notes = [], []
-    for name, r in batches:
-        rd = r.to(dtype)
-        e = allowance(rd, torch.ones_like(rd), dtype=dtype)[:, 0]
+    token = COUPLED.set(False)  # which groups a dtype resolves is a property of each group
+    try:
+        cast = [(name, r, r.to(dtype)) for name, r in batches]
+        allowed = [allowance(rd, torch.ones_like(rd), dtype=dtype)[:, 0] for _, _, rd in cast]
+    finally:
+        COUPLED.reset(token)
+    for (name, r, rd), e in zip(cast, allowed, strict=True):
         ok = (rd.double() == r).all(-1) & (e <= USABLE)
         if not bool(ok.all()):
             notes.append(f"{name}: {int((~ok).sum())} of {len(ok)} groups")
