@@ -280,4 +280,104 @@ def test_nan_on_some_groups_is_found_and_the_group_shown() -> None:
         assert v[prop].verdict == oracle.NON_FINITE, prop
     equal = v["centred"].evidence.split("e.g. rewards [")[1].split("]")[0].split(", ")
     assert len(set(equal)) == 1, v["centred"].evidence  # the group shown is all-equal
-    assert oracle.check(_naive_rloo, "outcome", ns=[2])[1].verdict == "yes"  # finite output
+    finite = _by(oracle.check(_naive_rloo, "outcome", ns=[2]), "finite output", "float32")
+    assert finite == ["yes"]
+
+
+def _length_weighted(rewards: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """OPO's baseline: the length-weighted mean reward of the group."""
+    w = lengths.to(rewards.dtype)
+    return rewards - (w * rewards).sum(-1, keepdim=True) / w.sum(-1, keepdim=True)
+
+
+def test_response_lengths_are_permuted_with_their_samples() -> None:
+    """A length-weighted baseline is permutation equivariant once each response keeps its
+    length; before, the lengths stayed in place and verl's opo was reported "no"."""
+    findings = oracle.check(_length_weighted, "outcome", signature="rewards, lengths", ns=[3, 8])
+    assert _by(findings, "permutation equivariant", "float32") == ["yes", "yes"]
+    assert _by(findings, "permutation equivariant", "float64") == ["yes", "yes"]
+
+
+def _float32_inside(rewards: torch.Tensor) -> torch.Tensor:
+    """A z-score computed in float32 whatever the rewards' dtype, as verl's grpo_vectorized
+    does (its std's rounding is float32's)."""
+    x = rewards.float()
+    return ((x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-6)).to(rewards.dtype)
+
+
+def test_an_estimator_computing_in_float32_is_judged_with_float32s_allowance() -> None:
+    findings = oracle.check(_float32_inside, "outcome", ns=[3])
+    assert _by(findings, "working precision", "float64") == ["float32"]
+    for prop in ("centred", "shift invariant", "permutation equivariant"):
+        assert _by(findings, prop, "float64") == ["yes"], prop
+    # a float64 estimator gets no such row, and a real defect stays a "no" at float32's allowance
+    assert _by(oracle.check(_naive_rloo, "outcome", ns=[3]), "working precision", "float64") == []
+
+    def off_centre(rewards: torch.Tensor) -> torch.Tensor:
+        return _float32_inside(rewards) + 1e-3
+
+    assert _by(oracle.check(off_centre, "outcome", ns=[3]), "centred", "float64") == ["no"]
+
+
+def _whitened(rewards: torch.Tensor) -> torch.Tensor:
+    """Group-centred, then whitened over the whole batch (verl's reinforce_plus_plus_baseline
+    without tokens): a group's advantages depend on the other groups."""
+    centred = rewards - rewards.mean(-1, keepdim=True)
+    return (centred - centred.mean()) / (centred.std() + 1e-8)
+
+
+def test_coupled_groups_are_found_and_judged_with_the_batchs_allowance() -> None:
+    findings = oracle.check(_whitened, "outcome", ns=[3, 8])
+    v = {f.prop: f.verdict for f in findings}
+    assert v["couples groups"].startswith("yes")
+    assert _by(findings, "shift invariant", "float32") == ["yes", "yes"]
+    assert _by(findings, "permutation equivariant", "float32") == ["yes", "yes"]
+    assert v["all-equal groups"] == "yes: A = 0"  # the batch mean of group-centred values is 0
+    assert v["centred"] == "yes"  # each group centred, then one scale for the batch
+
+    def batch_whitened(rewards: torch.Tensor) -> torch.Tensor:  # verl's reinforce_plus_plus
+        return (rewards - rewards.mean()) / (rewards.std() + 1e-8)
+
+    v = {f.prop: f.verdict for f in oracle.check(batch_whitened, "outcome", ns=[3])}
+    assert v["all-equal groups"].startswith("no: nonzero beside other groups, 0 alone")
+    assert {f.prop: f.verdict for f in oracle.check(_naive_rloo, "outcome", ns=[3])}[
+        "couples groups"
+    ] == "no"
+
+
+def _nemo_rl_loo_std(rewards: torch.Tensor) -> torch.Tensor:
+    """NeMo-RL's GRPO advantage with ``use_leave_one_out_baseline`` and ``normalize_rewards``,
+    re-implemented as NeMo-RL has it (``calculate_baseline_and_std_per_prompt`` before
+    NVIDIA-NeMo/RL#4158), in the rewards' dtype (float32 in NeMo-RL): the leave-one-out mean and
+    mean square by a matrix product, std = sqrt(E[r²] − E[r]²), and (r − b) / (std + ε) where
+    std > 0. A one-pass variance: equal rewards leave a float32 residue instead of std = 0."""
+    G = rewards.shape[-1]
+    others = 1 - torch.eye(G, dtype=rewards.dtype)  # [G, G]: every sample but the i-th
+    baseline = rewards @ others / (G - 1)  # [B, G]
+    mean_square = rewards.square() @ others / (G - 1)  # [B, G]
+    std = (mean_square - baseline.square()).sqrt().nan_to_num(0.0)
+    advantage = rewards - baseline
+    return torch.where(std > 0, advantage / (std + 1e-6), advantage)
+
+
+def test_nemo_rls_float32_leave_one_out_std_is_inaccurate_for_one_against_equal_ones() -> None:
+    """The reported spike: rewards [0, 0.95 × 7] give the 0 a leave-one-out std of float32
+    residue instead of 0, and an advantage of about −2000 instead of −0.95."""
+    findings = oracle.check(_nemo_rl_loo_std, "outcome", ns=[8])
+    accurate = next(f for f in findings if f.prop == "accurate (vs float64)")
+    assert accurate.verdict == "no", accurate.evidence
+    assert "worst one reward against G − 1 equal ones" in accurate.evidence
+    assert _by(findings, "unbiased", "float64")[0].startswith("no")  # normalised: biased too
+    assert _by(
+        oracle.check(_naive_rloo, "outcome", ns=[8]), "accurate (vs float64)", "float32"
+    ) == ["yes"]
+
+
+def test_a_singleton_group_returning_the_raw_reward_is_a_no() -> None:
+    def rloo_as_verl(rewards: torch.Tensor) -> torch.Tensor:
+        return rewards if rewards.shape[-1] == 1 else _naive_rloo(rewards)
+
+    v = {f.prop: f.verdict for f in oracle.check(rloo_as_verl, "outcome", ns=[3])}
+    assert v["singleton group"] == "no: A = r, the raw reward"
+    zero = {f.prop: f.verdict for f in oracle.check(_whitened, "outcome", ns=[3])}
+    assert zero["singleton group"].startswith("yes")

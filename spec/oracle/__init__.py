@@ -28,6 +28,7 @@ from .calling import (
     Family,
     Guard,
     OracleError,
+    OutOfScope,
     Plain,
     Watch,
     check_output,
@@ -38,21 +39,25 @@ from .cli import TIMEOUT_S, add_arguments, command, run_in_child
 from .properties import (
     NON_FINITE,
     Finding,
+    accuracy,
+    all_equal,
     bad_input,
     centred,
     permutation_equivariant,
     relation_to_canonical,
     scale_behaviour,
     shift_invariant,
+    singleton,
 )
-from .report import as_json, check, default_ns, table, validate
-from .tolerance import DTYPES, USABLE, allowance, rule
+from .report import accuracy_only, as_json, check, default_ns, table, validate
+from .tolerance import DTYPES, LENGTH_T, USABLE, allowance, rule, sample_lengths
 from .unbiased import BANDIT_MAX_ROWS, BANDITS, unbiasedness
 
 __all__ = [
     "BANDITS",
     "BANDIT_MAX_ROWS",
     "DTYPES",
+    "LENGTH_T",
     "NON_FINITE",
     "TIMEOUT_S",
     "USABLE",
@@ -62,9 +67,13 @@ __all__ = [
     "Finding",
     "Guard",
     "OracleError",
+    "OutOfScope",
     "Plain",
     "Watch",
+    "accuracy",
+    "accuracy_only",
     "add_arguments",
+    "all_equal",
     "allowance",
     "as_json",
     "bad_input",
@@ -79,8 +88,10 @@ __all__ = [
     "resolve_signature",
     "rule",
     "run_in_child",
+    "sample_lengths",
     "scale_behaviour",
     "shift_invariant",
+    "singleton",
     "table",
     "unbiasedness",
     "validate",

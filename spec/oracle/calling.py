@@ -11,8 +11,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
-import torch
 from torch import Tensor
+
+from .tolerance import sample_lengths
 
 Family = Literal["outcome", "maxk", "maxrl"]
 
@@ -25,10 +26,17 @@ class OracleError(ValueError):
     message says what was got and what was expected."""
 
 
-class Estimator(Protocol):
-    """A bound estimator: rewards ``[B, G]`` -> advantages ``[B, G]`` (K already bound)."""
+class OutOfScope(OracleError):
+    """The callable is not an estimator the oracle can judge (e.g. its advantage varies along a
+    response, or it needs an input the oracle cannot make up); the message says why."""
 
-    def __call__(self, rewards: Tensor) -> Tensor: ...
+
+class Estimator(Protocol):
+    """A bound estimator: rewards ``[B, G]`` -> advantages ``[B, G]`` (K already bound).
+    ``lengths`` ``[B, G]``: the response length of each sample, for estimators that read lengths;
+    None means ``sample_lengths(rewards.shape)``."""
+
+    def __call__(self, rewards: Tensor, lengths: Tensor | None = None) -> Tensor: ...
 
 
 def load(spec: str) -> Callable[..., Any]:
@@ -112,8 +120,8 @@ def _parameters(fn: Callable[..., Any]) -> list[inspect.Parameter] | None:
 
 def resolve_signature(fn: Callable[..., Any], family: Family, signature: str | None) -> list[str]:
     """The argument order to call ``fn`` with: ``rewards``, ``k`` (positional), ``k=`` (keyword
-    ``k``), ``lengths`` (all ones). Without ``signature``, K goes only into a parameter named
-    ``k``: OracleError if ``fn``'s parameter in that place has another name."""
+    ``k``), ``lengths`` (``sample_lengths``). Without ``signature``, K goes only into a parameter
+    named ``k``: OracleError if ``fn``'s parameter in that place has another name."""
     if signature is not None:
         parts = [p.strip() for p in signature.split(",") if p.strip()]
         bad = [p for p in parts if p not in ("rewards", "k", "k=", "lengths")]
@@ -164,10 +172,10 @@ class Plain:
     def __init__(self, fn: Callable[..., Any], parts: list[str], k: int, guard: Guard) -> None:
         self.fn, self.parts, self.k, self.guard = fn, parts, k, guard
 
-    def __call__(self, rewards: Tensor) -> Tensor:
+    def __call__(self, rewards: Tensor, lengths: Tensor | None = None) -> Tensor:
         inputs: dict[str, Any] = {"rewards": rewards}
         if "lengths" in self.parts:
-            inputs["lengths"] = torch.ones_like(rewards, dtype=torch.int64)
+            inputs["lengths"] = sample_lengths(rewards.shape) if lengths is None else lengths
         given = self.guard.copies(**inputs)
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
@@ -192,8 +200,8 @@ class Watch:
         self.est = est
         self.seen: list[str] = []
 
-    def __call__(self, rewards: Tensor) -> Tensor:
-        out = self.est(rewards)
+    def __call__(self, rewards: Tensor, lengths: Tensor | None = None) -> Tensor:
+        out = self.est(rewards, lengths)
         bad = rewards.isfinite().all(-1) & ~out.isfinite().all(-1)  # [B]
         if bool(bad.any()):
             g = int(bad.nonzero()[0, 0])

@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .calling import Convention, OracleError, load
+from .calling import Convention, OracleError, OutOfScope, load
 from .properties import NON_FINITE
 from .report import as_json, check, table
 from .tolerance import DTYPES, rule
@@ -73,7 +73,7 @@ def add_arguments(parser: Any) -> None:
     )
 
 
-def _load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
+def load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
     """The callable ``target`` names, and ``"verl"`` when it came from verl's registry."""
     if target.startswith("verl:"):
         from ...integrations.verl import verl_estimator
@@ -85,7 +85,8 @@ def _load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
 def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     """The child process of ``advest check``: import ``target``, check it, and send back
     ``("stage", what)`` messages, then one ``(kind, payload)``: ``("ok", (findings,
-    convention))`` or an error kind (``import``, ``oracle``, ``call``) with its one-line text."""
+    convention))`` or an error kind (``import``, ``oracle``, ``call``) with its one-line text
+    (``oracle`` also for an estimator out of the oracle's scope, saying why)."""
     import os
     import sys
 
@@ -94,7 +95,7 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     convention: Convention = options.pop("convention")
     conn.send(("stage", f"importing {target}"))
     try:
-        fn, forced = _load_target(target)
+        fn, forced = load_target(target)
     except Exception as error:  # a syntax error or an exception raised by the module's import
         where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
         conn.send(("import", f"cannot import {target}: {type(error).__name__}{where}: {error}"))
@@ -103,6 +104,9 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     conn.send(("stage", f"calling {target} (the checks)"))
     try:
         findings = check(fn, convention=convention, **options)
+    except OutOfScope as error:
+        conn.send(("oracle", f"{target} is out of scope: {error}"))
+        return
     except OracleError as error:
         conn.send(("oracle", f"{target}: {error}"))
         return
@@ -112,16 +116,22 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     conn.send(("ok", (findings, convention)))
 
 
-def run_in_child(target: str, options: dict[str, Any], timeout: float) -> tuple[str, Any, str]:
-    """``_child`` in a fresh interpreter (spawned: torch's thread pools do not survive a fork),
-    stopped after ``timeout`` seconds. Returns ``(kind, payload, stage)``: ``_child``'s answer,
-    or kind ``timeout`` / ``died`` (payload: the exit code) with the stage it had reached."""
+def run_in_child(
+    target: str,
+    options: dict[str, Any],
+    timeout: float,
+    child: Callable[[Any, str, dict[str, Any]], None] | None = None,
+) -> tuple[str, Any, str]:
+    """``child`` (default ``_child``; another must speak its protocol) in a fresh interpreter
+    (spawned: torch's thread pools do not survive a fork), stopped after ``timeout`` seconds.
+    Returns ``(kind, payload, stage)``: the child's answer, or kind ``timeout`` / ``died``
+    (payload: the exit code) with the stage it had reached."""
     import multiprocessing
     import time
 
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, target, options), daemon=True)
+    proc = ctx.Process(target=child or _child, args=(send, target, options), daemon=True)
     stage = "starting the child process"
     deadline = time.monotonic() + timeout
     proc.start()

@@ -16,7 +16,7 @@ import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 
 from ... import fast
 from .calling import Estimator, OracleError
-from .tolerance import _excess, _verdict, allowance
+from .tolerance import _excess, _verdict, allowance, sample_lengths
 
 
 @dataclass
@@ -41,7 +41,12 @@ def centred(est: Estimator, batches: list[tuple[str, Tensor]], dtype: torch.dtyp
         a = est(r)
         total = a.to(torch.float64).sum(-1, keepdim=True).abs()
         worst = max(worst, _excess(total, r.shape[-1] * allowance(r, a, dtype=dtype)))
-    return Finding("centred", _verdict(worst), f"max |Σ_i A_i| = {worst:.2g} × allowance")
+    return Finding(
+        "centred",
+        _verdict(worst),
+        f"max |Σ_i A_i| = {worst:.2g} × allowance",
+        data={"excess": worst},
+    )
 
 
 def shift_invariant(
@@ -58,7 +63,10 @@ def shift_invariant(
             worst, _excess(err, allowance(r, a, dtype=dtype) + allowance(shifted, b, dtype=dtype))
         )
     return Finding(
-        "shift invariant", _verdict(worst), f"max |A(r + 0.75) − A(r)| = {worst:.2g} × allowance"
+        "shift invariant",
+        _verdict(worst),
+        f"max |A(r + 0.75) − A(r)| = {worst:.2g} × allowance",
+        data={"excess": worst},
     )
 
 
@@ -81,25 +89,34 @@ def scale_behaviour(
                 )
                 errs[degree] = max(errs[degree], _excess(err, allowed))
     shown = f"× allowance: degree 1 {errs[1]:.2g}, degree 0 {errs[0]:.2g}"
+    data = {"excess": min(errs.values())}
     if errs[1] <= 1:
-        return Finding("scale equivariant", "yes (A(a r) = a A(r))", shown)
+        return Finding("scale equivariant", "yes (A(a r) = a A(r))", shown, data=data)
     if errs[0] <= 1:
-        return Finding("scale equivariant", "invariant (A(a r) = A(r))", shown)
-    return Finding("scale equivariant", "no", shown)
+        return Finding("scale equivariant", "invariant (A(a r) = A(r))", shown, data=data)
+    return Finding("scale equivariant", "no", shown, data=data)
 
 
 def permutation_equivariant(
     est: Estimator, batches: list[tuple[str, Tensor]], dtype: torch.dtype
 ) -> Finding:
+    """A(r P) = A(r) P for a permutation P of each group's samples; each sample's response
+    length moves with it (``sample_lengths``), as a length belongs to its response."""
     gen = torch.Generator().manual_seed(1)
     worst = 0.0
     for _, r in batches:
         perm = torch.randperm(r.shape[1], generator=gen)
-        a = est(r)
-        b = est(r[:, perm])
+        lengths = sample_lengths(r.shape)  # [B, G]
+        a = est(r, lengths)
+        b = est(r[:, perm], lengths[:, perm])
         err = (b.double() - a[:, perm].double()).abs()
         worst = max(worst, _excess(err, 2 * allowance(r, a, b, dtype=dtype)))
-    return Finding("permutation equivariant", _verdict(worst), f"max error {worst:.2g} × allowance")
+    return Finding(
+        "permutation equivariant",
+        _verdict(worst),
+        f"max error {worst:.2g} × allowance",
+        data={"excess": worst},
+    )
 
 
 def relation_to_canonical(
@@ -172,3 +189,105 @@ def bad_input(est: Estimator, g: int, binary: bool, dtype: torch.dtype) -> list[
         Finding("on an all-equal group", _behaviour(est, equal), f"G = {g}"),
         Finding("on G = 1", _behaviour(est, single), "one sample per group"),
     ]
+
+
+def _shown(x: Tensor) -> list[float]:
+    return [round(v, 6) for v in x.reshape(-1).tolist()]
+
+
+def singleton(est: Estimator, dtype: torch.dtype) -> Finding:
+    """Groups of one sample (G = 1) have no other sample to compare with: a baseline estimator
+    has no signal there. "yes" when the advantage does not move with a shift of the rewards
+    (0, usually), "refused" for an error, "no" when it moves (e.g. A = r, the raw reward)."""
+    r = torch.tensor([[0.0], [0.25], [1.0], [3.0]], dtype=dtype)  # [4, 1]: four lone samples
+    try:
+        a, b = est(r), est(r + 0.75)
+    except OracleError:
+        raise
+    except Exception as error:  # a refusal is an answer here
+        return Finding("singleton group", "refused", f"{type(error).__name__}: {str(error)[:100]}")
+    shown = f"rewards {_shown(r)} → {_shown(a)}"
+    if not bool(a.isfinite().all() and b.isfinite().all()):
+        return Finding("singleton group", NON_FINITE, shown)
+    moved = (b.double() - a.double()).abs()
+    if bool((moved <= allowance(r, a, b, dtype=dtype)).all()):
+        verdict = "yes: A = 0" if bool((a == 0).all()) else "yes: shift invariant"
+        return Finding("singleton group", verdict, shown)
+    nonzero = r[:, 0] != 0
+    c = a.double()[nonzero, 0] / r.double()[nonzero, 0]  # [3]: A / r where r != 0
+    if bool(((c - c[0]).abs() <= 4 * torch.finfo(dtype).eps).all()) and float(a[0, 0]) == 0:
+        why = "A = r, the raw reward" if float(c[0]) == 1 else f"A = {float(c[0]):.7g}·r"
+    else:
+        why = "A moves with the rewards"
+    return Finding(
+        "singleton group",
+        f"no: {why}",
+        f"{shown}; A(r + 0.75) − A(r) up to {float(moved.max()):.3g}: not shift invariant",
+    )
+
+
+def all_equal(est: Estimator, g: int, binary: bool, dtype: torch.dtype) -> Finding:
+    """Groups whose rewards are all equal carry no signal: their advantages should be 0, also
+    beside other groups (an estimator that whitens over the batch moves them)."""
+    levels = (1.0, 0.0) if binary else (0.75, 3.0)
+    gen = torch.Generator().manual_seed(g)
+    top = 2 if binary else 4
+    varied = torch.randint(0, top, (4, g), generator=gen).double()  # [4, g]
+    varied[:, 0], varied[:, 1] = 0.0, 1.0  # never equal
+    r = torch.cat([torch.full((len(levels), g), x) for x in levels] + [varied]).to(dtype)
+    try:
+        a = est(r)  # [6, g]: rows 0 and 1 all-equal
+        alone = est(r[:1])
+    except OracleError:
+        raise
+    except Exception as error:
+        return Finding("all-equal groups", "refused", f"{type(error).__name__}: {str(error)[:100]}")
+    shown = f"rewards {_shown(r[0])} → {_shown(a[0])}"
+    if not bool(a.isfinite().all()):
+        return Finding("all-equal groups", NON_FINITE, shown)
+    floor = g * torch.finfo(dtype).eps * float(a.double().abs().max()) + torch.finfo(dtype).tiny
+    if float(a[: len(levels)].double().abs().max()) <= floor:
+        return Finding("all-equal groups", "yes: A = 0", shown + " (beside 4 varied groups)")
+    if float(alone.double().abs().max()) <= floor:
+        why = "nonzero beside other groups, 0 alone: the groups are coupled (batch statistics)"
+    else:
+        why = "nonzero advantages for equal rewards"
+    return Finding("all-equal groups", f"no: {why}", shown + " (beside 4 varied groups)")
+
+
+def outlier_batch(g: int, dtype: torch.dtype = torch.float32) -> tuple[str, Tensor]:
+    """Groups of one reward against G − 1 equal ones ([y, x, …, x]) with x not dyadic (0.95,
+    0.35, 0.3 as ``dtype`` holds them): a one-pass variance E[r²] − E[r]² of the equal ones
+    leaves a rounding residue where the true spread is 0 (NeMo-RL's leave-one-out std spike)."""
+    xs = torch.tensor([0.95, 0.35, 0.3]).to(dtype).double()
+    rows = [torch.cat([torch.tensor([y]), x.repeat(g - 1)]) for x in xs for y in (0.0, 1.0)]
+    return "one reward against G − 1 equal ones", torch.stack(rows)  # [6, g]
+
+
+def accuracy(est: Estimator, batches: list[tuple[str, Tensor]], dtype: torch.dtype) -> Finding:
+    """The estimator in ``dtype`` against itself in float64 on the same rewards (exact in both):
+    within ``dtype``'s allowance? ``batches`` are already in ``dtype``."""
+    if not batches:
+        return Finding("accurate (vs float64)", "not checked", f"no test group fits {dtype}")
+    worst, where = 0.0, ""
+    for name, r in batches:
+        a, ref = est(r), est(r.double())
+        if not bool(a.isfinite().all()) and bool(ref.isfinite().all()):
+            g = int((~a.isfinite()).any(-1).nonzero()[0, 0])
+            return Finding(
+                "accurate (vs float64)",
+                NON_FINITE,
+                f"{name}: rewards {_shown(r[g])} → {_shown(a[g])}, float64 {_shown(ref[g])}",
+            )
+        ratio = (a.double() - ref).abs() / allowance(r, a, ref, dtype=dtype)  # [B, G]
+        ratio = ratio.nan_to_num(0.0)  # NaN where float64 is NaN too: not an accuracy question
+        if float(ratio.max()) > worst:
+            worst = float(ratio.max())
+            g = int(ratio.amax(-1).argmax())
+            where = f"{name}: rewards {_shown(r[g])} → {_shown(a[g])}, float64 {_shown(ref[g])}"
+    return Finding(
+        "accurate (vs float64)",
+        _verdict(worst),
+        f"max |A − A_float64| = {worst:.2g} × allowance" + (f"; worst {where}" if where else ""),
+        data={"excess": worst},
+    )

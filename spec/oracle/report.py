@@ -23,14 +23,18 @@ from .calling import (
 from .properties import (
     NON_FINITE,
     Finding,
+    accuracy,
+    all_equal,
     bad_input,
     centred,
+    outlier_batch,
     permutation_equivariant,
     relation_to_canonical,
     scale_behaviour,
     shift_invariant,
+    singleton,
 )
-from .tolerance import DTYPES, _batches, _cast, _dtype_name
+from .tolerance import COUPLED, DTYPES, _batches, _cast, _dtype_name, allowance, sample_lengths
 from .unbiased import unbiasedness
 
 
@@ -70,8 +74,19 @@ def _accepts(est: Estimator, probe: Tensor, lenient: bool = False) -> str | None
     return None
 
 
-def _run_dtype(est: Estimator, family: Family, k: int, n: int, dtype: torch.dtype) -> list[Finding]:
+def _run_dtype(
+    est: Estimator,
+    family: Family,
+    k: int,
+    n: int,
+    dtype: torch.dtype,
+    tol: torch.dtype | None = None,
+) -> list[Finding]:
+    """Every check at group size ``n`` on rewards in ``dtype``, judged with ``tol``'s allowance
+    (``dtype``'s by default; float32's for an estimator that computes in float32 whatever its
+    input, see ``check``)."""
     name = _dtype_name(dtype)
+    tol = dtype if tol is None else tol
     binary = family == "maxrl"  # MaxRL's claims are for pass/fail rewards
     batches = _batches(n, binary=binary)
     refusal = _accepts(est, batches[0][1].to(dtype))
@@ -91,14 +106,16 @@ def _run_dtype(est: Estimator, family: Family, k: int, n: int, dtype: torch.dtyp
     }[family]
     watch = Watch(est)
     checks: list[Callable[[], Finding]] = [
-        lambda: centred(watch, used, dtype),
-        lambda: shift_invariant(watch, used, binary, dtype),
-        lambda: scale_behaviour(watch, used, binary, dtype),
-        lambda: permutation_equivariant(watch, used, dtype),
-        lambda: unbiasedness(watch, n, k_obj, binary, objective, dtype, harmonic=family == "maxrl"),
+        lambda: centred(watch, used, tol),
+        lambda: shift_invariant(watch, used, binary, tol),
+        lambda: scale_behaviour(watch, used, binary, tol),
+        lambda: permutation_equivariant(watch, used, tol),
+        lambda: unbiasedness(
+            watch, n, k_obj, binary, objective, dtype, harmonic=family == "maxrl", tol=tol
+        ),
     ]
     if family == "maxk" and k_obj < n:
-        checks.append(lambda: relation_to_canonical(watch, used, k_obj, dtype))
+        checks.append(lambda: relation_to_canonical(watch, used, k_obj, tol))
     findings = []
     for run in checks:
         before = len(watch.seen)
@@ -123,6 +140,41 @@ def _run_dtype(est: Estimator, family: Family, k: int, n: int, dtype: torch.dtyp
     return findings
 
 
+FLOAT32_EXCESS = torch.finfo(torch.float32).eps / torch.finfo(torch.float64).eps
+"""An error up to this many times float64's allowance is within float32's (2^29)."""
+
+
+def _float64(est: Estimator, family: Family, k: int, n: int) -> list[Finding]:
+    """The float64 column at ``n``. An estimator that computes in float32 whatever its input
+    (verl's ``grpo_vectorized`` casts to float32) misses float64's allowance by a factor that
+    float32's covers: its column is then judged with float32's allowance, and says so in a
+    ``working precision`` row, instead of reporting float32 rounding as a broken property."""
+    findings = _run_dtype(est, family, k, n, torch.float64)
+    exact = ("centred", "shift invariant", "permutation equivariant")  # identities, or far off
+    excess = [(f.prop, float(f.data["excess"])) for f in findings if f.prop in exact]
+    near = [(p, e) for p, e in excess if 1 < e <= FLOAT32_EXCESS]
+    if not near:
+        return findings
+    prop, worst = max(near, key=lambda pe: pe[1])
+    rerun = _run_dtype(est, family, k, n, torch.float64, tol=torch.float32)
+    note = (
+        f"float64 rewards give float32-accurate advantages ({prop}: {worst:.3g} × float64's "
+        "allowance, within float32's): this column is judged with float32's allowance"
+    )
+    return [Finding("working precision", "float32", note, "float64", n), *rerun]
+
+
+def _accuracy(est: Estimator, n: int, dtype: torch.dtype) -> Finding:
+    """``accuracy`` at group size ``n`` on the test batches and the outlier batch (the binary
+    batch for an estimator that refuses the others)."""
+    batches = [*_batches(n, binary=False), outlier_batch(n, dtype)]
+    ok = [b for b in batches if _accepts(est, b[1].to(dtype), True) is None]
+    used, _ = _cast(ok or _batches(n, binary=True), dtype)
+    finding = accuracy(Watch(est), used, dtype)
+    finding.dtype, finding.n = _dtype_name(dtype), n
+    return finding
+
+
 def check(
     fn: Callable[..., Any],
     family: Family,
@@ -132,36 +184,24 @@ def check(
     ns: Sequence[int] | None = None,
     dtype: str = "float32",
     convention: Convention = "plain",
+    float64: bool = True,
 ) -> list[Finding]:
-    """Every finding for the user callable ``fn``, in ``dtype`` and (when accepted) float64, at
-    each group size in ``ns`` (default ``default_ns``). Raises OracleError for unusable
-    arguments or outputs."""
+    """Every finding for the user callable ``fn``, in ``dtype`` and (when accepted and
+    ``float64``) float64, at each group size in ``ns`` (default ``default_ns``); then how
+    ``dtype``'s advantages compare with float64's (``accurate (vs float64)``), and singleton
+    and all-equal groups. Raises OracleError for unusable arguments or outputs (``OutOfScope``
+    for a callable the oracle cannot judge)."""
     ns = list(ns) if ns else default_ns(family, k)
     validate(family, k, ns, dtype)
     guard = Guard()
-    est: Estimator
-    if convention == "verl":
-        from ...integrations.verl import VerlCall
-
-        est = VerlCall(fn, guard, k=k)
-    else:
-        est = Plain(fn, resolve_signature(fn, family, signature), k, guard)
+    est = _bind(fn, family, k, signature, convention, guard)
     own = DTYPES[dtype]
-    findings: list[Finding] = []
-    for n in ns:
-        findings += _run_dtype(est, family, k, n, own)
-        if own != torch.float64:
-            probe = _batches(n, binary=False)[0][1]
-            why = _accepts(est, probe, True) and _accepts(est, _batches(n, True)[0][1], True)
-            if why is None:
-                findings += _run_dtype(est, family, k, n, torch.float64)
-            else:
-                findings.append(Finding("float64", "not accepted", why[:160], "float64", n))
-    g = max(ns)
-    binary = _accepts(est, _batches(g, binary=False)[0][1].to(own)) is not None
-    for f in bad_input(est, g, binary, own):
-        f.dtype = dtype
-        findings.append(f)
+    coupling = _coupling(est, max(ns), own)
+    token = COUPLED.set(coupling.verdict.startswith("yes"))
+    try:
+        findings = [coupling, *_all_checks(est, family, k, ns, own, float64)]
+    finally:
+        COUPLED.reset(token)
     mutated = guard.mutations
     findings.insert(
         0,
@@ -171,6 +211,90 @@ def check(
             "; ".join(mutated) if mutated else "every input compared after every call",
         ),
     )
+    return findings
+
+
+def _bind(
+    fn: Callable[..., Any],
+    family: Family,
+    k: int,
+    signature: str | None,
+    convention: Convention,
+    guard: Guard,
+) -> Estimator:
+    if convention == "verl":
+        from ...integrations.verl import VerlCall
+
+        return VerlCall(fn, guard, k=k)
+    return Plain(fn, resolve_signature(fn, family, signature), k, guard)
+
+
+def accuracy_only(
+    fn: Callable[..., Any],
+    dtype: str,
+    ns: Sequence[int],
+    *,
+    family: Family = "outcome",
+    k: int = 1,
+    convention: Convention = "plain",
+) -> list[Finding]:
+    """Only the ``accurate (vs float64)`` rows of ``check`` (after its ``couples groups`` row):
+    for a page that reports each dtype's accuracy without rerunning every property in it."""
+    validate(family, k, list(ns), dtype)
+    est = _bind(fn, family, k, None, convention, Guard())
+    own = DTYPES[dtype]
+    coupling = _coupling(est, max(ns), own)
+    token = COUPLED.set(coupling.verdict.startswith("yes"))
+    try:
+        return [coupling, *(_accuracy(est, n, own) for n in ns)]
+    finally:
+        COUPLED.reset(token)
+
+
+def _coupling(est: Estimator, g: int, dtype: torch.dtype) -> Finding:
+    """Does group 0's advantage change when the other groups are left out (each sample keeping
+    its response length)? Then the groups are coupled (e.g. batch whitening), and every check
+    uses the batch's allowance (``COUPLED``)."""
+    name = "couples groups"
+    for binary in (False, True):
+        r = _batches(g, binary=binary)[0][1].to(dtype)  # [32, g]
+        lengths = sample_lengths(r.shape)
+        try:
+            a, alone = est(r, lengths), est(r[:1], lengths[:1])
+        except (ValueError, TypeError):
+            continue  # refused (e.g. non-binary rewards): try the binary batch
+        diff = float((a[0].double() - alone[0].double()).abs().max())
+        if not diff <= float(allowance(r[:1], a[:1], alone, dtype=dtype).max()):
+            return Finding(
+                name,
+                "yes: a group's advantages depend on the other groups",
+                f"group 0 alone vs beside {len(r) - 1} others: up to {diff:.3g} apart; every "
+                "check uses the batch's allowance",
+            )
+        return Finding(name, "no", f"group 0 alone vs beside {len(r) - 1} others: {diff:.3g}")
+    return Finding(name, "not checked", "the test batches were refused")
+
+
+def _all_checks(
+    est: Estimator, family: Family, k: int, ns: list[int], own: torch.dtype, float64: bool
+) -> list[Finding]:
+    dtype = _dtype_name(own)
+    findings: list[Finding] = []
+    for n in ns:
+        findings += _run_dtype(est, family, k, n, own)
+        if own != torch.float64 and float64:
+            probe = _batches(n, binary=False)[0][1]
+            why = _accepts(est, probe, True) and _accepts(est, _batches(n, True)[0][1], True)
+            if why is None:
+                findings += _float64(est, family, k, n)
+                findings.append(_accuracy(est, n, own))
+            else:
+                findings.append(Finding("float64", "not accepted", why[:160], "float64", n))
+    g = max(ns)
+    binary = _accepts(est, _batches(g, binary=False)[0][1].to(own)) is not None
+    for f in [singleton(est, own), all_equal(est, g, binary, own), *bad_input(est, g, binary, own)]:
+        f.dtype = dtype
+        findings.append(f)
     return findings
 
 

@@ -3,6 +3,8 @@ batches the property checks run on (dyadic grids, cast to each dtype by ``_cast`
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import torch
 from torch import Tensor
 
@@ -19,6 +21,13 @@ USABLE = 0.25
 most this: beyond it (e.g. rewards 1000 + k/8 in bfloat16) the dtype cannot resolve the spread."""
 
 
+COUPLED: ContextVar[bool] = ContextVar("COUPLED", default=False)
+"""True while checking an estimator whose groups are coupled (one group's advantages depend on
+the others', e.g. verl's batch whitening): ``allowance`` then gives every group the batch's
+allowance, B·G terms and the batch's largest m/s and |A|, as each output carries the rounding of
+sums over the whole batch. ``report.check`` sets it from the ``couples groups`` finding."""
+
+
 def allowance(rewards: Tensor, *outs: Tensor, dtype: torch.dtype) -> Tensor:
     """``[B, 1]``: the error each output element of a group may carry in ``dtype``.
 
@@ -28,6 +37,8 @@ def allowance(rewards: Tensor, *outs: Tensor, dtype: torch.dtype) -> Tensor:
     rounding of the output; dividing by the spread turns an error in the rewards' magnitude into
     one in the advantage's (offset rewards lose digits to the offset). float64 carries a floor
     of 1e-12 relative (lgamma-based weights and enumeration sums are not correctly rounded).
+    While ``COUPLED`` is set, every group gets the batch's allowance (G → B·G, and the largest
+    m/s and |A| of the batch).
     """
     G = rewards.shape[-1]
     u = torch.finfo(dtype).eps / 2
@@ -36,8 +47,24 @@ def allowance(rewards: Tensor, *outs: Tensor, dtype: torch.dtype) -> Tensor:
     s = r.amax(-1, keepdim=True) - r.amin(-1, keepdim=True)
     s = torch.where(s > 0, s, torch.where(m > 0, m, 1.0))
     a = torch.stack([o.to(torch.float64).abs().amax(-1, keepdim=True) for o in outs]).amax(0)
-    rel = G * u * m / s + (1e-12 if dtype == torch.float64 else 0.0)
+    ratio = m / s  # [B, 1]
+    if COUPLED.get():  # each output carries the batch's sums: the batch's terms and extremes
+        G, ratio, a = rewards.numel(), ratio.amax().expand_as(ratio), a.amax().expand_as(a)
+    rel = G * u * ratio + (1e-12 if dtype == torch.float64 else 0.0)
     return rel * a + torch.finfo(dtype).tiny
+
+
+LENGTH_T = 5
+"""Responses given to estimators that read lengths are 1..LENGTH_T tokens long."""
+
+
+def sample_lengths(shape: torch.Size | tuple[int, ...]) -> Tensor:
+    """``[B, G]`` int64 response lengths in 1..``LENGTH_T``, one per sample, the same for every
+    call on the same shape (seeded by it): the checks compare calls on like inputs, and the
+    permutation check permutes these with their samples (a length belongs to a response)."""
+    B, G = shape
+    gen = torch.Generator().manual_seed(7919 * B + G)
+    return torch.randint(1, LENGTH_T + 1, (B, G), generator=gen)
 
 
 def rule(dtype: torch.dtype) -> str:
@@ -70,9 +97,13 @@ def _cast(
     """The batches in ``dtype``, keeping the groups ``dtype`` holds exactly and whose relative
     allowance is at most ``USABLE``; and a note for each batch that lost groups."""
     kept, notes = [], []
-    for name, r in batches:
-        rd = r.to(dtype)
-        e = allowance(rd, torch.ones_like(rd), dtype=dtype)[:, 0]
+    token = COUPLED.set(False)  # which groups a dtype resolves is a property of each group
+    try:
+        cast = [(name, r, r.to(dtype)) for name, r in batches]
+        allowed = [allowance(rd, torch.ones_like(rd), dtype=dtype)[:, 0] for _, _, rd in cast]
+    finally:
+        COUPLED.reset(token)
+    for (name, r, rd), e in zip(cast, allowed, strict=True):
         ok = (rd.double() == r).all(-1) & (e <= USABLE)
         if not bool(ok.all()):
             notes.append(f"{name}: {int((~ok).sum())} of {len(ok)} groups")

@@ -28,10 +28,16 @@ BANDITS: list[tuple[list[Fraction], list[Fraction]]] = [
 
 
 def _expected(
-    est: Estimator, pi: list[Fraction], r: list[Fraction], n: int, dtype: torch.dtype
+    est: Estimator,
+    pi: list[Fraction],
+    r: list[Fraction],
+    n: int,
+    dtype: torch.dtype,
+    tol: torch.dtype,
 ) -> tuple[Tensor, Tensor]:
     """``(E[Σ_i A_i (e_{a_i} − π)], its error bound)``, both ``[A]``, by enumerating all A^N
-    action tuples in one batched call; the bound sums each output's allowance."""
+    action tuples in one batched call (rewards in ``dtype``); the bound sums each output's
+    allowance in ``tol``."""
     A = len(pi)
     actions = torch.cartesian_prod(*[torch.arange(A)] * n).reshape(-1, n)  # [A^N, N]
     rewards = torch.tensor([float(x) for x in r], dtype=torch.float64)[actions].to(dtype)
@@ -40,7 +46,7 @@ def _expected(
     prob = p[actions].prod(-1)  # [A^N]
     direction = torch.nn.functional.one_hot(actions, A).double() - p  # [A^N, N, A]
     total = torch.einsum("t,tn,tna->a", prob, adv.double(), direction)
-    err = allowance(rewards, adv, dtype=dtype).expand_as(adv)
+    err = allowance(rewards, adv, dtype=tol).expand_as(adv)
     bound = torch.einsum("t,tn,tna->a", prob, err, direction.abs())
     return total, bound
 
@@ -63,10 +69,13 @@ def unbiasedness(
     objective: str,
     dtype: torch.dtype,
     harmonic: bool = False,
+    tol: torch.dtype | None = None,
 ) -> Finding:
     """E[Σ A_i ∇log π(a_i)] = c·∇J with one constant c for every bandit tried? A bandit whose
     rewards the estimator refuses (a ValueError, e.g. MaxRL's negative rewards) is shifted to a
-    minimum of 0, which leaves ∇J unchanged."""
+    minimum of 0, which leaves ∇J unchanged. ``tol``: the dtype whose allowance bounds the
+    error (``dtype``'s by default)."""
+    tol = dtype if tol is None else tol
     what = f"for {objective}" if harmonic else f"for {objective} (K={k})"
     if 3**n > BANDIT_MAX_ROWS:
         return Finding("unbiased", "not checked", f"3^{n} reward tuples is too many to enumerate")
@@ -77,12 +86,12 @@ def unbiasedness(
         grad_q = _objective_gradient(pi, rr, n, k, harmonic)
         grad = torch.tensor([float(g) for g in grad_q], dtype=torch.float64)
         try:
-            got, bound = _expected(est, pi, rr, n, dtype)
+            got, bound = _expected(est, pi, rr, n, dtype, tol)
         except OracleError:
             raise
         except ValueError:
             rr = [x - min(rr) for x in rr]
-            got, bound = _expected(est, pi, rr, n, dtype)
+            got, bound = _expected(est, pi, rr, n, dtype, tol)
             shifted += 1
         if not bool(got.isfinite().all()):
             return Finding("unbiased", "no: NaN or inf in the advantages", f"{what}, N={n}")

@@ -160,6 +160,51 @@ def test_verls_grpo_passk_is_checked_at_k_equal_n() -> None:
     assert ("unbiased", "float32") in v and not v[("unbiased", "float32")].startswith("not")
 
 
+def test_verls_rloo_on_singleton_groups_returns_the_raw_reward() -> None:
+    """A reported bug: verl's rloo leaves a lone sample's reward as its advantage."""
+    v = _verdicts("rloo", "outcome", 1, [3])
+    assert v[("singleton group", "float32")] == "no: A = r, the raw reward"
+    assert _verdicts("rloo_vectorized", "outcome", 1, [3])[("singleton group", "float32")] == (
+        "yes: A = 0"
+    )
+
+
+@pytest.mark.parametrize(
+    "name", ["opo", "reinforce_plus_plus_baseline", "gdpo", "reinforce_plus_plus", "gae"]
+)
+def test_length_dependent_verl_estimators_are_permutation_equivariant(name: str) -> None:
+    """Their baselines or whitening weigh samples by response length: the lengths move with the
+    samples (they were left in place, and these were reported "no"); reinforce_plus_plus reads
+    config.gamma (it crashed on a dict), gae gets values and gamma, lam (it could not be called)."""
+    v = _verdicts(name, "outcome", 1, [3])
+    assert v[("permutation equivariant", "float32")] == "yes"
+    assert v[("permutation equivariant", "float64")] == "yes"
+
+
+def test_verls_float32_grpo_vectorized_is_judged_at_float32_in_the_float64_column() -> None:
+    v = _verdicts("grpo_vectorized", "outcome", 1, [3])
+    assert v[("working precision", "float64")] == "float32"
+    for prop in ("centred", "shift invariant", "permutation equivariant"):
+        assert v[(prop, "float64")] == "yes", prop
+
+
+def test_remax_gets_a_made_up_baseline_and_the_token_baselines_are_out_of_scope() -> None:
+    v = _verdicts("remax", "outcome", 1, [3])  # greedy baseline 0: REINFORCE
+    assert v[("unbiased", "float32")].startswith("yes, E[ĝ] = 3·∇J")
+    for name in ("optimal_token_baseline", "tir_optimal_token_baseline"):
+        with pytest.raises(oracle.OutOfScope, match="varies along a response"):
+            _verdicts(name, "outcome", 1, [3])
+
+
+def test_check_command_says_out_of_scope_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from advest.training.cli import main
+
+    assert main(["check", "verl:optimal_token_baseline", "--n", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("advest check: verl:optimal_token_baseline is out of scope: its "), err
+    assert "\n" not in err
+
+
 # -- convention="verl-0.9.1": advest reproduces verl's own functions ---------------------------
 
 
