@@ -18,6 +18,8 @@ The vocabulary of input names (shapes for one call of B prompts × G samples × 
     texts       list[list[str]] ([B][G]): decoded responses
     offsets     [B, G, T, 2] int64: character span [start, end) of each token in its text
     prompt_ids  [B] int64: a stable id per prompt (for estimators with history)
+    reward_parts    [B, G, R] float: each reward function's own (unweighted) score
+    reward_weights  [R] float: the weight of each reward function (rewards = parts · weights)
 
 An estimator returns ``[B, G]`` (sequence level, broadcast to tokens) or ``[B, G, T]``, or an
 object with an ``advantages`` attribute holding one of these (reweighters). A ``stateful``
@@ -32,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-Family = Literal["maxk", "group", "token", "history"]
+Family = Literal["maxk", "group", "multi_reward", "token", "history"]
 KDomain = Literal["k<=n", "k<=n-1", "k=n"]
 """The K an estimator accepts for a group of n = G samples: 1 ≤ K ≤ G, 1 ≤ K ≤ G − 1, or only
 K = G (an estimator that takes no K argument but is defined at K = G)."""
@@ -49,6 +51,8 @@ INPUTS = (
     "texts",
     "offsets",
     "prompt_ids",
+    "reward_parts",
+    "reward_weights",
 )
 """The rollout fields an estimator may consume (the table in this module's docstring)."""
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,10 +63,13 @@ class Entry:
     """A registered estimator and how to call it.
 
     family "maxk": ``fn(rewards [B, G], k)``; family "group": ``fn(rewards [B, G])``, plus
-    ``lengths [B, G]`` when ``needs_lengths``; family "token": token-level estimators, each with
-    its own documented inputs (``[B, G, T]`` tensors and a mask); family "history": stateful
-    sequence-level estimators (a class; the instance takes its documented inputs, returns
-    ``[B, G]`` and keeps history across calls, e.g. ``prompt_ids`` and ``rewards``).
+    ``lengths [B, G]`` when ``needs_lengths``; family "multi_reward": sequence-level estimators of
+    several rewards, ``fn(reward_parts [B, G, R], reward_weights [R], ...) -> [B, G]`` (each
+    reward used on its own, not only their weighted sum); family "token": token-level
+    estimators, each with its own documented inputs (``[B, G, T]`` tensors and a mask); family
+    "history": stateful sequence-level estimators (a class; the instance takes its documented
+    inputs, returns ``[B, G]`` and keeps history across calls, e.g. ``prompt_ids`` and
+    ``rewards``).
     """
 
     name: str
@@ -105,7 +112,7 @@ def register(
     if needs_k and k_range is None:
         raise ValueError(f"estimator {name!r} takes K and must give its k_range")
     if inputs is None:
-        if family in ("token", "history"):
+        if family in ("multi_reward", "token", "history"):
             raise ValueError(f"{family} estimator {name!r} must list its inputs")
         inputs = ("rewards",) + ("k",) * needs_k + ("lengths",) * needs_lengths
     unknown = [i for i in inputs if i not in INPUTS]
@@ -121,7 +128,7 @@ def register(
     return add
 
 
-FAMILIES = ("maxk", "group", "maxrl", "covariance", "ktae", "kae", "numca", "hista")
+FAMILIES = ("maxk", "group", "maxrl", "gdpo", "covariance", "ktae", "kae", "numca", "hista")
 """The family modules of ``advest.fast``; ``spec/<family>.md`` documents each."""
 
 

@@ -99,6 +99,13 @@ class Advantage:
                 f"advest_estimator={name!r} is token level: TRL's GRPOTrainer gives the "
                 "estimator no token ids, log-probs or hidden states; use a sequence-level one"
             )
+        if entry.family == "multi_reward":
+            raise ValueError(
+                f"advest_estimator={name!r} reads each reward function's own score; this "
+                "adapter passes advest the weighted sum only. TRL's own "
+                'multi_objective_aggregation="normalize_then_sum" is advest\'s gdpo with '
+                "eps=1e-4 (spec/gdpo.md, tested)"
+            )
         if entry.needs_k and k is None:
             raise ValueError(f"advest_estimator={name!r} is a max@K estimator: set advest_k")
         if not entry.needs_k and k is not None:

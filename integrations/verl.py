@@ -15,7 +15,11 @@ Not registered, and why: verl's ``compute_advantage`` passes an estimator only
 token ids, log-probs, hidden states and decoded texts never reach it (only ``gdpo`` is handed the
 batch), so ``ktae`` (token ids), ``covariance_weights`` (log-probs), ``hista`` (hidden states)
 and ``numca`` (texts and offsets) cannot be fed; ``kae`` needs a stable id per prompt across
-steps, and verl's uids are fresh ``uuid4`` strings every step.
+steps, and verl's uids are fresh ``uuid4`` strings every step. ``gdpo`` needs each reward's own
+score, which ``compute_advantage`` hands only to the estimator named ``gdpo`` (verl's own, which
+verl refuses to replace): registered under another name it would silently be GDPO of the summed
+reward. ``gdpo`` below is advest's GDPO with the signature and config keys of verl's function,
+for code that calls an estimator itself.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ SKIPPED: dict[str, str] = {
     "hista": "needs hidden states, which verl's batch does not carry",
     "numca": "needs decoded texts and character offsets, which compute_advantage does not pass",
     "kae": "needs a stable id per prompt across steps; verl's uids are fresh uuid4s each step",
+    "gdpo": "needs each reward's own score, which compute_advantage passes only to the "
+    "estimator named 'gdpo' (verl's own); call advest.integrations.verl.gdpo yourself",
 }
 
 
@@ -173,6 +179,69 @@ def register(k: int | None = None) -> dict[str, str]:
             _ADAPTERS[name] = adapter(name)
         register_adv_est(f"advest_{name}")(_ADAPTERS[name])
     return dict(SKIPPED)
+
+
+def gdpo(
+    token_level_rewards: Tensor,
+    response_mask: Tensor,
+    index: Sequence[Any] | np.ndarray,
+    epsilon: float = 1e-6,
+    norm_adv_by_std_in_grpo: bool = True,
+    config: Any = None,
+    non_tensor_batch: dict[str, Any] | None = None,
+    batch: Any = None,
+    **kwargs: Any,
+) -> tuple[Tensor, Tensor]:
+    """advest's ``gdpo`` with ``convention="verl-0.9.1"``, called as verl 0.9.1 calls its
+    ``compute_gdpo_outcome_advantage``: each reward's score is ``non_tensor_batch[key]`` for the
+    keys ``config.gdpo_reward_keys``, the weights are ``config.gdpo_reward_weights`` (default all
+    1), the samples of a prompt share a uid in ``index``, and the sum is whitened over the tokens
+    of ``response_mask [bs, T]``. Returns (advantages, returns), both ``[bs, T]``.
+
+    Refused with a ``ValueError`` where verl would fall back silently or advest has no
+    convention: no reward keys or no ``non_tensor_batch`` (verl would then normalise the summed
+    reward alone), ``norm_adv_by_std_in_grpo=False``, prompts with different numbers of
+    samples. ``batch`` (verl's prompts and attention mask, used to place each score on the last
+    valid token) is not needed: the score is the sample's."""
+    keys = _setting(config, "gdpo_reward_keys", None)
+    if not keys or non_tensor_batch is None:
+        raise ValueError(
+            "advest's gdpo reads each reward's own score: set algorithm.gdpo_reward_keys to the "
+            "keys your reward function returns and pass non_tensor_batch (verl's own gdpo would "
+            "fall back to the summed reward, which is GDPO of one reward)"
+        )
+    if not norm_adv_by_std_in_grpo or not _setting(config, "norm_adv_by_std_in_grpo", True):
+        raise ValueError(
+            "algorithm.norm_adv_by_std_in_grpo=False has no meaning for advest's gdpo: the group "
+            "std of each reward is GDPO's normalisation"
+        )
+    missing = [k for k in keys if k not in non_tensor_batch]
+    if missing:
+        raise ValueError(f"gdpo reward keys {missing} are not in non_tensor_batch")
+    weights = _setting(config, "gdpo_reward_weights", None)
+    device = token_level_rewards.device
+    scores = torch.stack(
+        [torch.as_tensor(np.asarray(non_tensor_batch[k], dtype=np.float64)) for k in keys], -1
+    ).to(device)  # [bs, R]
+    lengths = response_mask.sum(dim=-1)  # [bs]
+    (order, uids), *others = groups(index)  # [B, G]
+    if others:
+        sizes = sorted({order.shape[1], *(o.shape[1] for o, _ in others)})
+        raise ValueError(f"advest's gdpo needs every prompt to have as many samples; got {sizes}")
+    estimator = calling.plan("gdpo", options={"convention": "verl-0.9.1", "eps": epsilon})
+    source = {
+        "reward_parts": scores[order],  # [B, G, R]
+        "reward_weights": None if weights is None else [float(w) for w in weights],
+        "lengths": lengths[order],  # [B, G]
+    }
+    try:
+        adv = estimator.per_sample(source)  # [B, G]
+    except (ValueError, TypeError) as error:
+        raise _located(error, order, uids) from None
+    per_sample = token_level_rewards.new_zeros(token_level_rewards.shape[0])
+    per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)
+    out = per_sample.unsqueeze(-1) * response_mask  # [bs, T]
+    return out, out
 
 
 def verl_estimator(name: str) -> Callable[..., Any]:

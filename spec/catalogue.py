@@ -17,6 +17,7 @@ from typing import Any, Literal
 from torch import Tensor
 
 import advest.fast.covariance
+import advest.fast.gdpo
 import advest.fast.group
 import advest.fast.hista
 import advest.fast.kae
@@ -25,6 +26,7 @@ import advest.fast.maxk
 import advest.fast.maxrl
 import advest.fast.numca
 import advest.reference.covariance
+import advest.reference.gdpo
 import advest.reference.group
 import advest.reference.hista
 import advest.reference.kae
@@ -35,7 +37,9 @@ import advest.reference.numca  # noqa: F401  (binds the submodule used as refere
 
 from .. import fast, reference
 from ..fast import registry
+from ..fast._checks import check_rewards
 from ..fast.registry import KDomain
+from ..reference._exact import to_fractions
 from .scales import _ZERO, PG_SCALE, Scale, _const, _k1_only, _k_over_n
 
 FAMILIES = registry.FAMILIES
@@ -136,6 +140,34 @@ def _maxrl(name: str, **claims: Any) -> Row:
     )
 
 
+def gdpo_one_reward_reference(batch: Sequence[Sequence[Any]], **options: Any) -> Any:
+    """``reference.gdpo`` on rewards ``[B][G]`` as the one reward of ``[B][G][1]`` parts."""
+    groups = [to_fractions(group) for group in batch]
+    return reference.gdpo.gdpo([[[x] for x in group] for group in groups], **options)
+
+
+def gdpo_one_reward_fast(rewards: Tensor, **options: Any) -> Tensor:
+    """``fast.gdpo`` on rewards ``[B, G]`` as the one reward of ``[B, G, 1]`` parts."""
+    return fast.gdpo.gdpo(check_rewards(rewards).unsqueeze(-1), **options)
+
+
+def _gdpo(**claims: Any) -> Row:
+    """GDPO with a single reward (R = 1, weight 1): the shared property tests see rewards
+    ``[B, G]``; several rewards and weights are tested in tests/test_gdpo.py."""
+    return Row(
+        "gdpo",
+        "group",
+        gdpo_one_reward_reference,
+        gdpo_one_reward_fast,
+        None,
+        batch_coupled=True,
+        exact_zero_on_flat=True,
+        centred=True,
+        rational=False,
+        **claims,
+    )
+
+
 _FLAT = {"exact_zero_on_flat": True, "centred": True}
 _IRRATIONAL = {**_FLAT, "rational": False}
 
@@ -215,6 +247,11 @@ CATALOGUE: list[Row] = [
     _maxrl("maxrl", **_FLAT),
     _maxrl("maxrl_unbiased"),
     _maxrl("maxrl_unbiased", options={"baseline": False}),
+    # GDPO: shift-invariant per group; ε in both standard deviations breaks exact scale
+    # invariance, which ε = 0 restores (the output is dimensionless).
+    _gdpo(scale_power=None),
+    _gdpo(options={"ddof": 0}, scale_power=None),
+    _gdpo(options={"eps": 0.0}, scale_power=0),
 ]
 """Every estimator variant under test. ``pg_scale`` rows are checked by exact bandit enumeration."""
 

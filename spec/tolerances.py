@@ -107,6 +107,15 @@ TABLE: dict[str, dict[torch.dtype, Tolerance]] = {
     "maxrl_unbiased": _pair(
         "output", "the p-normalised value plus an exact 0/1 decided on the rewards: ulps of max|A|"
     ),
+    # --- GDPO (fast.gdpo): dimensionless like MaxRL, so the scale is the output's own size. Each
+    # reward column is a `grpo` z-score (a few ulps of |n|); with one reward, A_b = w·n_b/σ_s, a
+    # few ulps of |A_b|. Several rewards can cancel in the weighted sum, which this per-group
+    # output scale does not cover: tests/test_gdpo.py bounds those by the condition number.
+    "gdpo": _pair(
+        "output",
+        "grpo z-scores of each reward (float64), weighted sum, divided by the two-pass batch std "
+        "of the sum: a few ulps of max|A_b| for one reward",
+    ),
     # --- token level and history (compared with their own output scale)
     "covariance_weights": _pair(
         "output", "w̃ = exp(−c²/2σ²)·N/Σw in float64, mean 1 per scope: ulps of max w̃ (>= 1)"

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 import torch
 
+import advest.fast.gdpo
 import advest.fast.group
 import advest.fast.maxk
 import advest.fast.maxrl  # noqa: F401  (binds the submodules used as fast.*)
+import advest.reference.gdpo as rgdpo
 import advest.reference.group as rg
 import advest.reference.maxk as rm
 import advest.reference.maxrl as rmaxrl
@@ -166,3 +168,30 @@ def test_grpo_batch_std_golden_vector() -> None:
         torch.tensor([[float(x) for x in g] for g in batch], dtype=torch.float64)
     )
     assert got.flatten().tolist() == pytest.approx(want, rel=1e-14)
+
+
+GDPO = json.loads((GOLDEN / "gdpo.json").read_text())
+
+
+@pytest.mark.parametrize("case", GDPO["cases"], ids=lambda c: c["name"])
+def test_gdpo_golden_vectors(case: dict[str, Any]) -> None:
+    """The reference to 1e-35 (its square roots are good to ~60 digits), fast float64 to 1e-12
+    of max|A| (every case is well conditioned)."""
+    parts = [[_q(sample) for sample in group] for group in case["parts"]]
+    weights = _q(case["weights"])
+    options = {k: case[k] for k in ("eps", "ddof", "convention") if k in case}
+    want_s, want = case["normalised_sum"], case["advantages"]
+    got_s = rgdpo.normalised_sum(parts, weights, **options)
+    got = rgdpo.gdpo(parts, weights, case.get("lengths"), **options)
+    for got_rows, want_rows in ((got_s, want_s), (got, want)):
+        for g, w in zip(got_rows, want_rows, strict=True):
+            assert all(
+                abs(x - Fraction(y)) < Fraction(1, 10**35) for x, y in zip(g, w, strict=True)
+            )
+    lengths = None if "lengths" not in case else torch.tensor(case["lengths"])
+    x = torch.tensor([[[float(v) for v in s] for s in g] for g in parts], dtype=torch.float64)
+    fast_out = fast.gdpo.gdpo(x, [float(v) for v in weights], lengths, **options)
+    scale = max(1.0, max(abs(float(v)) for g in want for v in g))
+    assert fast_out.tolist() == [
+        pytest.approx([float(v) for v in g], abs=1e-12 * scale) for g in want
+    ]

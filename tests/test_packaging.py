@@ -40,6 +40,8 @@ inputs = {
     "texts": [["".join(alphabet[int(c)] for c in chars[b, g]) for g in range(G)] for b in range(B)],
     "offsets": torch.stack([starts, starts + 1], -1).expand(B, G, T, 2).contiguous(),
     "prompt_ids": torch.arange(B),
+    "reward_parts": torch.rand(B, G, 3, generator=gen),
+    "reward_weights": torch.tensor([1.0, 0.5, 2.0]),
 }
 assert set(inputs) | {"advantages"} == set(INPUTS), "a new input name needs a test value here"
 called = []

@@ -195,10 +195,12 @@ NO_SHIFT_F64 = [
     and r.name != "tang_passk"
     and r.options.get("baseline", True)
 ]
+# gdpo widens its rewards to float64 before it calls grpo, as the maxk path does: the float32
+# mutant computes in float64 there, and the float64 check above covers its missing shift.
 NO_SHIFT_F32 = [
     r
     for r in CATALOGUE
-    if r.family == "group" and r.name != "opo" and r.options.get("baseline", True)
+    if r.family == "group" and r.name not in ("opo", "gdpo") and r.options.get("baseline", True)
 ]
 
 

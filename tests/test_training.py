@@ -550,6 +550,47 @@ def test_a_local_checkpoint_trains_on_a_jsonl_with_math_rewards(
     assert (tmp_path / "math" / "checkpoints" / "last.ckpt").exists()
 
 
+def test_gdpo_run_trains_on_each_rewards_own_column(
+    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--estimator gdpo --reward digits MOD:length --reward_weights 0.5 0.01``: each rollout
+    carries both rewards' columns and weights, the advantages are fast gdpo of them (not of
+    their weighted sum, which differs), and the run trains."""
+    from advest.fast import calling
+    from advest.fast import gdpo as fast_gdpo
+
+    (tmp_path / "gdpo_length.py").write_text(
+        "def length(completion: str, answer: str) -> float:\n"
+        "    return float(len(completion.strip()))\n"
+    )
+    monkeypatch.chdir(tmp_path)  # the user's reward, importable from the working directory
+
+    seen: list[tuple[Any, torch.Tensor]] = []
+    real = calling.Plan.advantages
+
+    def spy(self: calling.Plan, source: Any) -> torch.Tensor:
+        out = real(self, source)
+        seen.append((source, out))
+        return out
+
+    monkeypatch.setattr(calling.Plan, "advantages", spy)
+    weights = [0.5, 0.01]
+    cfg = _cfg(model_path, tmp_path, estimator="gdpo", reward=["digits", "gdpo_length:length"],
+               reward_weights=weights, reward_workers=0, steps=1, ppo_epochs=1)  # fmt: skip
+    after = _train(cfg, "gdpo")
+    steps = [(r, a) for r, a in seen if r.reward_parts.shape[-1] == 2]  # not the dry run
+    assert steps
+    for rollout, adv in steps:
+        assert rollout.reward_weights.tolist() == weights
+        parts = rollout.reward_parts  # [B, G, 2]
+        assert torch.allclose(rollout.rewards, parts @ torch.tensor(weights), atol=1e-6)
+        want = fast_gdpo.gdpo(parts, rollout.reward_weights)  # [B, G]
+        assert torch.equal(adv, (want.unsqueeze(-1) * rollout.mask).float())
+        summed = fast_gdpo.gdpo(rollout.rewards.unsqueeze(-1))
+        assert not torch.allclose(want, summed, atol=1e-3)
+    assert _max_diff(after, _initial(model_path)) > 0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", registry.names())
 def test_every_registered_estimator_trains_through_the_same_path(

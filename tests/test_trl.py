@@ -195,6 +195,8 @@ def test_misconfiguration_is_refused_before_training(tmp_path: Path) -> None:
         build(advest_estimator="rloo", advest_k=2)
     with pytest.raises(ValueError, match="token level"):
         build(advest_estimator="ktae")
+    with pytest.raises(ValueError, match="reads each reward function's own score"):
+        build(advest_estimator="gdpo")
     with pytest.raises(ValueError, match="K=5"):
         build(advest_estimator="maxpo", advest_k=5)  # K > G
 
@@ -286,3 +288,47 @@ def test_trls_scale_rewards_none_with_advest_grpo_trains_with_dr_grpo(tmp_path: 
         torch.testing.assert_close(fed["advantages"], want, rtol=1e-6, atol=1e-6)
         differs |= not torch.allclose(expected, registry.get("grpo")(grouped).reshape(-1))
     assert differs
+
+
+def test_trls_normalize_then_sum_is_advests_gdpo_with_eps_1e_4(tmp_path: Path) -> None:
+    """TRL's ``multi_objective_aggregation="normalize_then_sum"``, through TRL's own trainer
+    with two reward functions and weights (1, 0.5): each reward z-scored in its group with
+    std_ddof=1 + 1e-4, the weighted sum whitened over the batch with the same ε, i.e.
+    ``gdpo(reward_parts, weights, eps=1e-4)`` (spec/gdpo.md, "Peers")."""
+    seen: list[list[torch.Tensor]] = [[], []]
+
+    def modulo(completion_ids: list[list[int]], **kwargs: Any) -> list[float]:
+        values = [float(sum(ids) % 5) / 4 for ids in completion_ids]
+        seen[0].append(torch.tensor(values, dtype=torch.float32))
+        return values
+
+    def parity(completion_ids: list[list[int]], **kwargs: Any) -> list[float]:
+        values = [float(ids[0] % 2 if ids else 0) + len(set(ids)) / 8 for ids in completion_ids]
+        seen[1].append(torch.tensor(values, dtype=torch.float32))
+        return values
+
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"), num_generations=G, per_device_train_batch_size=2 * G,
+        max_completion_length=6, max_steps=2, learning_rate=1e-2, beta=0.0, use_cpu=True,
+        bf16=False, activation_checkpointing=False, report_to=[], save_strategy="no",
+        logging_steps=1, seed=0, multi_objective_aggregation="normalize_then_sum",
+        reward_weights=[1.0, 0.5],
+    )  # fmt: skip
+    trainer = RecordingTRL(
+        model=str(_tiny_model(tmp_path / "model")),
+        reward_funcs=[modulo, parity],
+        args=args,
+        train_dataset=Dataset.from_dict({"prompt": PROMPTS}),
+    )
+    trainer.train()
+    assert len(trainer.generated) == len(seen[0]) == len(seen[1]) == len(trainer.fed) == 2
+    gdpo = registry.get("gdpo")
+    for step, (generated, fed) in enumerate(zip(trainer.generated, trainer.fed, strict=True)):
+        parts = torch.stack([seen[0][step], seen[1][step]], -1).view(-1, G, 2)  # [B, G, R]
+        expected = gdpo(parts.double(), [1.0, 0.5], eps=1e-4).reshape(-1)
+        by_row = dict(zip(_rows(generated), expected.tolist(), strict=True))
+        want = torch.tensor([by_row[row] for row in _rows(fed)], dtype=torch.float32)
+        # TRL reduces in float32, advest in float64: rounding apart
+        torch.testing.assert_close(fed["advantages"], want, rtol=1e-5, atol=1e-5)
+        summed = registry.get("grpo")((parts @ torch.tensor([1.0, 0.5])).double(), eps=1e-4)
+        assert not torch.allclose(expected, summed.reshape(-1), atol=1e-3)

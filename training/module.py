@@ -242,6 +242,9 @@ class RLModule(L.LightningModule):
             offsets=offsets,
             hidden=hidden.reshape(B, G, T, -1).float() if hidden is not None else None,
             reward_parts=scored.parts,
+            reward_weights=torch.tensor(
+                self.scorer.weights, dtype=torch.float64, device=self.device
+            ),
             sequences=sequences,
             prompt_mask=prompt_mask,
             entropy=ent.reshape(B, G, T),

@@ -34,6 +34,7 @@ class Rollout:
     texts: list[list[str]]  # [B][G]
     offsets: Tensor  # [B, G, T, 2] int64 (empty unless an estimator reads offsets)
     reward_parts: Tensor  # [B, G, R] float32, each reward function's score
+    reward_weights: Tensor  # [R] float64, each reward function's weight (--reward_weights)
     sequences: Tensor  # [S, P + T] int64, prompt left-padded (what the update reads)
     prompt_mask: Tensor  # [S, P] the prompt attention mask generation used
     entropy: Tensor  # [B, G, T] float32, policy entropy per position (nats)
@@ -66,6 +67,7 @@ def synthetic(B: int, G: int, T: int, D: int = 8, seed: int = 0) -> Rollout:
         texts=texts,
         offsets=torch.stack([starts, starts + 1], -1).expand(B, G, T, 2).contiguous(),
         reward_parts=rewards.unsqueeze(-1),
+        reward_weights=torch.ones(1, dtype=torch.float64),
         sequences=torch.cat(
             [torch.ones(B * G, 1, dtype=torch.long), (chars + 3).reshape(-1, T)], 1
         ),

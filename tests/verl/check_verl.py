@@ -11,6 +11,7 @@ from verl import DataProto
 from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
+from advest.fast import gdpo as gdpo_fast
 from advest.fast import group, registry
 from advest.integrations import verl as integration
 from advest.spec import oracle
@@ -46,7 +47,7 @@ NAMES = sorted(
 @pytest.mark.parametrize("name", NAMES)
 def test_advest_estimator_through_verls_compute_advantage(name: str) -> None:
     skipped = integration.register(k=2)
-    assert set(skipped) == {"ktae", "covariance_weights", "hista", "numca", "kae"}
+    assert set(skipped) == {"ktae", "covariance_weights", "hista", "numca", "kae", "gdpo"}
     B, G, T = 5, 4, 6
     entry = registry.entry(name)
     binary = name in ("chen_passk", "tang_passk")  # their domain is {0, 1}
@@ -293,3 +294,95 @@ def test_norm_adv_by_std_in_grpo_is_honoured_by_grpo_and_refused_by_the_others()
         ValueError, match="norm_adv_by_std_in_grpo=False has no meaning for advest_maxpo"
     ):
         compute_advantage(data, "advest_maxpo", config=AlgoConfig(norm_adv_by_std_in_grpo=False))
+
+
+# -- GDPO: advest's gdpo (convention="verl-0.9.1") against verl's own gdpo ----------------------
+
+
+def _gdpo_batch(
+    B: int, G: int, R: int, seed: int, levels: list[float]
+) -> tuple[DataProto, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A verl batch for GDPO: R reward components per response under the keys r0.. in
+    ``non_tensor_batch`` (as a reward function returning a dict puts them), their weighted sum in
+    ``token_level_rewards``, prompts and an attention mask (verl places each score at the last
+    valid token with them), shuffled uids, ragged lengths. Returns the batch, the components
+    [B, G, R], the permutation and the lengths [B, G]."""
+    T, P = 6, 3
+    gen = torch.Generator().manual_seed(seed)
+    pick = torch.randint(0, len(levels), (B, G, R), generator=gen)
+    parts = torch.tensor(levels)[pick]  # [B, G, R]
+    parts[0, :, 0] = levels[1]  # one prompt flat in reward 0
+    perm = torch.randperm(B * G, generator=gen)
+    lengths = torch.randint(1, T + 1, (B * G,), generator=gen)  # by batch row
+    mask = (torch.arange(T) < lengths[:, None]).to(torch.int64)  # [bs, T]
+    flat = parts.reshape(B * G, R)[perm]  # [bs, R]
+    tlr = torch.zeros(B * G, T)
+    tlr[torch.arange(B * G), lengths - 1] = flat.sum(-1)
+    non_tensors: dict[str, np.ndarray] = {f"r{j}": flat[:, j].numpy() for j in range(R)}
+    non_tensors["uid"] = np.array([f"uid-{int(p) // G}" for p in perm], dtype=object)
+    attention = torch.cat([torch.ones(B * G, P, dtype=torch.int64), mask], 1)
+    data = DataProto.from_dict(
+        tensors={
+            "token_level_rewards": tlr,
+            "response_mask": mask,
+            "prompts": torch.zeros(B * G, P, dtype=torch.int64),
+            "attention_mask": attention,
+        },
+        non_tensors=non_tensors,
+    )
+    by_sample = torch.empty_like(lengths)
+    by_sample[perm] = lengths
+    return data, parts, perm, by_sample.reshape(B, G)
+
+
+@pytest.mark.parametrize(("G", "R"), [(1, 2), (4, 1), (4, 3), (8, 2)])
+def test_gdpo_matches_verls_own_gdpo(G: int, R: int) -> None:
+    """verl's compute_advantage with adv_estimator="gdpo" (its own function, fed the components
+    by its own code path) against advest's gdpo(convention="verl-0.9.1") on the same components,
+    and against integration.gdpo called as verl calls its gdpo: float32 tolerance."""
+    B, weights = 5, [1.0, 0.5, 2.0][:R]
+    data, parts, perm, lengths = _gdpo_batch(B, G, R, seed=G * 10 + R, levels=DYADIC)
+    keys = [f"r{j}" for j in range(R)]
+    config = AlgoConfig(gdpo_reward_keys=keys, gdpo_reward_weights=weights)
+    theirs = compute_advantage(data, "gdpo", config=config).batch["advantages"]  # [bs, T]
+    mask = data.batch["response_mask"]
+    ours = gdpo_fast.gdpo(parts.double(), weights, lengths, convention="verl-0.9.1")
+    ours_bs = ours.reshape(-1)[perm].float()[:, None] * mask
+    diff = float((theirs - ours_bs).abs().max())
+    size = float(theirs.abs().max())
+    print(f"gdpo vs verl (G={G}, R={R}): max |Δ| = {diff:.3g}, max |A| = {size:.3g}")
+    torch.testing.assert_close(theirs, ours_bs, rtol=1e-5, atol=1e-6)
+    called, _ = integration.gdpo(
+        data.batch["token_level_rewards"], mask, data.non_tensor_batch["uid"], config=config,
+        non_tensor_batch=data.non_tensor_batch, batch=data.batch,
+    )  # fmt: skip
+    torch.testing.assert_close(called, ours_bs, rtol=0, atol=1e-7)
+    plain = gdpo_fast.gdpo(parts.double(), weights)  # advest's sample whitening differs
+    assert not torch.allclose(plain.reshape(-1)[perm].float(), ours.reshape(-1)[perm].float())
+
+
+def test_gdpo_is_not_registered_in_verl_and_refuses_a_silent_fallback() -> None:
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+
+    integration.register(k=2)
+    assert "advest_grpo" in ADV_ESTIMATOR_REGISTRY and "advest_gdpo" not in ADV_ESTIMATOR_REGISTRY
+    data, _, _, _ = _gdpo_batch(3, 4, 2, seed=1, levels=DYADIC)
+    batch = data.batch
+    args = (batch["token_level_rewards"], batch["response_mask"], data.non_tensor_batch["uid"])
+    with pytest.raises(ValueError, match=r"set algorithm\.gdpo_reward_keys"):
+        integration.gdpo(*args, config=AlgoConfig())
+    config = AlgoConfig(gdpo_reward_keys=["r0", "r1"], norm_adv_by_std_in_grpo=False)
+    with pytest.raises(ValueError, match="norm_adv_by_std_in_grpo=False has no meaning"):
+        integration.gdpo(*args, config=config, non_tensor_batch=data.non_tensor_batch)
+
+
+def test_where_gdpo_differs_from_verl_a_flat_reward_with_an_inexact_mean() -> None:
+    """Three scores of 0.9 in a group: advest's flat rule gives that reward exact zeros; verl's
+    float32 mean of them is off by an ulp, so it divides rounding noise (6e-8) by its float32
+    std of the noise plus ε = 1e-6, about 0.05 per sample (spec/gdpo.md)."""
+    data, parts, perm, lengths = _gdpo_batch(2, 3, 2, seed=5, levels=[0.0, 0.9, 0.25, 0.5])
+    config = AlgoConfig(gdpo_reward_keys=["r0", "r1"])
+    theirs = compute_advantage(data, "gdpo", config=config).batch["advantages"]
+    ours = gdpo_fast.gdpo(parts.double(), None, lengths, convention="verl-0.9.1")
+    mask = data.batch["response_mask"]
+    assert not torch.allclose(theirs, ours.reshape(-1)[perm].float()[:, None] * mask, atol=1e-3)
