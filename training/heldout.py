@@ -10,6 +10,7 @@ prompts itself.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import lightning as L
@@ -43,7 +44,7 @@ class HeldOut(L.Callback):
         self.curves["before"] = curve_of(self.before, self.cfg.eval_samples)
         if trainer.is_global_zero:
             said = brief(self.curves["before"])
-            print(f"held-out before: {said} (measured by an earlier run)", flush=True)
+            say(f"held-out before: {said} (measured by an earlier run)")
 
     def on_train_batch_end(self, trainer: L.Trainer, module: L.LightningModule, *args: Any) -> None:
         step = int(getattr(module, "rollout_step", 0))
@@ -62,7 +63,7 @@ class HeldOut(L.Callback):
             after = label == "after"  # aligned under "before"
             said = f"{label}: " + (" " if after else "") + brief(self.curves[label])
             tail = f"  (estimator {self.cfg.estimator})" if after else ""
-            print(f"held-out {said}{tail}", flush=True)
+            say(f"held-out {said}{tail}")
 
 
 def shared_counts(trainer: L.Trainer, module: Any, items: list[Any], cfg: RLConfig) -> list[int]:
@@ -97,6 +98,15 @@ def shared_counts(trainer: L.Trainer, module: Any, items: list[Any], cfg: RLConf
         assert part is not None  # every rank sent its share
         out[r::world] = part
     return out
+
+
+def say(line: str) -> None:
+    """A line above the run's progress bar, which is still open in ``on_train_end`` (a plain
+    print would land on the bar's own line)."""
+    from tqdm import tqdm
+
+    tqdm.write(line)
+    sys.stdout.flush()
 
 
 def brief(curve: dict[int, float]) -> str:
