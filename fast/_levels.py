@@ -1,5 +1,5 @@
 """The distinct reward levels of each group, found without sorting: the counting path of
-``fast.maxk`` (spec/maxk.md §Counting path).
+``fast.maxk`` (spec/maxk_paths.md §Counting path).
 
 Notation: ``rewards: [B, G]``; L = the largest number of distinct values in any group. A group
 with fewer levels is padded with copies of its maximum (a padded level holds no sample).

@@ -12,7 +12,7 @@ distant minimum would round them together. Each estimator is then one linear for
 one cumsum (and, where the form has one, a matrix-vector product), and scattered back. The whole
 computation runs in float64; the output is cast back.
 
-Counting path (spec/maxk.md §Counting path): when every group of the call has at most
+Counting path (spec/maxk_paths.md §Counting path): when every group of the call has at most
 ``MAX_LEVELS`` distinct rewards (binary pass/fail, partial credit), nothing is sorted: the levels
 and their counts (``fast._levels``) give each level's sorted block, and the same forms are
 evaluated once per level, at the block's last position, from cumulated weight tables; the value
@@ -68,7 +68,7 @@ Path = Literal["auto", "sorted", "counts"]
 PATHS: tuple[Path, ...] = ("auto", "sorted", "counts")
 MAX_LEVELS = 8
 """``auto`` takes the counting path when every group of the call has at most
-``min(MAX_LEVELS, G // 8)`` distinct rewards (spec/maxk.md §Counting path). Each level costs
+``min(MAX_LEVELS, G // 8)`` distinct rewards (spec/maxk_paths.md §Counting path). Each level costs
 about four passes over ``[B, G]`` and the path has a fixed cost in small ops; one sort costs
 about as much as 15–25 passes at G = 64 on CPU, but only a few at G = 8, where sorting wins."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from itertools import product
+from typing import Any
 
 import pytest
 import torch
@@ -77,12 +78,16 @@ def _bound(parts: Parts, weights: list[Fraction], want: list[list[Fraction]], dt
     can leave (the per-group ``output`` scale of spec/tolerances.py covers one reward only)."""
     R = len(weights)
     eps, ddof = Q(options.get("eps", 1e-6)), int(options.get("ddof", 1))  # type: ignore[call-overload]
+    # verl's convention keeps a singleton group's r/(1 + ε): its size enters the cancellation
+    conv: Any = {"convention": options["convention"]} if "convention" in options else {}
     size = Q(0)
     for j in range(R):
         one_hot = [Q(int(i == j)) for i in range(R)]
-        n_j = ref.normalised_sum(parts, one_hot, eps=float(eps), ddof=ddof)
+        n_j = ref.normalised_sum(parts, one_hot, eps=float(eps), ddof=ddof, **conv)
         size += abs(weights[j]) * max(abs(x) for g in n_j for x in g)
-    s = [x for g in ref.normalised_sum(parts, weights, eps=float(eps), ddof=ddof) for x in g]
+    s = [
+        x for g in ref.normalised_sum(parts, weights, eps=float(eps), ddof=ddof, **conv) for x in g
+    ]
     sigma = Q(0) if len(s) <= ddof else std(s, ddof)
     kappa = size / (sigma + eps) if sigma + eps > 0 else Q(0)
     top = max((abs(x) for g in want for x in g), default=Q(0))
@@ -285,7 +290,9 @@ def test_verl_convention_fast_equals_reference(parts: Parts, data: st.DataObject
     got = fst.gdpo(_tensor(parts, torch.float64), [float(x) for x in w], torch.tensor(lengths),
                    convention="verl-0.9.1")  # fmt: skip
     top = max(max(abs(x) for g in want for x in g), Q(1))
-    kappa = _bound(parts, w, want, torch.float64) / Q(entry("gdpo", torch.float64).rel)
+    kappa = _bound(parts, w, want, torch.float64, convention="verl-0.9.1") / Q(
+        entry("gdpo", torch.float64).rel
+    )
     for g_out, g_want in zip(got.tolist(), want, strict=True):
         for x, y in zip(g_out, g_want, strict=True):
             assert abs(Q(x) - y) <= Q(1e-9) * max(top, kappa), (x, float(y))

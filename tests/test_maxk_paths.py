@@ -1,4 +1,4 @@
-"""The two max@K paths (spec/maxk.md §Counting path): ``auto`` picks counts exactly when every
+"""The two max@K paths (spec/maxk_paths.md §Counting path): ``auto`` picks counts exactly when every
 group has at most ``MAX_LEVELS`` distinct rewards, and switching paths never moves a result
 beyond the float64 contract. (Every differential and property test also runs on both paths,
 forced: tests/conftest.py.)"""
