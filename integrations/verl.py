@@ -181,6 +181,55 @@ def register(k: int | None = None) -> dict[str, str]:
     return dict(SKIPPED)
 
 
+OPTIONS = ("advest_k",)
+"""The ``algorithm.advest_*`` keys the adapters read (added with Hydra's ``+``)."""
+
+
+def check_config(config: Any) -> None:
+    """Refuse, before any worker starts, what an ``advest_*`` estimator would refuse at its first
+    step. ``config`` is verl's whole trainer config (``main_ppo``'s Hydra config).
+
+    It dry-runs the adapter verl would call on a batch of the configured shape
+    (``data.train_batch_size`` prompts × ``actor_rollout_ref.rollout.n`` samples, distinct
+    rewards), the way ``advest train`` checks its own settings: K outside the estimator's range
+    for G, ``norm_adv_by_std_in_grpo`` where it has no meaning, a name advest does not have.
+    An ``algorithm.advest_*`` key that no adapter reads (a typo) is refused too. Estimators
+    not named ``advest_*`` are verl's business and pass untouched."""
+    algorithm = _setting(config, "algorithm", None)
+    name = str(_setting(algorithm, "adv_estimator", ""))
+    keys = [str(key) for key in (algorithm.keys() if hasattr(algorithm, "keys") else ())]
+    unknown = [key for key in keys if key.startswith("advest_") and key not in OPTIONS]
+    if unknown:
+        raise ValueError(
+            f"algorithm.{unknown[0]} is not an advest setting; advest reads {', '.join(OPTIONS)}"
+        )
+    if not name.startswith("advest_"):
+        return
+    own = name.removeprefix("advest_")
+    if own not in registry.names():
+        raise ValueError(
+            f"algorithm.adv_estimator={name}: advest has no estimator {own!r} (`advest list` "
+            "names them)"
+        )
+    try:
+        advantage = _ADAPTERS.get(own) or adapter(own)
+    except ValueError as error:
+        raise ValueError(f"algorithm.adv_estimator={name}: {error}") from None
+    rollout = _setting(_setting(config, "actor_rollout_ref", None), "rollout", None)
+    G = int(_setting(rollout, "n", 1))
+    B = max(1, int(_setting(_setting(config, "data", None), "train_batch_size", 1)))
+    # [B·G, 1]: 0/1 rewards that vary inside every group, as `advest train`'s own dry run
+    rewards = (torch.arange(G).repeat(B) % 2).to(torch.float32).reshape(B * G, 1)
+    index = np.repeat(np.arange(B), G)  # verl's uids: the G samples of a prompt share one
+    try:
+        advantage(rewards, torch.ones_like(rewards), index, config=algorithm)
+    except (ValueError, TypeError) as error:
+        settings = f"actor_rollout_ref.rollout.n={G}"
+        if "k" in registry.entry(own).inputs:
+            settings += f", algorithm.advest_k={_setting(algorithm, 'advest_k', None)}"
+        raise ValueError(f"algorithm.adv_estimator={name} ({settings}): {error}") from None
+
+
 def gdpo(
     token_level_rewards: Tensor,
     response_mask: Tensor,

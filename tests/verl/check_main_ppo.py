@@ -98,6 +98,40 @@ def test_main_ppo_with_advest_maxpo_starts_on_cpu_up_to_verls_gpu_requirement(
     assert "could not register" not in log and "Unknown advantage estimator" not in log
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # K = G = 4 is outside maxpo's 1 ≤ K ≤ G−1
+        (
+            ("+algorithm.advest_k=2", "+algorithm.advest_k=4"),
+            "algorithm.adv_estimator=advest_maxpo (actor_rollout_ref.rollout.n=4, "
+            "algorithm.advest_k=4): maxpo needs 1 <= K <= N-1; got K=4, N=4",
+        ),
+        (
+            ("+algorithm.advest_k=2", "+algorithm.advest_kk=2"),
+            "algorithm.advest_kk is not an advest setting; advest reads advest_k",
+        ),
+        (
+            ("algorithm.adv_estimator=advest_maxpo", "algorithm.adv_estimator=advest_maxp"),
+            "algorithm.adv_estimator=advest_maxp: advest has no estimator 'maxp'",
+        ),
+    ],
+    ids=["k-outside-range", "typo-in-key", "unknown-name"],
+)
+def test_main_ppo_refuses_advest_settings_when_the_config_is_read(
+    model: str, tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    """The settings are checked by verl's own ``validate_config`` on the driver, before Ray,
+    the workers or the model start: verl alone would fail only at the first training step."""
+    args = overrides(model, _data(tmp_path), "advest_maxpo", 2, 1, "cpu")
+    old, new = change
+    run = _main_ppo([new if a == old else a for a in args], tmp_path)
+    log = run.stdout + run.stderr
+    assert run.returncode != 0
+    assert message in log, log[-3000:]
+    assert "TaskRunner" not in log and "Total available GPUs" not in log, log[-3000:]
+
+
 def test_the_gpu_comparison_script_writes_its_data_and_reward_and_names_both_arms(
     model: str, tmp_path: Path
 ) -> None:
