@@ -646,6 +646,7 @@ def test_eval_takes_every_model_prompt_and_sampling_flag_train_has_and_honours_g
         if name != "model":  # eval's --model also takes a run folder: its own help
             said = [" ".join(str(a.help).split()) for a in (ev[name], tr[name])]
             assert ev[name].default == tr[name].default and said[0] == said[1], name
+            assert str(ev[name].type) == str(tr[name].type), name
     used: list[str] = []
 
     def spy(name: str) -> Any:

@@ -76,23 +76,6 @@ PROMPT_SETTINGS = ("data_options", "data_size", "chat_template", "system_prompt"
 so each command words its own)."""
 
 
-def add_shared_settings(parser: Any, names: tuple[str, ...]) -> None:
-    """The flags ``names`` exactly as ``advest train`` declares them (type, default, help from
-    ``RLConfig``; a bool becomes a ``--name`` / ``--no_name`` switch): each such flag is declared
-    once, in ``RLConfig``, for every command that takes it."""
-    from typing import get_type_hints
-
-    from .parsing import field_docs, switch
-
-    types, docs, defaults = get_type_hints(RLConfig), field_docs(RLConfig), RLConfig()
-    for name in names:
-        default = getattr(defaults, name)
-        if types[name] is bool:
-            switch(parser, name, default, docs[name])
-            continue
-        parser.add_argument(f"--{name}", type=types[name], default=default, help=docs[name])
-
-
 def build_scorer(
     reward: str | list[str], weights: list[float] | None, timeout_s: float, workers: int
 ) -> Scorer:

@@ -151,8 +151,8 @@ def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk"
 
 
 def parser() -> Any:
-    from .config import PROMPT_SETTINGS, REWARD_SETTINGS, SAMPLING_SETTINGS, add_shared_settings
-    from .parsing import new_parser
+    from .config import PROMPT_SETTINGS, REWARD_SETTINGS, SAMPLING_SETTINGS, RLConfig
+    from .parsing import add_settings, new_parser
 
     p = new_parser("advest eval", "Held-out pass@k curves of a checkpoint.")
     p.add_argument(
@@ -169,7 +169,7 @@ def parser() -> Any:
         help="JSONL prompts/answers, or reasoning_gym:TASK (its held-out prompts, drawn as "
         "advest train draws them for --seed); default: embedded held-out",
     )
-    add_shared_settings(p, ("dtype", *PROMPT_SETTINGS))
+    add_settings(p, RLConfig, ("dtype", *PROMPT_SETTINGS))
     p.add_argument("--seed", type=int, default=0, help="the training run's --seed")
     p.add_argument(
         "--prompts", type=int, default=64, help="held-out prompts (embedded task, reasoning-gym)"
@@ -177,7 +177,7 @@ def parser() -> Any:
     p.add_argument(
         "--samples", type=int, default=64, help="n samples per prompt: pass@k for k = 1..n"
     )
-    add_shared_settings(p, SAMPLING_SETTINGS + REWARD_SETTINGS)
+    add_settings(p, RLConfig, SAMPLING_SETTINGS + REWARD_SETTINGS)
     p.add_argument("--out", type=str, default="runs/eval", help="output folder")
     return p
 

@@ -16,6 +16,7 @@ import dataclasses
 import json
 import re
 import sys
+import typing
 from typing import Any, NoReturn
 
 import jsonargparse
@@ -47,17 +48,32 @@ def field_docs(cls: type) -> dict[str, str]:
     return {p.arg_name: " ".join((p.description or "").split()) for p in doc.params}
 
 
-def add_settings(parser: _ArgumentParser, cls: type) -> None:
-    """One flag per field of the dataclass ``cls`` (help from the field's docstring); ``bool``
-    fields become ``--field`` / ``--no_field`` switches."""
+def add_settings(parser: _ArgumentParser, cls: type, names: tuple[str, ...] | None = None) -> None:
+    """One flag per field of the dataclass ``cls``, or per field in ``names`` (help from the
+    field's docstring); ``bool`` fields become ``--field`` / ``--no_field`` switches. Every
+    command that takes a setting of ``RLConfig`` declares it through here, so its type, default
+    and help are written once."""
     fields = dataclasses.fields(cls)
-    flags = {f.name for f in fields if f.type in (bool, "bool")}
-    parser.add_class_arguments(cls, nested_key=None, skip=flags, fail_untyped=False)
+    unknown = set(names or ()) - {f.name for f in fields}
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no field {sorted(unknown)[0]!r}")
     docs = field_docs(cls)
-    for f in fields:
-        if f.name in flags:
+    if names is None:  # the whole class, as one argument group (`advest train --help`)
+        flags = {f.name for f in fields if f.type in (bool, "bool")}
+        parser.add_class_arguments(cls, nested_key=None, skip=flags, fail_untyped=False)
+        chosen = [f for f in fields if f.name in flags]
+    else:  # a few fields among a command's own flags: jsonargparse allows one group per class
+        chosen = [f for f in fields if f.name in names]
+    types = typing.get_type_hints(cls)
+    for f in chosen:
+        default: Any = f.default
+        if default is dataclasses.MISSING:  # a list default comes from its factory
+            default = f.default_factory()  # type: ignore[operator]
+        if types[f.name] is bool:
+            switch(parser, f.name, default, docs.get(f.name, ""))
+        else:
             parser.add_argument(
-                f"--{f.name}", action=ActionYesNo, default=f.default, help=docs.get(f.name, "")
+                f"--{f.name}", type=types[f.name], default=default, help=docs.get(f.name, "")
             )
 
 

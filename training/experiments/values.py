@@ -228,8 +228,8 @@ def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any
 
 
 def parser() -> Any:
-    from ..config import REWARD_SETTINGS, add_shared_settings
-    from ..parsing import new_parser, switch
+    from ..config import REWARD_SETTINGS, RLConfig
+    from ..parsing import add_settings, new_parser, switch
 
     p = new_parser("advest experiment values", __doc__ or "")
     p.add_argument(
@@ -244,14 +244,14 @@ def parser() -> Any:
         default=None,
         help="JSONL prompts/answers or reasoning_gym:TASK (default: the embedded task)",
     )
-    add_shared_settings(p, ("data_options", "data_size"))  # prompts go in as plain text
+    add_settings(p, RLConfig, ("data_options", "data_size"))  # prompts go in as plain text
     p.add_argument("--problems", type=int, default=100, help="held-out problems")
     p.add_argument("--group", type=int, default=16, help="G: rollouts per problem")
     p.add_argument("--states", type=int, default=5, help="states (prefixes) per rollout")
     p.add_argument("--mc", type=int, default=16, help="M continuations per state")
     p.add_argument("--iterations", type=int, default=8, help="KAE: iterations of history")
     # continuations of a prefix are sampled by ``generate`` (the one engine taking a prefix)
-    add_shared_settings(p, ("max_new_tokens", "temperature", "top_p", *REWARD_SETTINGS))
+    add_settings(p, RLConfig, ("max_new_tokens", "temperature", "top_p", *REWARD_SETTINGS))
     p.add_argument("--hista_w", type=int, default=1, help="Hista block size (responses are short)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (95% CI)")
     p.add_argument("--seed", type=int, default=0, help="seeds the sampling")
