@@ -76,6 +76,21 @@ def check_companion(other: object, rewards: Tensor, name: str) -> Tensor:
     return other
 
 
+def refuse_where(bad: Tensor, values: Tensor, what: str) -> None:
+    """Raise ``ValueError`` "``what``; group g has v at sample i" for the first True of
+    ``bad: [B, G]`` (``values: [B, G]`` holds the offending value)."""
+    if bool(bad.any()):
+        group, sample = bad.nonzero()[0].tolist()
+        raise ValueError(
+            f"{what}; group {group} has {values[group, sample].item()} at sample {sample}"
+        )
+
+
+def check_lengths(lengths: Tensor) -> None:
+    """Response lengths (token counts, ``[B, G]``) are at least 1."""
+    refuse_where(lengths < 1, lengths, "lengths must be >= 1")
+
+
 def bool_mask(mask: Tensor) -> Tensor:
     """``mask`` as bool; a non-bool mask must hold only 0 and 1."""
     if mask.dtype != torch.bool:

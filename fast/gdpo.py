@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ._checks import check_companion, check_ddof, check_finite
+from ._checks import check_companion, check_ddof, check_finite, check_lengths
 from .group import VERL_WHITEN_EPS, Convention, _check_convention, _check_eps, _std, grpo
 from .registry import register
 
@@ -128,12 +128,7 @@ def gdpo(
     d = check_ddof(ddof, "gdpo")
     if lengths is not None:
         check_companion(lengths, parts[..., 0], "lengths")
-        if bool((lengths < 1).any()):
-            group, sample = (lengths < 1).nonzero()[0].tolist()
-            raise ValueError(
-                f"lengths must be >= 1; group {group} has {lengths[group, sample].item()} "
-                f"at sample {sample}"
-            )
+        check_lengths(lengths)
     if conv == "verl-0.9.1" and (d != 1 or lengths is None):
         raise ValueError(
             "gdpo with convention='verl-0.9.1' normalises with ddof = 1 and whitens over tokens: "

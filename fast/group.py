@@ -14,7 +14,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from ._checks import check_companion, check_ddof, check_rewards
+from ._checks import check_companion, check_ddof, check_lengths, check_rewards
 from .registry import register
 
 __all__ = [
@@ -183,7 +183,7 @@ def _reinforce_pp_verl(rewards: Tensor, lengths: Tensor | None) -> Tensor:
             "reinforce_pp with convention='verl-0.9.1' whitens over tokens: pass lengths [B, G]"
         )
     check_companion(lengths, rewards, "lengths")
-    _check_lengths(lengths)
+    check_lengths(lengths)
     G = rewards.shape[1]
     # verl's singleton group has mean 0; a constant group gives exact zeros (on the rewards).
     c = rewards.to(torch.float64) if G == 1 else _centred(rewards)
@@ -198,22 +198,12 @@ def _reinforce_pp_verl(rewards: Tensor, lengths: Tensor | None) -> Tensor:
     return (x / torch.sqrt(var + VERL_WHITEN_EPS)).to(rewards.dtype)
 
 
-def _check_lengths(lengths: Tensor) -> None:
-    short = lengths < 1
-    if bool(short.any()):
-        group, sample = short.nonzero()[0].tolist()
-        raise ValueError(
-            f"lengths must be >= 1; group {group} has {lengths[group, sample].item()} "
-            f"at sample {sample}"
-        )
-
-
 @register("opo", "group", needs_k=False, needs_lengths=True)
 def opo(rewards: Tensor, lengths: Tensor) -> Tensor:
     """r − Σ_j l_j r_j / Σ_j l_j (OPO, self included). lengths: [B, G] valid tokens, each >= 1."""
     check_rewards(rewards)
     check_companion(lengths, rewards, "lengths")
-    _check_lengths(lengths)
+    check_lengths(lengths)
     x = rewards.to(torch.float64)
     x = x - x.amin(dim=-1, keepdim=True)
     w = lengths.to(torch.float64)

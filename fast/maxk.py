@@ -43,7 +43,7 @@ from ..spec.maxk_weights import (
     form_rows,
 )
 from . import _levels
-from ._checks import check_ddof, check_k, check_rewards
+from ._checks import check_ddof, check_k, check_rewards, refuse_where
 from ._weights import WEIGHT_NAMES, ratio_at, weights
 from .registry import register
 
@@ -402,11 +402,7 @@ def chen_passk(
     # in magnitude or the other is exact by Sterbenz), so one arithmetic pass screens the batch.
     if bool((r * (1 - r)).any()):
         not_binary = (rewards != 0) & (rewards != 1)
-        group, sample = not_binary.nonzero()[0].tolist()
-        raise ValueError(
-            f"chen_passk needs binary rewards (exactly 0 or 1); group {group} has "
-            f"{rewards[group, sample].item()} at sample {sample}"
-        )
+        refuse_where(not_binary, rewards, "chen_passk needs binary rewards (exactly 0 or 1)")
     n_neg = G - r.sum(dim=-1, keepdim=True).to(torch.float64)  # [B, 1]; exact counts
     fail_all = ratio_at(CHEN_FAIL_ALL, n_neg, G, K)  # 1 − R̄
     fail_rest = ratio_at(CHEN_FAIL_REST, n_neg, G, K)

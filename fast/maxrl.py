@@ -13,20 +13,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._checks import check_rewards
+from ._checks import check_rewards, refuse_where
 from .registry import register
 
 __all__ = ["maxrl", "maxrl_unbiased"]
 
 
 def _check_nonnegative(rewards: Tensor, name: str) -> None:
-    negative = rewards < 0
-    if bool(negative.any()):
-        group, sample = negative.nonzero()[0].tolist()
-        raise ValueError(
-            f"{name} needs non-negative rewards (p-normalisation divides by the mean reward); "
-            f"group {group} has {rewards[group, sample].item()} at sample {sample}"
-        )
+    why = "p-normalisation divides by the mean reward"
+    refuse_where(rewards < 0, rewards, f"{name} needs non-negative rewards ({why})")
 
 
 def _p_normalised(rewards: Tensor) -> Tensor:
