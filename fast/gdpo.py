@@ -17,8 +17,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ..spec.conventions import Convention, check_convention
 from ._checks import check_companion, check_ddof, check_finite, check_lengths
-from .group import VERL_WHITEN_EPS, Convention, _check_convention, _check_eps, _std, grpo
+from .group import VERL_WHITEN_EPS, _check_eps, _std, grpo
 from .registry import register
 
 __all__ = ["gdpo"]
@@ -123,7 +124,7 @@ def gdpo(
     parts = _check_parts(reward_parts)
     R = parts.shape[2]
     w = _check_weights(reward_weights, R, parts)
-    conv = _check_convention(convention, "gdpo")
+    conv = check_convention(convention, "gdpo")
     e = _check_eps(eps, "gdpo")
     d = check_ddof(ddof, "gdpo")
     if lengths is not None:

@@ -9,11 +9,10 @@ rewards (max == min), never by testing a float std against 0.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 from torch import Tensor
 
+from ..spec.conventions import Convention, check_convention, check_verl_whiten
 from ._checks import check_companion, check_ddof, check_lengths, check_rewards
 from .registry import register
 
@@ -28,20 +27,8 @@ __all__ = [
     "rloo",
 ]
 
-Convention = Literal["advest", "verl-0.9.1"]
-"""Whose numeric conventions an estimator follows: advest's (spec/group.md), or a peer's, named
-with the version whose code it reproduces (spec/group.md, "Peer conventions")."""
-
 VERL_WHITEN_EPS = 1e-8
 """verl 0.9.1's ``masked_whiten``: A = (x − mean)·rsqrt(var + 1e-8), the ε inside the root."""
-
-
-def _check_convention(convention: object, name: str) -> Convention:
-    if convention not in ("advest", "verl-0.9.1"):
-        raise ValueError(
-            f"{name} needs convention in ('advest', 'verl-0.9.1'); got convention={convention!r}"
-        )
-    return "verl-0.9.1" if convention == "verl-0.9.1" else "advest"
 
 
 def _centred(rewards: Tensor) -> Tensor:
@@ -82,7 +69,7 @@ def grpo(
     """
     check_rewards(rewards)
     d = check_ddof(ddof, "grpo")
-    if _check_convention(convention, "grpo") == "verl-0.9.1" and rewards.shape[1] == 1:
+    if check_convention(convention, "grpo") == "verl-0.9.1" and rewards.shape[1] == 1:
         e = _check_eps(eps, "grpo")
         one_plus_eps = torch.tensor(1.0, dtype=torch.float32, device=rewards.device) + e
         # verl divides a 0-dim score by this float32 0-dim tensor: the quotient is in the wider
@@ -161,12 +148,8 @@ def reinforce_pp(
     d = check_ddof(ddof, "reinforce_pp")
     if rewards.shape[0] == 0:
         raise ValueError("reinforce_pp needs at least one group in rewards; got B=0")
-    if _check_convention(convention, "reinforce_pp") == "verl-0.9.1":
-        if eps != 1e-6 or d != 1:
-            raise ValueError(
-                "reinforce_pp with convention='verl-0.9.1' whitens with verl's fixed ε = 1e-8 in "
-                f"the root and Bessel's correction over tokens; got eps={eps!r}, ddof={ddof!r}"
-            )
+    if check_convention(convention, "reinforce_pp") == "verl-0.9.1":
+        check_verl_whiten("reinforce_pp", eps, d)
         return _reinforce_pp_verl(rewards, lengths)
     if lengths is not None:
         raise ValueError("reinforce_pp takes lengths only with convention='verl-0.9.1'")

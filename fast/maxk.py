@@ -34,6 +34,7 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
+from ..spec.conventions import PasskConvention, check_passk_convention
 from ..spec.maxk_weights import (
     CHEN_FAIL_ALL,
     CHEN_FAIL_REST,
@@ -366,9 +367,6 @@ def pkpo_sloo_minus_one(rewards: Tensor, k: int) -> Tensor:
     return _expand(_evaluate(g, "ei"), g, rewards, add=_k1_shift(g), mul=g.k / g.n)
 
 
-PasskConvention = Literal["advest", "passk_training@00474d7"]
-"""``chen_passk``'s conventions: advest's (σ, no ε) or the paper code's (spec/maxk.md)."""
-
 PASSK_TRAINING_EPS = 1e-6
 """RUCAIBox/Passk_Training code/passk_adv.py (commit 00474d7): A/(σ + 1e-6)."""
 
@@ -386,13 +384,7 @@ def chen_passk(
     Counting only: two values per group, blended back exactly by the 0/1 rewards themselves; the
     two ratios and the raw form are the ones the proofs use (``spec.maxk_weights``).
     """
-    if convention not in ("advest", "passk_training@00474d7"):
-        raise ValueError(
-            "chen_passk needs convention in ('advest', 'passk_training@00474d7'); "
-            f"got convention={convention!r}"
-        )
-    if convention != "advest" and not normalize:
-        raise ValueError(f"chen_passk with convention={convention!r} always normalizes")
+    check_passk_convention(convention, normalize)
     eps = PASSK_TRAINING_EPS if convention != "advest" else 0.0
     check_rewards(rewards)
     G = rewards.shape[1]

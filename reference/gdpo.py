@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
+from ..spec.conventions import Convention
 from . import group
 from ._exact import Number, mean, sqrt, std, to_fractions
-from .group import VERL_WHITEN_EPS, Convention, _check_eps
+from .group import VERL_WHITEN_EPS, _check_eps
 
 __all__ = ["gdpo", "normalised_sum"]
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Literal
 
+from ..spec.conventions import Convention, check_convention, check_verl_whiten
 from ._exact import Number, mean, sqrt, std, to_fractions
 
 __all__ = [
@@ -35,18 +35,8 @@ __all__ = [
 
 EPS = Fraction(1, 10**6)
 
-Convention = Literal["advest", "verl-0.9.1"]
-"""advest's conventions, or those of verl 0.9.1 (spec/group.md, "Peer conventions")."""
-
 VERL_WHITEN_EPS = Fraction(1e-8)
 """verl 0.9.1's ``masked_whiten``: (x − mean)·rsqrt(var + 1e-8), the double 1e-8 exactly."""
-
-
-def _check_convention(convention: object, name: str) -> None:
-    if convention not in ("advest", "verl-0.9.1"):
-        raise ValueError(
-            f"{name} needs convention in ('advest', 'verl-0.9.1'); got convention={convention!r}"
-        )
 
 
 def _float32(x: float) -> Fraction:
@@ -81,7 +71,7 @@ def grpo(
     float32 (``torch.tensor(1.0) + epsilon``): the float32 nearest to 1 + float32(ε).
     """
     _check_ddof(ddof, "grpo")
-    _check_convention(convention, "grpo")
+    check_convention(convention, "grpo")
     r = to_fractions(rewards)
     if convention == "verl-0.9.1" and len(r) == 1:
         one_plus_eps = _float32(1.0 + float(_float32(eps)))
@@ -152,15 +142,11 @@ def reinforce_pp(
     m = Σ l_i c_i / L, v = Σ l_i (c_i − m)² / (L − 1), A_i = (c_i − m)/sqrt(v + 1e-8).
     """
     _check_ddof(ddof, "reinforce_pp")
-    _check_convention(convention, "reinforce_pp")
+    check_convention(convention, "reinforce_pp")
     if len(rewards) == 0:
         raise ValueError("reinforce_pp needs at least one group in rewards; got B=0")
     if convention == "verl-0.9.1":
-        if eps != 1e-6 or ddof != 1:
-            raise ValueError(
-                "reinforce_pp with convention='verl-0.9.1' whitens with verl's fixed ε = 1e-8 in "
-                f"the root and Bessel's correction over tokens; got eps={eps!r}, ddof={ddof!r}"
-            )
+        check_verl_whiten("reinforce_pp", eps, ddof)
         return _reinforce_pp_verl(rewards, lengths)
     if lengths is not None:
         raise ValueError("reinforce_pp takes lengths only with convention='verl-0.9.1'")

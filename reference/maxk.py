@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from itertools import combinations
 
+from ..spec.conventions import check_passk_convention
 from ._exact import Number, check_k, comb, mean, sqrt, std, to_fractions
 
 __all__ = [
@@ -219,13 +220,7 @@ def chen_passk(
     ``convention="passk_training@00474d7"``: divides by σ + 1e-6 (the double, exactly), as
     RUCAIBox/Passk_Training code/passk_adv.py (commit 00474d7) ``calc_adv`` does.
     """
-    if convention not in ("advest", "passk_training@00474d7"):
-        raise ValueError(
-            "chen_passk needs convention in ('advest', 'passk_training@00474d7'); "
-            f"got convention={convention!r}"
-        )
-    if convention != "advest" and not normalize:
-        raise ValueError(f"chen_passk with convention={convention!r} always normalizes")
+    check_passk_convention(convention, normalize)
     eps = Fraction(1e-6) if convention != "advest" else Fraction(0)
     r = _group(rewards, k, "chen_passk", k_max_offset=1)
     for i, value in enumerate(r):
