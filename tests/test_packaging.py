@@ -104,6 +104,7 @@ PURE_SPEC = (
     "advest.spec.numca_grammar",
     "advest.spec.hyperparams",
     "advest.spec.scales",
+    "advest.spec.conventions",
 )
 """The shared pure definitions: each imports neither implementation nor the catalogue."""
 
