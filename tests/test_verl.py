@@ -15,6 +15,7 @@ CHECKS = [
     "tests/verl/check_verl.py",
     "tests/verl/check_processes.py",
     "tests/verl/check_main_ppo.py",
+    "tests/verl/check_otb.py",
 ]
 BUILD = (
     "python -m venv .venv-verl && .venv-verl/bin/pip install torch==2.13.0 && "
