@@ -24,7 +24,7 @@ from fractions import Fraction
 
 from ._exact import Number, exp, to_fractions
 
-__all__ = ["optimal_token_baseline", "path_weights"]
+__all__ = ["from_weights", "optimal_token_baseline", "path_weights"]
 
 SLACK = Fraction(1, 10**4)
 """Rounding slack of the input checks: log π ≤ SLACK and −SLACK ≤ Σπ² ≤ 1 + SLACK."""
@@ -110,13 +110,27 @@ def optimal_token_baseline(
     (arXiv:2602.07078, the optimal token baseline B*_t = E[G_t W_t]/E[W_t] with the group as the
     sample; the outcome reward R_i is the return G_t of every token of response i)."""
     r, m, lp, s = _check(rewards, mask, logprobs, sum_pi_squared, eps)
-    G, T = len(r), len(m[0])
     W = path_weights(m, lp, s, cumulative=cumulative)
+    return from_weights(r, m, W, eps=Fraction(eps), zero_tail=zero_tail)
+
+
+def from_weights(
+    rewards: Sequence[Fraction],
+    mask: Sequence[Sequence[bool]],
+    W: Sequence[Sequence[Fraction]],
+    *,
+    eps: Fraction,
+    zero_tail: bool,
+) -> list[list[Fraction]]:
+    """The advantages ``[G][T]`` of one group from its path weights ``W [G][T]`` (any weights
+    >= 0: the exact-enumeration tests pass W computed from rational π)."""
+    r, m = rewards, mask
+    G, T = len(r), len(m[0])
     B = [Fraction(0)] * T
     if G >= 2:
         for t in range(T):
             num = sum((r[i] * W[i][t] for i in range(G) if m[i][t]), Fraction(0))
-            den = sum((W[i][t] for i in range(G) if m[i][t]), Fraction(0)) + Fraction(eps)
+            den = sum((W[i][t] for i in range(G) if m[i][t]), Fraction(0)) + eps
             B[t] = num / den if den != 0 else Fraction(0)
     baselines = [list(B) for _ in range(G)]
     lengths = [sum(row) for row in m]
