@@ -258,3 +258,142 @@ def test_the_group_estimate_is_biased_except_for_one_response(n: int) -> None:
     else:
         assert len(ratios) > 1
         assert min(ratios) < {2: Q(77, 100), 3: Q(99, 100)}[n] < max(ratios)
+
+
+# --- fast against the exact reference on hostile batches ----------------------------------------
+
+Batch = dict[str, list]  # type: ignore[type-arg]
+REWARD_KINDS = [
+    st.sampled_from([0.0, 1.0]),
+    st.integers(-3, 3).map(float),
+    st.integers(0, 3).map(lambda j: 1e3 + j * 2.0**-12),
+    st.integers(0, 3).map(lambda j: 1e6 + j * 1e-7),
+    st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False),
+]
+
+
+@st.composite
+def positions(draw: st.DrawFn) -> tuple[float, float]:
+    """(log π of the sampled token, Σπ²) of a softmax over 4 tokens: spread out, nearly
+    deterministic (π = 1 − 1e-12) or exactly deterministic (log π = 0, Σπ² = 1)."""
+    kind = draw(st.sampled_from(["soft", "sharp", "one"]))
+    if kind == "one":
+        return 0.0, 1.0
+    scale = 1.0 if kind == "soft" else 40.0
+    logits = torch.tensor([draw(st.floats(-1, 1)) * scale for _ in range(4)], dtype=torch.float64)
+    p = torch.softmax(logits, 0)
+    y = draw(st.integers(0, 3))
+    return float(p[y].log()), float((p**2).sum())
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> Batch:
+    B, G, T = draw(st.integers(1, 3)), draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    kind = draw(st.sampled_from(REWARD_KINDS))
+    rewards = [[draw(kind) for _ in range(G)] for _ in range(B)]
+    lengths = [[draw(st.integers(0, T)) for _ in range(G)] for _ in range(B)]
+    mask = [[[t < n for t in range(T)] for n in row] for row in lengths]
+    if draw(st.booleans()):  # holes: tool output inside a response
+        b, i, t = draw(st.integers(0, B - 1)), draw(st.integers(0, G - 1)), draw(st.integers(0, T - 1))
+        mask[b][i][t] = not mask[b][i][t]
+    cells = [[[draw(positions()) for _ in range(T)] for _ in range(G)] for _ in range(B)]
+    return {
+        "rewards": rewards,
+        "mask": mask,
+        "logprobs": [[[c[0] for c in row] for row in g] for g in cells],
+        "sum_pi_squared": [[[c[1] for c in row] for row in g] for g in cells],
+    }
+
+
+def _tensors(batch: Batch, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    out = {k: torch.tensor(v, dtype=dtype) for k, v in batch.items() if k != "mask"}
+    return {**out, "mask": torch.tensor(batch["mask"])}
+
+
+def _bound(batch: Batch, b: int, want: list[list[Fraction]], dtype: torch.dtype, eps: float,
+           cumulative: bool) -> list[Fraction]:  # fmt: skip
+    """Per position t of group b, the error fast (float64 inside) may make: each path weight
+    carries (T + 2)·8u of the magnitude C_{i,t} = Σ_{j≤t}(1 + 2π_j + Σπ²_j) it sums, which moves
+    B_t by Σ_i |R_i − B_t|·δW_i / (Σ_i W_i + ε); the sums over the group add (G + 2)·u·max|R|,
+    and a float32 output its own rounding. Infinite where Σ W + ε = 0 exactly (no condition)."""
+    u = Q(2.0**-52)
+    r = [Q(x) for x in batch["rewards"][b]]
+    m, lp, s = batch["mask"][b], batch["logprobs"][b], batch["sum_pi_squared"][b]
+    G, T = len(r), len(m[0])
+    W = ref.path_weights(m, [[Q(x) for x in row] for row in lp],
+                         [[Q(x) for x in row] for row in s], cumulative=cumulative)  # fmt: skip
+    top = max(abs(x) for x in r)
+    out = []
+    for t in range(T):
+        alive = [i for i in range(G) if m[i][t]]
+        den = sum((W[i][t] for i in alive), Q(0)) + Q(eps)
+        base = sum((r[i] * W[i][t] for i in alive), Q(0)) / den if den else Q(0)
+        spread = Q(0)
+        for i in alive:
+            terms = [j for j in (range(t + 1) if cumulative else [t]) if m[i][j]]
+            C = sum((1 + 2 * math.exp(lp[i][j]) + s[i][j] for j in terms), 0.0)
+            spread += abs(r[i] - base) * 8 * (T + 2) * u * Q(C)
+        cond = spread / den if den else (Q(0) if not spread else Q(10) ** 30)
+        out_round = Q(torch.finfo(dtype).eps) * max((abs(x) for x in (want[i][t] for i in range(G))), default=Q(0))
+        out.append(cond + (G + 2) * u * top + out_round + Q(torch.finfo(dtype).tiny))
+    return out
+
+
+def _worst(batch: Batch, dtype: torch.dtype, plant: bool = False, **options: object) -> Fraction:
+    """max |fast − reference| / bound over the batch (≤ 1 passes); the reference reads the
+    inputs as rounded to ``dtype``."""
+    x = _tensors(batch, dtype)
+    rounded = {k: v.double().tolist() if k != "mask" else batch["mask"] for k, v in x.items()}
+    out = fst.optimal_token_baseline(**x, **options)  # type: ignore[arg-type]
+    assert out.dtype == dtype and out.shape == x["mask"].shape
+    if plant:
+        out = torch.zeros_like(out)
+    worst = Q(0)
+    eps, cum = float(options.get("eps", 1e-8)), bool(options.get("cumulative", True))  # type: ignore[arg-type]
+    for b in range(len(batch["rewards"])):
+        want = ref.optimal_token_baseline(
+            rounded["rewards"][b], batch["mask"][b], rounded["logprobs"][b],
+            rounded["sum_pi_squared"][b], **options,  # type: ignore[arg-type]
+        )  # fmt: skip
+        bound = _bound(rounded, b, want, dtype, eps, cum)
+        for i, row in enumerate(want):
+            for t, y in enumerate(row):
+                worst = max(worst, abs(Q(float(out[b, i, t])) - y) / bound[t])
+    return worst
+
+
+OPTIONS = st.fixed_dictionaries(
+    {"eps": st.sampled_from([1e-8, 0.0, 1e-3]), "zero_tail": st.booleans(), "cumulative": st.booleans()}
+)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
+@settings(max_examples=60, deadline=None)
+@given(batch=batches(), options=OPTIONS)
+@example(  # a unique longest response, one empty, a deterministic token, an offset
+    batch={"rewards": [[1e3, 1e3 + 2.0**-12, 1e3]], "mask": [[[1, 1, 1], [1, 0, 0], [0, 0, 0]]],
+           "logprobs": [[[0.0, -0.5, -2.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]],
+           "sum_pi_squared": [[[1.0, 0.4, 0.3], [0.5, 1.0, 1.0], [1.0, 1.0, 1.0]]]},
+    options={"eps": 0.0, "zero_tail": True, "cumulative": True},
+)  # fmt: skip
+@example(  # G = 1
+    batch={"rewards": [[0.7]], "mask": [[[1, 1]]], "logprobs": [[[-0.1, -0.2]]],
+           "sum_pi_squared": [[[0.8, 0.7]]]},
+    options={"eps": 1e-8, "zero_tail": True, "cumulative": True},
+)  # fmt: skip
+def test_fast_equals_reference_on_hostile_batches(
+    dtype: torch.dtype, batch: Batch, options: dict[str, object]
+) -> None:
+    assert _worst(batch, dtype, **options) <= 1
+
+
+def test_an_all_zero_output_fails_the_comparison() -> None:
+    """The planted defect: a fast version that returns zeros is caught by the same bound."""
+    batch = {
+        "rewards": [[1.0, 0.0, 1.0, 0.0]],
+        "mask": [[[1, 1, 1], [1, 1, 0], [1, 0, 0], [1, 1, 1]]],
+        "logprobs": [[[-0.3, -1.0, -0.2], [-0.7, -0.1, 0.0], [-1.5, 0.0, 0.0], [-0.2, -0.4, -0.9]]],
+        "sum_pi_squared": [[[0.6, 0.4, 0.7], [0.5, 0.8, 1.0], [0.3, 1.0, 1.0], [0.7, 0.5, 0.4]]],
+    }
+    assert _worst(batch, torch.float64) <= 1
+    assert _worst(batch, torch.float64, plant=True) > 1e6
