@@ -22,6 +22,7 @@ import advest.fast.group
 import advest.fast.hista
 import advest.fast.kae
 import advest.fast.ktae
+import advest.fast.otb
 import advest.fast.maxk
 import advest.fast.maxrl
 import advest.fast.numca
@@ -31,6 +32,7 @@ import advest.reference.group
 import advest.reference.hista
 import advest.reference.kae
 import advest.reference.ktae
+import advest.reference.otb
 import advest.reference.maxk
 import advest.reference.maxrl
 import advest.reference.numca  # noqa: F401  (binds the submodule used as reference.numca)
@@ -282,6 +284,12 @@ TOKEN_CATALOGUE: list[TokenRow] = [
     TokenRow("ktae", reference.ktae.ktae, fast.ktae.ktae, "ktae.md"),
     TokenRow("numca", reference.numca.numca, fast.numca.numca, "numca.md"),
     TokenRow("hista", reference.hista.hista, fast.hista.hista, "hista.md"),
+    TokenRow(
+        "optimal_token_baseline",
+        reference.otb.optimal_token_baseline,
+        fast.otb.optimal_token_baseline,
+        "otb.md",
+    ),
 ]
 """Every token-level estimator under test."""
 

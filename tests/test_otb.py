@@ -397,3 +397,85 @@ def test_an_all_zero_output_fails_the_comparison() -> None:
     }
     assert _worst(batch, torch.float64) <= 1
     assert _worst(batch, torch.float64, plant=True) > 1e6
+
+
+# --- worked example, degenerate groups, bad input --------------------------------------------
+
+P = [[0.5, 0.75, 0.5], [0.5, 0.5, 0.5], [0.25, 0.5, 0.5]]
+MASK = [[1, 1, 1], [1, 1, 0], [1, 0, 0]]
+
+
+def _example(rewards: list[float], **options: object) -> tuple[list[list[Fraction]], torch.Tensor]:
+    lp = [[math.log(x) for x in row] for row in P]
+    s2 = [[x * x + (1 - x) ** 2 for x in row] for row in P]
+    want = ref.optimal_token_baseline(rewards, MASK, lp, s2, **options)  # type: ignore[arg-type]
+    got = fst.optimal_token_baseline(
+        torch.tensor([rewards], dtype=torch.float64), torch.tensor([MASK]),
+        torch.tensor([lp], dtype=torch.float64), torch.tensor([s2], dtype=torch.float64),
+        **options,  # type: ignore[arg-type]
+    )  # fmt: skip
+    return want, got[0]
+
+
+def test_worked_example_zero_tail_and_singleton() -> None:
+    want, got = _example([1.0, 0.0, 1.0], eps=0.0)
+    exact = [[Q(4, 17), Q(8, 13), Q(1)], [Q(-13, 17), Q(-5, 13), Q(0)], [Q(4, 17), Q(0), Q(0)]]
+    for w_row, e_row, g_row in zip(want, exact, got.tolist(), strict=True):
+        # log p is a float: exp(log p) = p to ~1e-16, the only distance from the exact value
+        assert all(abs(w - e) < Q(1, 10**15) for w, e in zip(w_row, e_row, strict=True))
+        assert g_row == pytest.approx([float(e) for e in e_row], abs=1e-15)
+    _, no_tail = _example([1.0, 0.0, 1.0], eps=0.0, zero_tail=False)
+    assert float(no_tail[0, 2]) == pytest.approx(0.0, abs=1e-15)  # its own baseline
+    one = fst.optimal_token_baseline(
+        torch.tensor([[0.3], [-2.0]]), torch.ones(2, 1, 4), -torch.rand(2, 1, 4), torch.rand(2, 1, 4)
+    )
+    assert torch.equal(one, torch.tensor([[0.3], [-2.0]]).unsqueeze(-1).expand(2, 1, 4))
+
+
+def test_all_equal_groups_keep_the_epsilon_shrinkage_and_the_tail() -> None:
+    """Every reward 1: off the tail A = ε/(ΣW + ε) (0 with eps=0), and the unique longest
+    response's tail gets A = R = 1, as in verl. Padding holding NaN is never read."""
+    want, got = _example([1.0, 1.0, 1.0])
+    W0 = Q(1, 2) + Q(1, 2) + Q(9, 8)
+    assert abs(want[1][0] - Q(1e-8) / (W0 + Q(1e-8))) < Q(1, 10**20)  # W from float log p
+    assert want[0][2] == 1 and float(got[0, 2]) == 1.0
+    _, got0 = _example([1.0, 1.0, 1.0], eps=0.0)
+    assert float(got0[:, :2].abs().max()) < 1e-15 and got0[0, 2] == 1.0
+    lp = torch.tensor([[[-0.1, float("nan")], [-0.2, -0.3]]])
+    s2 = torch.tensor([[[0.8, float("nan")], [0.7, 0.6]]])
+    out = fst.optimal_token_baseline(torch.tensor([[1.0, 0.0]]), torch.tensor([[[1, 0], [1, 1]]]), lp, s2)
+    assert bool(torch.isfinite(out).all()) and out[0, 0, 1] == 0
+
+
+BAD = [
+    ({"logprobs": 0.5}, ValueError, "logprobs must be log-probabilities"),
+    ({"sum_pi_squared": 1.5}, ValueError, "sum_pi_squared must lie in"),
+    ({"sum_pi_squared": float("inf")}, ValueError, "sum_pi_squared"),
+    ({"logprobs": float("nan")}, ValueError, "logprobs"),
+    ({"eps": -1.0}, ValueError, "finite eps"),
+    ({"mask": 2}, ValueError, "mask must be boolean"),
+]
+
+
+@pytest.mark.parametrize(("change", "error", "match"), BAD)
+def test_bad_input_raises_clear_errors(change: dict[str, float], error: type, match: str) -> None:
+    """The same error type from both, the message naming the argument; the value is planted at
+    a valid position (response 0, token 1)."""
+    rewards = [1.0, 0.0]
+    mask = [[1, 1], [1, 0]]
+    lp = [[-0.1, -0.2], [-0.3, -0.4]]
+    s2 = [[0.8, 0.7], [0.6, 0.5]]
+    eps = change.get("eps", 1e-8)
+    for key, table in (("logprobs", lp), ("sum_pi_squared", s2), ("mask", mask)):
+        if key in change:
+            table[0][1] = change[key]  # type: ignore[call-overload]
+    with pytest.raises(error, match=match):
+        ref.optimal_token_baseline(rewards, mask, lp, s2, eps=eps)
+    with pytest.raises(error, match=match):
+        fst.optimal_token_baseline(
+            torch.tensor([rewards]), torch.tensor([mask]), torch.tensor([lp]), torch.tensor([s2]), eps=eps
+        )
+    with pytest.raises(ValueError, match="shape"):
+        fst.optimal_token_baseline(
+            torch.tensor([rewards]), torch.tensor([mask]), torch.tensor([lp])[..., :1], torch.tensor([s2])
+        )
