@@ -20,7 +20,8 @@ from .registry import register
 __all__ = ["optimal_token_baseline"]
 
 SLACK = 1e-4
-"""Rounding slack of the input checks (as reference.otb.SLACK): log π ≤ 1e-4, Σπ² ∈ [−1e-4, 1 + 1e-4]."""
+"""Rounding slack of the input checks (as reference.otb.SLACK): log π ≤ 1e-4 and
+Σπ² ∈ [−1e-4, 1 + 1e-4]."""
 
 
 def _check(
@@ -48,17 +49,17 @@ def _check(
         check_finite(torch.where(valid, t, 0.0), name)
     bad = valid & (logprobs > SLACK)
     if bool(bad.any()):
-        b, i, t = (int(x) for x in bad.nonzero()[0])
+        b, i, j = (int(x) for x in bad.nonzero()[0])
         raise ValueError(
             f"logprobs must be log-probabilities (<= 0); group {b}, response {i} has "
-            f"{float(logprobs[b, i, t])} at token {t}"
+            f"{float(logprobs[b, i, j])} at token {j}"
         )
     bad = valid & ((sum_pi_squared < -SLACK) | (sum_pi_squared > 1 + SLACK))
     if bool(bad.any()):
-        b, i, t = (int(x) for x in bad.nonzero()[0])
+        b, i, j = (int(x) for x in bad.nonzero()[0])
         raise ValueError(
             f"sum_pi_squared must lie in [0, 1] (Σ_v π(v)²); group {b}, response {i} has "
-            f"{float(sum_pi_squared[b, i, t])} at token {t}"
+            f"{float(sum_pi_squared[b, i, j])} at token {j}"
         )
     return valid
 

@@ -22,20 +22,20 @@ import advest.fast.group
 import advest.fast.hista
 import advest.fast.kae
 import advest.fast.ktae
-import advest.fast.otb
 import advest.fast.maxk
 import advest.fast.maxrl
 import advest.fast.numca
+import advest.fast.otb
 import advest.reference.covariance
 import advest.reference.gdpo
 import advest.reference.group
 import advest.reference.hista
 import advest.reference.kae
 import advest.reference.ktae
-import advest.reference.otb
 import advest.reference.maxk
 import advest.reference.maxrl
-import advest.reference.numca  # noqa: F401  (binds the submodule used as reference.numca)
+import advest.reference.numca
+import advest.reference.otb  # noqa: F401  (binds the submodules used as reference.*)
 
 from .. import fast, reference
 from ..fast import registry

@@ -37,7 +37,12 @@ def _otb_batch(B: int, G: int, T: int, seed: int, *, empty: bool = False) -> Bat
     token = torch.multinomial(pi.reshape(-1, 6), 1, generator=gen).reshape(B, G, T)
     logprobs = pi.gather(-1, token[..., None]).squeeze(-1).log().float()  # [B, G, T]
     sum_pi_squared = (pi**2).sum(-1).float()  # [B, G, T]
-    ours = {"rewards": rewards, "mask": mask, "logprobs": logprobs, "sum_pi_squared": sum_pi_squared}
+    ours = {
+        "rewards": rewards,
+        "mask": mask,
+        "logprobs": logprobs,
+        "sum_pi_squared": sum_pi_squared,
+    }
     perm = torch.randperm(S, generator=gen)
     flat = {k: v.reshape(S, *v.shape[2:])[perm] for k, v in ours.items()}
     tlr = torch.zeros(S, T)
@@ -57,9 +62,13 @@ def _otb_batch(B: int, G: int, T: int, seed: int, *, empty: bool = False) -> Bat
     return data, ours, perm.numpy()
 
 
-@pytest.mark.parametrize(("B", "G", "T", "empty"), [(4, 4, 7, False), (3, 8, 12, True), (2, 2, 5, False)])
+@pytest.mark.parametrize(
+    ("B", "G", "T", "empty"), [(4, 4, 7, False), (3, 8, 12, True), (2, 2, 5, False)]
+)
 @pytest.mark.parametrize("name", ["optimal_token_baseline", "tir_optimal_token_baseline"])
-def test_optimal_token_baseline_matches_verls(B: int, G: int, T: int, empty: bool, name: str) -> None:
+def test_optimal_token_baseline_matches_verls(
+    B: int, G: int, T: int, empty: bool, name: str
+) -> None:
     """float32 inputs as verl's batch holds them; verl computes in float32, advest in float64:
     the two agree to float32 rounding of the rewards' size."""
     data, ours, perm = _otb_batch(B, G, T, seed=B * G + T, empty=empty)
