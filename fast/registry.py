@@ -20,6 +20,7 @@ The vocabulary of input names (shapes for one call of B prompts × G samples × 
     prompt_ids  [B] int64: a stable id per prompt (for estimators with history)
     reward_parts    [B, G, R] float: each reward function's own (unweighted) score
     reward_weights  [R] float: the weight of each reward function (rewards = parts · weights)
+    sum_pi_squared  [B, G, T] float: Σ_v π(v)² of the rollout policy at each response position
 
 An estimator returns ``[B, G]`` (sequence level, broadcast to tokens) or ``[B, G, T]``, or an
 object with an ``advantages`` attribute holding one of these (reweighters). A ``stateful``
@@ -53,6 +54,7 @@ INPUTS = (
     "prompt_ids",
     "reward_parts",
     "reward_weights",
+    "sum_pi_squared",
 )
 """The rollout fields an estimator may consume (the table in this module's docstring)."""
 F = TypeVar("F", bound=Callable[..., Any])
@@ -128,7 +130,18 @@ def register(
     return add
 
 
-FAMILIES = ("maxk", "group", "maxrl", "gdpo", "covariance", "ktae", "kae", "numca", "hista")
+FAMILIES = (
+    "maxk",
+    "group",
+    "maxrl",
+    "gdpo",
+    "covariance",
+    "ktae",
+    "kae",
+    "numca",
+    "hista",
+    "otb",
+)
 """The family modules of ``advest.fast``; ``spec/<family>.md`` documents each."""
 
 

@@ -18,8 +18,10 @@ and ``numca`` (texts and offsets) cannot be fed; ``kae`` needs a stable id per p
 steps, and verl's uids are fresh ``uuid4`` strings every step. ``gdpo`` needs each reward's own
 score, which ``compute_advantage`` hands only to the estimator named ``gdpo`` (verl's own, which
 verl refuses to replace): registered under another name it would silently be GDPO of the summed
-reward. ``gdpo`` below is advest's GDPO with the signature and config keys of verl's function,
-for code that calls an estimator itself.
+reward. ``optimal_token_baseline`` likewise needs log-probs and Σπ², which
+``compute_advantage`` passes only to verl's own two token baselines (advest's equals verl's,
+tests/verl/check_otb.py). ``gdpo`` below is advest's GDPO with the signature and config keys of
+verl's function, for code that calls an estimator itself.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ SKIPPED: dict[str, str] = {
     "kae": "needs a stable id per prompt across steps; verl's uids are fresh uuid4s each step",
     "gdpo": "needs each reward's own score, which compute_advantage passes only to the "
     "estimator named 'gdpo' (verl's own); call advest.integrations.verl.gdpo yourself",
+    "optimal_token_baseline": "needs old_log_probs and sum_pi_squared, which compute_advantage "
+    "passes only to the estimators named optimal_token_baseline and tir_optimal_token_baseline "
+    "(verl's own, which advest's equals: spec/otb.md)",
 }
 
 

@@ -294,7 +294,8 @@ def render(strict: bool = True) -> str:
     for key, target, shown in rows:
         cells, _ = row(key, target)
         if "scope" in cells:
-            out_of_scope.append(f"- `{shown}`: {cells['scope']}")
+            note = f" {SCOPE_NOTES[key]}" if key in SCOPE_NOTES else ""
+            out_of_scope.append(f"- `{shown}`: {cells['scope']}.{note}")
             continue
         lines.append(f"| `{shown}` | " + " | ".join(cells[c] for c in COLUMNS) + " |")
         for column in COLUMNS:
@@ -327,6 +328,18 @@ INTRO = [
     "",
 ]
 SCOPE = ["## Out of scope", ""]
+OTB_NOTE = (
+    "Why the oracle cannot judge it: its bandit gives each response one action and the estimator "
+    "only rewards, while this baseline weighs each response by π of its own sampled tokens; a "
+    "made-up π is detached from the actions the enumeration sums over, so any verdict would be "
+    "about another estimator. advest's `optimal_token_baseline` equals it (max |Δ| 1.9e-7 in "
+    "float32, tests/verl/check_otb.py), and its claims are decided by exact enumeration of token "
+    "trees with the real π in [spec/otb.md](spec/otb.md): no constant baseline adds bias, the "
+    "cumulative weight minimises the prefix estimator, and the group's own estimate is biased "
+    "for n ≥ 2."
+)
+SCOPE_NOTES = {"optimal_token_baseline": OTB_NOTE, "tir_optimal_token_baseline": OTB_NOTE}
+"""What the oracle's one-line reason cannot say, per out-of-scope estimator."""
 
 
 def main(argv: list[str] | None = None) -> int:

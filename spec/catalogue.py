@@ -25,6 +25,7 @@ import advest.fast.ktae
 import advest.fast.maxk
 import advest.fast.maxrl
 import advest.fast.numca
+import advest.fast.otb
 import advest.reference.covariance
 import advest.reference.gdpo
 import advest.reference.group
@@ -33,7 +34,8 @@ import advest.reference.kae
 import advest.reference.ktae
 import advest.reference.maxk
 import advest.reference.maxrl
-import advest.reference.numca  # noqa: F401  (binds the submodule used as reference.numca)
+import advest.reference.numca
+import advest.reference.otb  # noqa: F401  (binds the submodules used as reference.*)
 
 from .. import fast, reference
 from ..fast import registry
@@ -282,6 +284,12 @@ TOKEN_CATALOGUE: list[TokenRow] = [
     TokenRow("ktae", reference.ktae.ktae, fast.ktae.ktae, "ktae.md"),
     TokenRow("numca", reference.numca.numca, fast.numca.numca, "numca.md"),
     TokenRow("hista", reference.hista.hista, fast.hista.hista, "hista.md"),
+    TokenRow(
+        "optimal_token_baseline",
+        reference.otb.optimal_token_baseline,
+        fast.otb.optimal_token_baseline,
+        "otb.md",
+    ),
 ]
 """Every token-level estimator under test."""
 

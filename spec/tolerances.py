@@ -127,6 +127,11 @@ TABLE: dict[str, dict[torch.dtype, Tolerance]] = {
     "hista": _pair(
         "output", "softmax-weighted rewards after centring the hidden states: ulps of max|A|"
     ),
+    # A ratio of sums of path weights: ill-conditioned where Σ W + ε is tiny (π ≈ 1 everywhere),
+    # which no output scale covers: tests/test_otb.py bounds each position by its condition.
+    "optimal_token_baseline": _pair(
+        "output", "R − Σ R·W/(Σ W + ε) in float64, W a cumsum of 1 − 2π + Σπ²: ulps of max|R|"
+    ),
     # The one exception to "never max|r|": KAE's history keeps raw per-visit sums s = Σ r in
     # float64 (the checkpoint format of spec/kae.md), and V̂ = (Σ K·s + Σ_{k≠g} r_k)/(Σ K·n + G − 1)
     # is formed at the rewards' offset, so A = r − V̂ carries ~n·ε·max|r| (1e6 + 1e-3: 1.2e-10,

@@ -195,3 +195,34 @@ def test_gdpo_golden_vectors(case: dict[str, Any]) -> None:
     assert fast_out.tolist() == [
         pytest.approx([float(v) for v in g], abs=1e-12 * scale) for g in want
     ]
+
+
+OTB = json.loads((GOLDEN / "otb.json").read_text())
+
+
+@pytest.mark.parametrize("case", OTB["cases"], ids=lambda c: c["name"])
+def test_otb_golden_vectors(case: dict[str, Any]) -> None:
+    """The reference to 1e-35 (its exp is good to ~50 digits), fast float64 to 1e-12 of max|R|
+    (every case is well conditioned: Σ W ≥ 0.05 wherever a baseline is formed)."""
+    import advest.fast.otb
+    import advest.reference.otb as rotb
+
+    r = [float(x) for x in case["rewards"]]
+    lp = [[float(x) for x in row] for row in case["logprobs"]]
+    s2 = [[float(x) for x in row] for row in case["sum_pi_squared"]]
+    options = {k: case[k] for k in ("eps", "zero_tail", "cumulative") if k in case}
+    want = case["advantages"]
+    got = rotb.optimal_token_baseline(r, case["mask"], lp, s2, **options)
+    for g, w in zip(got, want, strict=True):
+        assert all(abs(x - Fraction(y)) < Fraction(1, 10**35) for x, y in zip(g, w, strict=True))
+    fast_out = advest.fast.otb.optimal_token_baseline(
+        torch.tensor([r], dtype=torch.float64),
+        torch.tensor([case["mask"]]),
+        torch.tensor([lp], dtype=torch.float64),
+        torch.tensor([s2], dtype=torch.float64),
+        **options,
+    )[0]
+    scale = max(1.0, max(abs(x) for x in r))
+    assert fast_out.tolist() == [
+        pytest.approx([float(v) for v in g], abs=1e-12 * scale) for g in want
+    ]

@@ -391,7 +391,7 @@ def test_the_rollout_forward_in_micro_batches_equals_one_pass(model_path: str) -
     torch.manual_seed(5)
     scored = module.sample([Item(0, "12+3=", "15"), Item(1, "40+41=", "81")])
     seqs, pm, mask = scored.sequences, scored.prompt_mask, scored.mask
-    logp, ent, hidden = rollout_forward(
+    logp, ent, hidden, _ = rollout_forward(
         module.policy, seqs, pm, mask, temperature=module.cfg.temperature, chunks=4, hidden=True
     )
     with torch.no_grad():

@@ -591,6 +591,39 @@ def test_gdpo_run_trains_on_each_rewards_own_column(
     assert _max_diff(after, _initial(model_path)) > 0
 
 
+def test_optimal_token_baseline_reads_the_rollouts_sum_pi_squared(
+    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--estimator optimal_token_baseline``: the rollout pass computes Σπ² from the policy's
+    logits at the sampling temperature (only because the estimator declares it), it agrees with
+    the log-probs (Σπ² ≥ π² of the sampled token), and the advantages are fast OTB of the
+    rollout's own fields."""
+    from advest.fast import calling
+    from advest.fast.otb import optimal_token_baseline
+
+    seen: list[tuple[Any, torch.Tensor]] = []
+    real = calling.Plan.advantages
+
+    def spy(self: calling.Plan, source: Any) -> torch.Tensor:
+        out = real(self, source)
+        seen.append((source, out))
+        return out
+
+    monkeypatch.setattr(calling.Plan, "advantages", spy)
+    cfg = _cfg(model_path, tmp_path, estimator="optimal_token_baseline", steps=1, ppo_epochs=1)
+    after = _train(cfg, "otb")
+    steps = [(r, a) for r, a in seen if hasattr(r, "sequences") and r.prompt_mask.shape[1] > 1]
+    assert steps
+    for rollout, adv in steps:
+        s2, valid = rollout.sum_pi_squared, rollout.mask
+        assert s2 is not None and s2.shape == valid.shape
+        assert bool((s2[valid] <= 1 + 1e-5).all() and (s2[valid] >= 0).all())
+        assert bool((s2[valid] >= rollout.logprobs[valid].exp() ** 2 - 1e-5).all())
+        want = optimal_token_baseline(rollout.rewards, valid, rollout.logprobs, s2)
+        assert torch.equal(adv, (want * valid).float())
+    assert _max_diff(after, _initial(model_path)) > 0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", registry.names())
 def test_every_registered_estimator_trains_through_the_same_path(

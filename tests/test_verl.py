@@ -10,6 +10,7 @@ CHECKS = [
     "tests/verl/check_verl.py",
     "tests/verl/check_processes.py",
     "tests/verl/check_main_ppo.py",
+    "tests/verl/check_otb.py",
 ]
 
 

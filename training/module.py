@@ -90,7 +90,7 @@ class RLModule(L.LightningModule):
         LoRA step for SmolLM2 on CPU). The ratio is then exactly 1, and the loss and gradient
         are the ones the separate pass gives."""
         cfg = self.cfg
-        reads = ("logprobs", "hidden")
+        reads = ("logprobs", "hidden", "sum_pi_squared")
         return cfg.ppo_epochs * cfg.minibatches == 1 and not any(map(self.plan.needs, reads))
 
     def drop_long_prompts(self) -> None:
@@ -210,20 +210,21 @@ class RLModule(L.LightningModule):
         t, n = cfg.temperature, cfg.minibatches * cfg.micro_batches
         if self.one_pass:  # filled in by the update's forward pass (``update``)
             nan = torch.full(mask.shape, math.nan, dtype=torch.float32, device=mask.device)
-            logp, ent, hidden = nan, nan.clone(), None
+            logp, ent, hidden, squares = nan, nan.clone(), None, None
         else:
-            logp, ent, hidden = rollout_forward(
+            logp, ent, hidden, squares = rollout_forward(
                 self.policy,
                 sequences,
                 prompt_mask,
                 mask,
                 hidden=self.plan.needs("hidden"),
+                sum_pi_squared=self.plan.needs("sum_pi_squared"),
                 temperature=t,
                 chunks=n,
             )
         ref_logp = None
         if self.ref is not None:
-            ref_logp, _, _ = rollout_forward(
+            ref_logp, _, _, _ = rollout_forward(
                 self.ref, sequences, prompt_mask, mask, hidden=False, temperature=t, chunks=n
             )
         token_ids, tmask = scored.responses.reshape(B, G, T), mask.reshape(B, G, T)
@@ -241,6 +242,7 @@ class RLModule(L.LightningModule):
             texts=grouped,
             offsets=offsets,
             hidden=hidden.reshape(B, G, T, -1).float() if hidden is not None else None,
+            sum_pi_squared=None if squares is None else squares.reshape(B, G, T),
             reward_parts=scored.parts,
             reward_weights=torch.tensor(
                 self.scorer.weights, dtype=torch.float64, device=self.device

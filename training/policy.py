@@ -82,20 +82,29 @@ def rollout_forward(
     temperature: float,
     chunks: int,
     hidden: bool,
-) -> tuple[Tensor, Tensor, Tensor | None]:
+    sum_pi_squared: bool = False,
+) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
     """``forward_logprobs`` in ``chunks`` pieces (the update's micro-batch count), keeping
     per-token entropy instead of the logits: the rollout's ``[S, T, V]`` float32 logits never
     exist at once (S = 512, T = 512, V = 151,936 would be 159 GB). Returns ``[S, T]``
-    log-probs, ``[S, T]`` entropy and ``[S, T, D]`` hidden states (or None)."""
+    log-probs, ``[S, T]`` entropy, ``[S, T, D]`` hidden states (or None) and, on request,
+    ``[S, T]`` Σ_v π(v)² at the sampling temperature (the optimal token baseline's input)."""
     from .metrics import entropy
 
-    logps, ents, states = [], [], []
+    logps, ents, states, squares = [], [], [], []
     for rows in torch.arange(sequences.shape[0], device=sequences.device).chunk(chunks):
         logp, logits, state = forward_logprobs(
             model, sequences[rows], prompt_mask[rows], mask[rows], temperature, hidden=hidden
         )
         logps.append(logp)
         ents.append(entropy(logits))
+        if sum_pi_squared:
+            squares.append(torch.softmax(logits, -1).square().sum(-1))
         if state is not None:
             states.append(state)
-    return torch.cat(logps), torch.cat(ents), torch.cat(states) if states else None
+    return (
+        torch.cat(logps),
+        torch.cat(ents),
+        torch.cat(states) if states else None,
+        torch.cat(squares) if squares else None,
+    )

@@ -42,6 +42,7 @@ class Rollout:
     # Computed only when the run asks: None says "not computed", never "zero".
     hidden: Tensor | None = None  # [B, G, T, D], when an estimator reads hidden states
     ref_logprobs: Tensor | None = None  # [B, G, T] float32, reference model (when KL is on)
+    sum_pi_squared: Tensor | None = None  # [B, G, T] float32 Σ_v π(v)², when an estimator reads it
 
     @property
     def lengths(self) -> Tensor:
@@ -75,6 +76,7 @@ def synthetic(B: int, G: int, T: int, D: int = 8, seed: int = 0) -> Rollout:
         entropy=torch.rand(B, G, T, generator=gen),
         truncated=torch.zeros(B, G, dtype=torch.bool),
         hidden=torch.randn(B, G, T, D, generator=gen),
+        sum_pi_squared=torch.rand(B, G, T, generator=gen) * 0.5 + 0.5,
     )
 
 

@@ -47,7 +47,15 @@ NAMES = sorted(
 @pytest.mark.parametrize("name", NAMES)
 def test_advest_estimator_through_verls_compute_advantage(name: str) -> None:
     skipped = integration.register(k=2)
-    assert set(skipped) == {"ktae", "covariance_weights", "hista", "numca", "kae", "gdpo"}
+    assert set(skipped) == {
+        "ktae",
+        "covariance_weights",
+        "hista",
+        "numca",
+        "kae",
+        "gdpo",
+        "optimal_token_baseline",
+    }
     B, G, T = 5, 4, 6
     entry = registry.entry(name)
     binary = name in ("chen_passk", "tang_passk")  # their domain is {0, 1}

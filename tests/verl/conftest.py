@@ -4,4 +4,12 @@ otherwise import it)."""
 
 import importlib.util
 
-collect_ignore = [] if importlib.util.find_spec("verl") else ["check_verl.py", "check_processes.py"]
+collect_ignore = (
+    []
+    if importlib.util.find_spec("verl")
+    else [
+        "check_verl.py",
+        "check_processes.py",
+        "check_otb.py",
+    ]
+)

@@ -135,7 +135,7 @@ def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, 
         texts, offsets = texts_and_offsets(token_ids, mask, tok)
         seqs = torch.cat([prompt.expand(a.group, -1), token_ids[0]], 1)
         prompt_mask = torch.ones(a.group, prompt.numel(), dtype=torch.long)
-        logp, entropy, hidden = rollout_forward(
+        logp, entropy, hidden, _ = rollout_forward(
             model, seqs, prompt_mask, mask[0], temperature=a.temperature, chunks=1, hidden=True
         )  # hidden: [G, T, D], the state at P−1+t emitted token t
         assert hidden is not None
