@@ -168,6 +168,32 @@ def test_each_unbiasedness_theorem_is_cited_where_the_spec_claims_it(theorem: co
     assert estimators or coq.UNBIASED_SPEC in theorem.spec
 
 
+def test_every_coq_theorem_the_spec_links_is_a_pinned_theorem_of_that_file() -> None:
+    """A link [`File.name`](../proofs/coq/File.v) in spec/*.md names a theorem of THEOREMS (so
+    its statement is pinned and checked) and points at the file that proves it."""
+    links = [
+        m
+        for page in sorted((ROOT / "spec").glob("*.md"))
+        for m in re.findall(r"\[`(\w+)\.(\w+)`\]\(\.\./proofs/coq/(\w+)\.v\)", page.read_text())
+    ]
+    assert len(links) >= 20
+    names = {t.name for t in coq.THEOREMS}
+    for stem, name, file in links:
+        assert f"{stem}.{name}" in names and stem == file, (stem, name, file)
+
+
+@pytest.mark.parametrize("theorem", coq.MAXRL, ids=lambda t: t.name)
+def test_each_maxrl_theorem_is_cited_in_the_row_of_its_claim(theorem: coq.Theorem) -> None:
+    """spec/maxrl.md's claims table links each MaxRL.v theorem from the row of its claim
+    ("maxrl.md claim 2" -> the row that starts "| claim 2,")."""
+    claim = theorem.spec.removeprefix(coq.MAXRL_SPEC).strip()
+    assert claim.isdigit(), theorem.spec
+    table = (ROOT / "spec" / "maxrl.md").read_text().split("## Claimed properties", 1)[1]
+    rows = [r for r in table.splitlines() if r.startswith(f"| claim {claim},")]
+    assert len(rows) == 1, claim
+    assert f"[`{theorem.name}`](../proofs/coq/MaxRL.v)" in rows[0]
+
+
 @pytest.mark.parametrize("theorem", coq.THEOREMS, ids=lambda t: t.name)
 def test_each_spec_claim_links_to_its_coq_theorem(theorem: coq.Theorem) -> None:
     """The claims table of spec/maxk.md names the Coq theorem in every row it proves."""
