@@ -27,7 +27,8 @@ from .records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"
-FILES = ("Counting.v", "Evaluation.v", "Sorted.v", "Unbiased.v", "MaxRL.v")  # in dependency order
+# in dependency order
+FILES = ("Counting.v", "Evaluation.v", "Sorted.v", "Unbiased.v", "MaxRL.v", "Baselines.v")
 CLOSED = "Closed under the global context"
 
 
@@ -167,6 +168,26 @@ MAXRL: tuple[Theorem, ...] = (
     ),
 )
 
+# Baselines.v: Unbiased.v's model; a baseline built from the other samples and from quantities
+# fixed before the group is drawn (KAE's history) keeps RLOO's expectation N ∇J (J = mean reward).
+# The spec field names the page and the claims-table row that cites the theorem.
+BASELINES: tuple[Theorem, ...] = (
+    Theorem(
+        "Baselines.loo_baseline_is_unbiased",
+        "loo_baseline_is_unbiased",
+        "b_i a function of y_{−i} (and of anything fixed before sampling):"
+        " E_{π^N}[Σ_i (r(y_i) − b_i) s(y_i)] = N E_π[r s] (= N ∇J_pass@1)",
+        "kae.md 15",
+    ),
+    Theorem(
+        "Baselines.kae_is_unbiased",
+        "kae_is_unbiased",
+        "any history weights h_w, h_z: A_g = r_g − (h_z + Σ_{k≠g} r_k)/(h_w + N − 1):"
+        " E_{π^N}[Σ_g A_g s(y_g)] = N E_π[r s]",
+        "kae.md 15",
+    ),
+)
+
 # Every theorem holds for every N and every 0 < K < N (K <= N where the spec allows it), for any
 # numeric field and *any* set function f in place of max (the counting theorems never use max).
 THEOREMS: tuple[Theorem, ...] = (
@@ -242,6 +263,7 @@ THEOREMS: tuple[Theorem, ...] = (
     ),
     *UNBIASED,
     *MAXRL,
+    *BASELINES,
 )
 
 

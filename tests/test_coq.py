@@ -182,16 +182,18 @@ def test_every_coq_theorem_the_spec_links_is_a_pinned_theorem_of_that_file() -> 
         assert f"{stem}.{name}" in names and stem == file, (stem, name, file)
 
 
-@pytest.mark.parametrize("theorem", coq.MAXRL, ids=lambda t: t.name)
-def test_each_maxrl_theorem_is_cited_in_the_row_of_its_claim(theorem: coq.Theorem) -> None:
-    """spec/maxrl.md's claims table links each MaxRL.v theorem from the row of its claim
-    ("maxrl.md claim 2" -> the row that starts "| claim 2,")."""
-    claim = theorem.spec.removeprefix(coq.MAXRL_SPEC).strip()
-    assert claim.isdigit(), theorem.spec
-    table = (ROOT / "spec" / "maxrl.md").read_text().split("## Claimed properties", 1)[1]
-    rows = [r for r in table.splitlines() if r.startswith(f"| claim {claim},")]
-    assert len(rows) == 1, claim
-    assert f"[`{theorem.name}`](../proofs/coq/MaxRL.v)" in rows[0]
+@pytest.mark.parametrize("theorem", coq.MAXRL + coq.BASELINES, ids=lambda t: t.name)
+def test_each_theorem_is_cited_in_the_row_of_the_claim_it_proves(theorem: coq.Theorem) -> None:
+    """The claims table of the page a MaxRL.v or Baselines.v theorem names links the theorem from
+    the row of its claim: "maxrl.md claim 2" -> spec/maxrl.md's row "| claim 2, ...",
+    "kae.md 15" -> spec/kae.md's row "| 15 ..."."""
+    page, key = theorem.spec.split(" ", 1)
+    prefix = f"| {key}," if key.startswith("claim") else f"| {key} "
+    table = (ROOT / "spec" / page).read_text().split("## Claimed properties", 1)[1]
+    rows = [r for r in table.splitlines() if r.startswith(prefix)]
+    assert len(rows) == 1, (page, key)
+    stem = theorem.name.split(".")[0]
+    assert f"[`{theorem.name}`](../proofs/coq/{stem}.v)" in rows[0]
 
 
 @pytest.mark.parametrize("theorem", coq.THEOREMS, ids=lambda t: t.name)
@@ -387,3 +389,43 @@ def test_every_form_has_its_sorted_theorem_with_the_matching_definition() -> Non
     assert pairs == {f: d for f, (d, _) in FORM_DEFINITIONS.items()}
     listed = {t.name for t in coq.THEOREMS}
     assert {f"Sorted.{d}_sorted" for d in pairs.values()} <= listed
+
+
+def test_baselines_kae_is_reference_kae_group_with_the_history_as_two_numbers() -> None:
+    """Baselines.kae (as pinned) with h_w = Σ K(u_j), h_z = Σ K(u_j) Z_j is reference.kae's
+    group advantage, cold starts (G = 1, no history weight: V̂ = 0, which Coq's x / 0 = 0 gives)
+    included: the Coq theorem is about the code's formula."""
+    import random
+
+    from advest.reference.kae import kae_group, kernel_weight
+
+    body = coq.pinned()["definitions"]["Baselines.kae"]
+    assert isinstance(body, str)
+    assert "r (y g) - (hz + \\sum_(k | k != g) r (y k)) / (hw + m.-1%:R)" in body
+    rng = random.Random(0)
+    for _ in range(200):
+        i = rng.randint(2, 12)
+        history = [
+            (rng.randint(1, i - 1), Fraction(rng.randint(-5, 9), rng.randint(1, 4)))
+            for _ in range(rng.randint(0, 4))
+        ]
+        rewards = [
+            Fraction(rng.randint(-5, 9), rng.randint(1, 4)) for _ in range(rng.randint(1, 5))
+        ]
+        h, kernel = Fraction(rng.choice([1, 2, 4]), 4), rng.choice(["triangular", "exponential"])
+        weights = [kernel_weight(kernel, i, past, h) for past, _ in history]
+        hw = sum(weights, Fraction(0))
+        hz = sum((w * z for w, (_, z) in zip(weights, history, strict=True)), Fraction(0))
+        n, denominator = len(rewards), hw + (len(rewards) - 1)
+        # Baselines.kae, transcribed: r_g − (h_z + Σ_{k≠g} r_k) / (h_w + N − 1), x / 0 = 0
+        want = [
+            rewards[g]
+            - (
+                (hz + sum((rewards[k] for k in range(n) if k != g), Fraction(0))) / denominator
+                if denominator
+                else Fraction(0)
+            )
+            for g in range(n)
+        ]
+        got = kae_group(history, rewards, i=i, h=h, kernel=kernel).advantages
+        assert got == want, (history, rewards, i, h, kernel)
