@@ -429,3 +429,43 @@ def test_baselines_kae_is_reference_kae_group_with_the_history_as_two_numbers() 
         ]
         got = kae_group(history, rewards, i=i, h=h, kernel=kernel).advantages
         assert got == want, (history, rewards, i, h, kernel)
+
+
+THEOREMS_PAGE = ROOT / "docs" / "theorems.md"
+
+
+def _theorem_page_rows(text: str) -> dict[str, list[str]]:
+    """{File.name: the row's cells} for every table row of docs/theorems.md that names a theorem."""
+    rows = {}
+    for line in text.splitlines():
+        found = re.match(r"\| \[`(\w+)\.(\w+)`\]\(proofs/coq/(\w+)\.v\) \|", line)
+        if found:
+            stem, name, file = found.groups()
+            assert stem == file, line
+            assert f"{stem}.{name}" not in rows, f"two rows for {stem}.{name}"
+            rows[f"{stem}.{name}"] = [c.strip() for c in line.strip().strip("|").split(" | ")]
+    return rows
+
+
+def test_the_theorems_page_has_one_row_per_pinned_theorem_with_its_claim() -> None:
+    """docs/theorems.md lists every theorem of proofs/coq/statements.json, once, and no other;
+    each row has 4 cells (name, statement, claim, paper) and its claim cell holds the pinned spec
+    row, so a theorem added to THEOREMS without a row here fails."""
+    pins = coq.pinned()["theorems"]
+    assert isinstance(pins, dict)
+    rows = _theorem_page_rows(THEOREMS_PAGE.read_text())
+    assert sorted(set(pins) - set(rows)) == [], "pinned but not on docs/theorems.md"
+    assert sorted(set(rows) - set(pins)) == [], "on docs/theorems.md but not pinned"
+    for name, cells in rows.items():
+        pin = pins[name]
+        assert isinstance(pin, dict)
+        assert len(cells) == 4 and all(cells), (name, cells)
+        assert pin["spec"] in cells[2], (name, pin["spec"], cells[2])
+
+
+def test_the_theorems_page_check_fails_on_a_missing_row() -> None:
+    """The check above, run on the page without one row, names that theorem."""
+    text = THEOREMS_PAGE.read_text()
+    line = next(x for x in text.splitlines() if "[`MaxRL.maxrl_bias`]" in x)
+    rows = _theorem_page_rows(text.replace(line + "\n", ""))
+    assert set(coq.pinned()["theorems"]) - set(rows) == {"MaxRL.maxrl_bias"}
