@@ -78,9 +78,10 @@ def _replace_theorem(path: Path, theorem: str, replacement: str) -> None:
 def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
     tmp_path: Path,
 ) -> None:
-    """One copy, one coqc run: I13 replaced by True (closed, compiles) and the conclusion of
-    Unbiased.canonical_is_unbiased weakened by "\\/ True"; both differ from the pinned statements,
-    so both come back unknown, naming the statement; the untouched theorems stay proved."""
+    """One copy, one coqc run: I13 replaced by True (closed, compiles), and the conclusions of
+    Unbiased.pkpo_sloo_is_unbiased and MaxRL.maxrl_closed_form weakened by "\\/ True" (theorems no
+    other proof uses, so every other file still compiles); all three differ from the pinned
+    statements, so all three come back unknown, naming the statement; the others stay proved."""
     for f in coq.FILES:
         shutil.copy(coq.COQ_DIR / f, tmp_path / f)
     _replace_theorem(
@@ -90,18 +91,32 @@ def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
     )
     _replace_theorem(
         tmp_path / "Unbiased.v",
-        "canonical_is_unbiased",
-        "Theorem canonical_is_unbiased :\n"
-        "  E (fun y => \\sum_i canonical K (fset y) i * s (y i)) = N%:R / K%:R * grad K"
+        "pkpo_sloo_is_unbiased",
+        "Theorem pkpo_sloo_is_unbiased :\n"
+        "  E (fun y => \\sum_i pkpo_sloo K (fset y) i * s (y i)) = grad K"
         " \\/ True.\nProof. by right. Qed.",
     )
+    _replace_theorem(
+        tmp_path / "MaxRL.v",
+        "maxrl_closed_form",
+        "Theorem maxrl_closed_form N : pass_rate != 0 ->\n"
+        "  E pi (fun y : {ffun 'I_N -> Y} => \\sum_i maxrl binary y i * s (y i)) =\n"
+        "  N%:R * ((1 - (1 - pass_rate) ^+ N) / pass_rate - (1 - pass_rate) ^+ N.-1)"
+        " * pass_rate_grad \\/ True.\nProof. by right. Qed.",
+    )
     records = {r.notes[0]: r for r in coq.check(tmp_path)}
-    for name in ("Counting.mean_ei_equals_mean_l2o", "Unbiased.canonical_is_unbiased"):
+    planted = (
+        "Counting.mean_ei_equals_mean_l2o",
+        "Unbiased.pkpo_sloo_is_unbiased",
+        "MaxRL.maxrl_closed_form",
+    )
+    for name in planted:
         assert records[name].status == "unknown", name
         assert records[name].evidence.startswith("statement differs"), records[name].evidence
     assert "True" in records["Counting.mean_ei_equals_mean_l2o"].evidence
-    others = [r for name, r in records.items() if "canonical_is_unbiased" not in name]
-    assert sum(r.status == "proved" for r in others) == len(coq.THEOREMS) - 2
+    others = [r for name, r in records.items() if name not in planted]
+    assert len(others) == len(coq.THEOREMS) - 3
+    assert all(r.status == "proved" for r in others)
 
 
 def test_a_changed_definition_unpins_every_theorem(tmp_path: Path) -> None:
