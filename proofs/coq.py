@@ -27,7 +27,8 @@ from .records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"
-FILES = ("Counting.v", "Evaluation.v", "Sorted.v", "Unbiased.v")  # in dependency order
+# in dependency order
+FILES = ("Counting.v", "Evaluation.v", "Sorted.v", "Unbiased.v", "MaxRL.v", "Baselines.v")
 CLOSED = "Closed under the global context"
 
 
@@ -101,6 +102,89 @@ UNBIASED: tuple[Theorem, ...] = (
             ("bagirov_centred", "E_{π^N}[Σ_i (r̃_i − mean r̃) s(y_i)] = ((N−K)/N) ∇J_K"),
             ("m_plus_minus_m_hat", "E_{π^N}[Σ_i (M⁺_i − M̂_K) s(y_i)] = ((N−K)/K) ∇J_K"),
         )
+    ),
+)
+
+MAXRL_SPEC = "maxrl.md claim"
+# MaxRL.v: Unbiased.v's model with pass/fail rewards (succ: which answers pass); ∇pass@k is the
+# score-function gradient E_{π^k}[pass(z) Σ_j s(z_j)]; every N. The spec field names the claims
+# table row of spec/maxrl.md that cites the theorem.
+MAXRL: tuple[Theorem, ...] = (
+    Theorem(
+        "MaxRL.harmonic_canonical",
+        "maxrl_harmonic_canonical",
+        "f(T) = [T ∩ G ≠ ∅] (G the passing samples): Σ_{K=1}^{N} Δ_i(K) = N [i ∈ G] / |G|",
+        f"{MAXRL_SPEC} 3",
+    ),
+    Theorem(
+        "MaxRL.maxrl_is_a_sum_of_canonical",
+        "maxrl_is_a_sum_of_canonical",
+        "pass/fail r: maxrl(r)_i = Σ_{K=1}^{N−1} canonical(r, K)_i",
+        f"{MAXRL_SPEC} 3",
+    ),
+    Theorem(
+        "MaxRL.maxrl_is_a_harmonic_sum_of_canonical",
+        "maxrl_is_a_harmonic_sum_of_canonical",
+        "pass/fail r: maxrl_unbiased(r, baseline=False)_i = N r_i / S"
+        " = Σ_{K=1}^{N} canonical(r, K)_i (canonical at K = N: the max of all N rewards)",
+        f"{MAXRL_SPEC} 3",
+    ),
+    Theorem(
+        "MaxRL.maxrl_unbiased_is_unbiased",
+        "maxrl_unbiased_is_unbiased",
+        "pass/fail r, baseline on or off: E_{π^N}[Σ_i A_i s(y_i)] = N Σ_{k=1}^{N} (1/k) ∇pass@k",
+        f"{MAXRL_SPEC} 1",
+    ),
+    Theorem(
+        "MaxRL.maxrl_bias",
+        "maxrl_bias",
+        "pass/fail r: E_{π^N}[Σ_i maxrl_i s(y_i)] = N Σ_{k=1}^{N} (1/k) ∇pass@k − ∇pass@N",
+        f"{MAXRL_SPEC} 2",
+    ),
+    Theorem(
+        "MaxRL.maxrl_is_unbiased_for_one_sample_fewer",
+        "maxrl_is_unbiased_for_one_sample_fewer",
+        "pass/fail r, N > 0: E_{π^N}[Σ_i maxrl_i s(y_i)] = N Σ_{k=1}^{N−1} (1/k) ∇pass@k",
+        f"{MAXRL_SPEC} 2",
+    ),
+    Theorem(
+        "MaxRL.grad_pass_at_k",
+        "grad_pass_at_k",
+        "pass/fail r, p = E_π[r], ∇p = E_π[r s]: ∇pass@k = k (1 − p)^{k−1} ∇p",
+        f"{MAXRL_SPEC} 1",
+    ),
+    Theorem(
+        "MaxRL.maxrl_unbiased_closed_form",
+        "maxrl_unbiased_closed_form",
+        "pass/fail r, p ≠ 0: E_{π^N}[Σ_i A_i s(y_i)] = N (1 − (1 − p)^N)/p ∇p",
+        f"{MAXRL_SPEC} 1",
+    ),
+    Theorem(
+        "MaxRL.maxrl_closed_form",
+        "maxrl_closed_form",
+        "pass/fail r, p ≠ 0: E_{π^N}[Σ_i maxrl_i s(y_i)]"
+        " = N [(1 − (1 − p)^N)/p − (1 − p)^{N−1}] ∇p",
+        f"{MAXRL_SPEC} 2",
+    ),
+)
+
+# Baselines.v: Unbiased.v's model; a baseline built from the other samples and from quantities
+# fixed before the group is drawn (KAE's history) keeps RLOO's expectation N ∇J (J = mean reward).
+# The spec field names the page and the claims-table row that cites the theorem.
+BASELINES: tuple[Theorem, ...] = (
+    Theorem(
+        "Baselines.loo_baseline_is_unbiased",
+        "loo_baseline_is_unbiased",
+        "b_i a function of y_{−i} (and of anything fixed before sampling):"
+        " E_{π^N}[Σ_i (r(y_i) − b_i) s(y_i)] = N E_π[r s] (= N ∇J_pass@1)",
+        "kae.md 15",
+    ),
+    Theorem(
+        "Baselines.kae_is_unbiased",
+        "kae_is_unbiased",
+        "any history weights h_w, h_z: A_g = r_g − (h_z + Σ_{k≠g} r_k)/(h_w + N − 1):"
+        " E_{π^N}[Σ_g A_g s(y_g)] = N E_π[r s]",
+        "kae.md 15",
     ),
 )
 
@@ -178,6 +262,8 @@ THEOREMS: tuple[Theorem, ...] = (
         for form, (definition, _) in FORM_DEFINITIONS.items()
     ),
     *UNBIASED,
+    *MAXRL,
+    *BASELINES,
 )
 
 

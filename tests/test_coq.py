@@ -78,9 +78,10 @@ def _replace_theorem(path: Path, theorem: str, replacement: str) -> None:
 def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
     tmp_path: Path,
 ) -> None:
-    """One copy, one coqc run: I13 replaced by True (closed, compiles) and the conclusion of
-    Unbiased.canonical_is_unbiased weakened by "\\/ True"; both differ from the pinned statements,
-    so both come back unknown, naming the statement; the untouched theorems stay proved."""
+    """One copy, one coqc run: I13 replaced by True (closed, compiles), and the conclusions of
+    Unbiased.pkpo_sloo_is_unbiased and MaxRL.maxrl_closed_form weakened by "\\/ True" (theorems no
+    other proof uses, so every other file still compiles); all three differ from the pinned
+    statements, so all three come back unknown, naming the statement; the others stay proved."""
     for f in coq.FILES:
         shutil.copy(coq.COQ_DIR / f, tmp_path / f)
     _replace_theorem(
@@ -90,18 +91,32 @@ def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
     )
     _replace_theorem(
         tmp_path / "Unbiased.v",
-        "canonical_is_unbiased",
-        "Theorem canonical_is_unbiased :\n"
-        "  E (fun y => \\sum_i canonical K (fset y) i * s (y i)) = N%:R / K%:R * grad K"
+        "pkpo_sloo_is_unbiased",
+        "Theorem pkpo_sloo_is_unbiased :\n"
+        "  E (fun y => \\sum_i pkpo_sloo K (fset y) i * s (y i)) = grad K"
         " \\/ True.\nProof. by right. Qed.",
     )
+    _replace_theorem(
+        tmp_path / "MaxRL.v",
+        "maxrl_closed_form",
+        "Theorem maxrl_closed_form N : pass_rate != 0 ->\n"
+        "  E pi (fun y : {ffun 'I_N -> Y} => \\sum_i maxrl binary y i * s (y i)) =\n"
+        "  N%:R * ((1 - (1 - pass_rate) ^+ N) / pass_rate - (1 - pass_rate) ^+ N.-1)"
+        " * pass_rate_grad \\/ True.\nProof. by right. Qed.",
+    )
     records = {r.notes[0]: r for r in coq.check(tmp_path)}
-    for name in ("Counting.mean_ei_equals_mean_l2o", "Unbiased.canonical_is_unbiased"):
+    planted = (
+        "Counting.mean_ei_equals_mean_l2o",
+        "Unbiased.pkpo_sloo_is_unbiased",
+        "MaxRL.maxrl_closed_form",
+    )
+    for name in planted:
         assert records[name].status == "unknown", name
         assert records[name].evidence.startswith("statement differs"), records[name].evidence
     assert "True" in records["Counting.mean_ei_equals_mean_l2o"].evidence
-    others = [r for name, r in records.items() if "canonical_is_unbiased" not in name]
-    assert sum(r.status == "proved" for r in others) == len(coq.THEOREMS) - 2
+    others = [r for name, r in records.items() if name not in planted]
+    assert len(others) == len(coq.THEOREMS) - 3
+    assert all(r.status == "proved" for r in others)
 
 
 def test_a_changed_definition_unpins_every_theorem(tmp_path: Path) -> None:
@@ -166,6 +181,34 @@ def test_each_unbiasedness_theorem_is_cited_where_the_spec_claims_it(theorem: co
     for name in estimators:
         assert any(r.startswith(f"| `{name}` ") and link in r for r in rows), name
     assert estimators or coq.UNBIASED_SPEC in theorem.spec
+
+
+def test_every_coq_theorem_the_spec_links_is_a_pinned_theorem_of_that_file() -> None:
+    """A link [`File.name`](../proofs/coq/File.v) in spec/*.md names a theorem of THEOREMS (so
+    its statement is pinned and checked) and points at the file that proves it."""
+    links = [
+        m
+        for page in sorted((ROOT / "spec").glob("*.md"))
+        for m in re.findall(r"\[`(\w+)\.(\w+)`\]\(\.\./proofs/coq/(\w+)\.v\)", page.read_text())
+    ]
+    assert len(links) >= 20
+    names = {t.name for t in coq.THEOREMS}
+    for stem, name, file in links:
+        assert f"{stem}.{name}" in names and stem == file, (stem, name, file)
+
+
+@pytest.mark.parametrize("theorem", coq.MAXRL + coq.BASELINES, ids=lambda t: t.name)
+def test_each_theorem_is_cited_in_the_row_of_the_claim_it_proves(theorem: coq.Theorem) -> None:
+    """The claims table of the page a MaxRL.v or Baselines.v theorem names links the theorem from
+    the row of its claim: "maxrl.md claim 2" -> spec/maxrl.md's row "| claim 2, ...",
+    "kae.md 15" -> spec/kae.md's row "| 15 ..."."""
+    page, key = theorem.spec.split(" ", 1)
+    prefix = f"| {key}," if key.startswith("claim") else f"| {key} "
+    table = (ROOT / "spec" / page).read_text().split("## Claimed properties", 1)[1]
+    rows = [r for r in table.splitlines() if r.startswith(prefix)]
+    assert len(rows) == 1, (page, key)
+    stem = theorem.name.split(".")[0]
+    assert f"[`{theorem.name}`](../proofs/coq/{stem}.v)" in rows[0]
 
 
 @pytest.mark.parametrize("theorem", coq.THEOREMS, ids=lambda t: t.name)
@@ -361,3 +404,83 @@ def test_every_form_has_its_sorted_theorem_with_the_matching_definition() -> Non
     assert pairs == {f: d for f, (d, _) in FORM_DEFINITIONS.items()}
     listed = {t.name for t in coq.THEOREMS}
     assert {f"Sorted.{d}_sorted" for d in pairs.values()} <= listed
+
+
+def test_baselines_kae_is_reference_kae_group_with_the_history_as_two_numbers() -> None:
+    """Baselines.kae (as pinned) with h_w = Σ K(u_j), h_z = Σ K(u_j) Z_j is reference.kae's
+    group advantage, cold starts (G = 1, no history weight: V̂ = 0, which Coq's x / 0 = 0 gives)
+    included: the Coq theorem is about the code's formula."""
+    import random
+
+    from advest.reference.kae import kae_group, kernel_weight
+
+    body = coq.pinned()["definitions"]["Baselines.kae"]
+    assert isinstance(body, str)
+    assert "r (y g) - (hz + \\sum_(k | k != g) r (y k)) / (hw + m.-1%:R)" in body
+    rng = random.Random(0)
+    for _ in range(200):
+        i = rng.randint(2, 12)
+        history = [
+            (rng.randint(1, i - 1), Fraction(rng.randint(-5, 9), rng.randint(1, 4)))
+            for _ in range(rng.randint(0, 4))
+        ]
+        rewards = [
+            Fraction(rng.randint(-5, 9), rng.randint(1, 4)) for _ in range(rng.randint(1, 5))
+        ]
+        h, kernel = Fraction(rng.choice([1, 2, 4]), 4), rng.choice(["triangular", "exponential"])
+        weights = [kernel_weight(kernel, i, past, h) for past, _ in history]
+        hw = sum(weights, Fraction(0))
+        hz = sum((w * z for w, (_, z) in zip(weights, history, strict=True)), Fraction(0))
+        n, denominator = len(rewards), hw + (len(rewards) - 1)
+        # Baselines.kae, transcribed: r_g − (h_z + Σ_{k≠g} r_k) / (h_w + N − 1), x / 0 = 0
+        want = [
+            rewards[g]
+            - (
+                (hz + sum((rewards[k] for k in range(n) if k != g), Fraction(0))) / denominator
+                if denominator
+                else Fraction(0)
+            )
+            for g in range(n)
+        ]
+        got = kae_group(history, rewards, i=i, h=h, kernel=kernel).advantages
+        assert got == want, (history, rewards, i, h, kernel)
+
+
+THEOREMS_PAGE = ROOT / "docs" / "theorems.md"
+
+
+def _theorem_page_rows(text: str) -> dict[str, list[str]]:
+    """{File.name: the row's cells} for every table row of docs/theorems.md that names a theorem."""
+    rows = {}
+    for line in text.splitlines():
+        found = re.match(r"\| \[`(\w+)\.(\w+)`\]\(proofs/coq/(\w+)\.v\) \|", line)
+        if found:
+            stem, name, file = found.groups()
+            assert stem == file, line
+            assert f"{stem}.{name}" not in rows, f"two rows for {stem}.{name}"
+            rows[f"{stem}.{name}"] = [c.strip() for c in line.strip().strip("|").split(" | ")]
+    return rows
+
+
+def test_the_theorems_page_has_one_row_per_pinned_theorem_with_its_claim() -> None:
+    """docs/theorems.md lists every theorem of proofs/coq/statements.json, once, and no other;
+    each row has 4 cells (name, statement, claim, paper) and its claim cell holds the pinned spec
+    row, so a theorem added to THEOREMS without a row here fails."""
+    pins = coq.pinned()["theorems"]
+    assert isinstance(pins, dict)
+    rows = _theorem_page_rows(THEOREMS_PAGE.read_text())
+    assert sorted(set(pins) - set(rows)) == [], "pinned but not on docs/theorems.md"
+    assert sorted(set(rows) - set(pins)) == [], "on docs/theorems.md but not pinned"
+    for name, cells in rows.items():
+        pin = pins[name]
+        assert isinstance(pin, dict)
+        assert len(cells) == 4 and all(cells), (name, cells)
+        assert pin["spec"] in cells[2], (name, pin["spec"], cells[2])
+
+
+def test_the_theorems_page_check_fails_on_a_missing_row() -> None:
+    """The check above, run on the page without one row, names that theorem."""
+    text = THEOREMS_PAGE.read_text()
+    line = next(x for x in text.splitlines() if "[`MaxRL.maxrl_bias`]" in x)
+    rows = _theorem_page_rows(text.replace(line + "\n", ""))
+    assert set(coq.pinned()["theorems"]) - set(rows) == {"MaxRL.maxrl_bias"}
