@@ -188,35 +188,37 @@ def test_grpo_norm_by_std_false_is_dr_grpo_for_grpo_and_refused_elsewhere() -> N
 
 DRIVER = """
 import sys
+
 import ray
 from skyrl.train.config import SkyRLTrainConfig
-from skyrl.train.utils.utils import initialize_ray
+from skyrl.train.utils.utils import initialize_ray, validate_cfg
 
 from advest.integrations.skyrl import register
 
-register(k=2)  # in the driver, before initialize_ray: what a user's main script does
+register(k=2)  # every advest_<name>; K for the max@K ones
 
 @ray.remote(num_cpus=1)
-def entrypoint():  # as SkyRL's skyrl_entrypoint: a Ray worker, a fresh interpreter
+def entrypoint(cfg):  # in place of SkyRL's skyrl_entrypoint: a Ray worker, a fresh interpreter
     import sys
     import torch
     from skyrl.backends.skyrl_train.utils import ppo_utils
-    from skyrl.train.config import AlgorithmConfig
 
     before = any(m.startswith("advest") for m in sys.modules)
     tlr = torch.zeros(4, 2)
     tlr[:, -1] = torch.tensor([0.0, 1.0, 3.0, 2.0])
-    adv, _ = ppo_utils.compute_advantages_and_returns(
+    algorithm = cfg.trainer.algorithm
+    adv, _ = ppo_utils.compute_advantages_and_returns(  # as RayPPOTrainer calls it
         token_level_rewards=tlr, response_mask=torch.ones(4, 2), index=["u"] * 4,
-        adv_estimator="advest_maxpo", config=AlgorithmConfig(), values=None,
-        gamma=1.0, lambd=1.0, grpo_norm_by_std=True,
+        adv_estimator=algorithm.advantage_estimator, config=algorithm, values=None,
+        gamma=algorithm.gamma, lambd=algorithm.lambd, grpo_norm_by_std=algorithm.grpo_norm_by_std,
     )
     return before, "advest.integrations.skyrl" in sys.modules, adv[:, -1].tolist()
 
-cfg = SkyRLTrainConfig.from_cli_overrides(["trainer.log_path=LOG_PATH"])
-initialize_ray(cfg)  # SkyRL's own: ray.init, then sync_registries()
+cfg = SkyRLTrainConfig.from_cli_overrides(sys.argv[1:])
+validate_cfg(cfg)
+initialize_ray(cfg)  # ray.init, then sync_registries(): advest's estimators reach every worker
 try:
-    print("RESULT", ray.get(entrypoint.remote(), timeout=600))
+    print("RESULT", ray.get(entrypoint.remote(cfg), timeout=600))
 finally:
     ray.shutdown()
 """
@@ -224,9 +226,14 @@ finally:
 
 def test_a_ray_worker_resolves_advest_maxpo_after_the_driver_registers(tmp_path: Path) -> None:
     script = tmp_path / "main_advest.py"
-    script.write_text(DRIVER.replace("LOG_PATH", str(tmp_path / "logs")))
+    script.write_text(DRIVER)
+    overrides = [
+        "trainer.algorithm.advantage_estimator=advest_maxpo",
+        "trainer.logger=console",  # SkyRL's default, wandb, needs an API key
+        f"trainer.log_path={tmp_path / 'logs'}",
+    ]
     run = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=900,
+        [sys.executable, str(script), *overrides], capture_output=True, text=True, timeout=900,
         cwd=tmp_path, env={**os.environ, "RAY_num_cpus": "1"},
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
