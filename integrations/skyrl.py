@@ -1,0 +1,170 @@
+"""advest inside SkyRL's trainer (tested against ``skyrl`` 0.3.0, the package that now holds
+skyrl-train as ``skyrl.backends.skyrl_train`` and ``skyrl.train``).
+
+SkyRL's advantage-estimator convention (``skyrl/backends/skyrl_train/utils/ppo_utils.py``)::
+
+    fn(token_level_rewards [bs, T], response_mask [bs, T], index [bs] (uids), values,
+       grpo_norm_by_std, gamma, lambd, config=AlgorithmConfig) -> (advantages [bs, T],
+       returns [bs, T])
+
+all passed by keyword from ``compute_advantages_and_returns``, with the outcome reward at the
+last valid token and the samples of one prompt sharing a uid in ``index``, in any order.
+
+SkyRL's ``AdvantageEstimatorRegistry`` lives in each process; ``sync_registries()`` (which
+SkyRL's ``initialize_ray`` calls right after ``ray.init``) pickles every function registered in
+the driver into a named Ray actor, and a worker's ``AdvantageEstimatorRegistry.get(name)``
+unpickles what it lacks. So ``register()`` must run in the driver before ``initialize_ray``;
+the workers then import this module when they unpickle an estimator, and need advest installed
+but no code of the user's. Each registered estimator is an ``Estimator``, a frozen dataclass
+pickled by reference to this module, which carries its name and the K given to ``register``.
+
+Registered: every stateless advest estimator whose inputs SkyRL passes (rewards, response
+lengths, K), as ``advest_<name>``. The rest, with the reason, are ``register()``'s return value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from torch import Tensor
+
+from ..fast import calling, registry
+from .verl import groups
+
+PASSED = frozenset({"rewards", "lengths", "k"})
+"""The estimator inputs SkyRL's ``compute_advantages_and_returns`` can feed: the outcome
+reward (``token_level_rewards`` summed), the response length (``response_mask`` summed) and K
+(from ``register``'s ``k`` or ``config.advest_k``)."""
+
+
+def skipped() -> dict[str, str]:
+    """advest's estimators that SkyRL cannot run, each with the reason."""
+    out: dict[str, str] = {}
+    for name in registry.names():
+        entry = registry.entry(name)
+        if entry.stateful:
+            out[name] = (
+                "keeps a history across steps; SkyRL unpickles its own copy of an estimator in "
+                "every process, so the history would split"
+            )
+        elif missing := [i for i in entry.inputs if i not in PASSED]:
+            out[name] = (
+                f"needs {', '.join(missing)}, which SkyRL's compute_advantages_and_returns does "
+                "not pass to an estimator"
+            )
+    return out
+
+
+def _setting(config: Any, key: str) -> Any:
+    """``key`` of SkyRL's algorithm config (a dataclass, a dict or an OmegaConf node), or None."""
+    if isinstance(config, Mapping):  # a dict or an OmegaConf DictConfig
+        return config.get(key)
+    return getattr(config, key, None)
+
+
+def _located(error: Exception, order: Tensor, uids: list[Any]) -> ValueError:
+    """An estimator's error with its "group b" (a position after regrouping) named as SkyRL
+    names it: the uid and its batch rows."""
+    import re
+
+    message = str(error)
+    found = re.search(r"group (\d+)", message)
+    if found is None:
+        return ValueError(f"{message} (SkyRL batch: {len(uids)} uids of {order.shape[1]} samples)")
+    b = int(found.group(1))
+    rows = ", ".join(str(int(r)) for r in order[b])
+    where = f"uid {uids[b]!r} (SkyRL batch rows {rows})"
+    return ValueError(message[: found.start()] + where + message[found.end() :])
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """advest's ``name`` in SkyRL's advantage-estimator convention; ``k`` is the K of a max@K
+    estimator unless the algorithm config passed at call time has an ``advest_k``."""
+
+    name: str
+    k: int | None = None
+
+    # SkyRL passes values, gamma, lambd and any later additions to every estimator by keyword:
+    # accepting **kwargs is SkyRL's own convention.
+    def __call__(
+        self,
+        token_level_rewards: Tensor,
+        response_mask: Tensor,
+        index: Sequence[Any] | np.ndarray,
+        grpo_norm_by_std: bool = True,
+        config: Any = None,
+        **kwargs: Any,
+    ) -> tuple[Tensor, Tensor]:
+        """(advantages, returns), both ``[bs, T]``: one advantage per response, on its valid
+        tokens (zero on padding), the same tensor twice as in SkyRL's outcome estimators."""
+        bs = token_level_rewards.shape[0]
+        scores = token_level_rewards.sum(dim=-1)  # [bs]: the outcome reward sits on one token
+        lengths = response_mask.sum(dim=-1)  # [bs]
+        estimator = calling.plan(self._with_std(grpo_norm_by_std), k=self._k(config))
+        per_sample = scores.new_zeros(bs)
+        for order, uids in groups(index):  # [B_s, G_s] per group size
+            inputs = {"rewards": scores[order], "lengths": lengths[order]}  # [B_s, G_s] each
+            try:
+                adv = estimator.per_sample(inputs)  # [B_s, G_s]
+            except (ValueError, TypeError) as error:
+                raise _located(error, order, uids) from None
+            per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)
+        out = per_sample.unsqueeze(-1) * response_mask  # [bs, T]
+        return out, out
+
+    def _k(self, config: Any) -> int | None:
+        if "k" not in registry.entry(self.name).inputs:
+            return None
+        k = _setting(config, "advest_k")
+        k = self.k if k is None else k
+        if k is None:
+            raise ValueError(
+                f"advest_{self.name} is a max@K estimator: call "
+                "advest.integrations.skyrl.register(k=K) before initialize_ray, or give "
+                "trainer.algorithm an advest_k field"
+            )
+        return int(k)
+
+    def _with_std(self, grpo_norm_by_std: bool) -> str:
+        """SkyRL's ``trainer.algorithm.grpo_norm_by_std`` where it has a meaning: with
+        ``advest_grpo``, False is Dr. GRPO's r − group mean (``dr_grpo``), as in SkyRL's grpo.
+        Every other estimator decides its own scale, so False is refused, not ignored."""
+        if grpo_norm_by_std:
+            return self.name
+        if self.name == "grpo":
+            return "dr_grpo"
+        raise ValueError(
+            f"trainer.algorithm.grpo_norm_by_std=false has no meaning for advest_{self.name}, "
+            "which decides its own scale; leave it at true, or use advest_grpo (false: Dr. "
+            "GRPO's r − group mean) or advest_dr_grpo"
+        )
+
+
+def register(k: int | None = None) -> dict[str, str]:
+    """Add advest's estimators to SkyRL's ``AdvantageEstimatorRegistry`` as ``advest_<name>``.
+
+    Call it in the driver before SkyRL's ``initialize_ray`` (whose ``sync_registries`` hands
+    them to every Ray worker) and before ``validate_cfg`` (which checks the configured name).
+    ``k`` is the K of the max@K estimators (a config field ``advest_k`` overrides it at call
+    time). Idempotent: a name already registered with the same ``Estimator`` is left alone; one
+    registered with another K is replaced. Returns the estimators not registered, each with the
+    reason."""
+    from skyrl.backends.skyrl_train.utils.ppo_utils import AdvantageEstimatorRegistry
+
+    not_registered = skipped()
+    present = set(AdvantageEstimatorRegistry.list_available())
+    for name in registry.names():
+        if name in not_registered:
+            continue
+        k_ = int(k) if k is not None and "k" in registry.entry(name).inputs else None
+        estimator, key = Estimator(name, k_), f"advest_{name}"
+        if key in present:
+            if AdvantageEstimatorRegistry.get(key) == estimator:
+                continue
+            AdvantageEstimatorRegistry.unregister(key)
+        AdvantageEstimatorRegistry.register(key, estimator)
+    return not_registered
