@@ -36,8 +36,8 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 def test_the_readme_test_command_builds_every_second_environment_the_tests_use() -> None:
     """A test that runs in a second environment fails, naming ``Venv.build``, when it is
     missing: the README's test command must build each one exactly so."""
-    from tests.venvs import TRL_OLDEST, VERL
+    from tests.venvs import SKYRL, TRL_OLDEST, VERL
 
     readme = (ROOT / "README.md").read_text()
-    for venv in (VERL, TRL_OLDEST):
+    for venv in (VERL, TRL_OLDEST, SKYRL):
         assert venv.build in readme, venv.build

@@ -22,13 +22,16 @@ class Venv:
     """The pyproject extra it installs (``pip install -e ".[extra]"``)."""
     variable: str
     """An environment variable naming another interpreter to use instead."""
+    pyenv: str | None = None
+    """The pyenv Python that builds it, where the peer needs another Python than 3.11."""
 
     @property
     def build(self) -> str:
         """The README's commands that build it (torch first: the CPU build)."""
         pip = f"{self.folder}/bin/pip"
+        python = f"PYENV_VERSION={self.pyenv} python" if self.pyenv else "python"
         return (
-            f"python -m venv {self.folder} && {pip} install torch==2.13.0 && "
+            f"{python} -m venv {self.folder} && {pip} install torch==2.13.0 && "
             f'{pip} install -e ".[{self.extra}]"'
         )
 
@@ -62,3 +65,4 @@ class Venv:
 
 VERL = Venv(".venv-verl", "verl", "ADVEST_VERL_PYTHON")
 TRL_OLDEST = Venv(".venv-trl-oldest", "trl-oldest", "ADVEST_TRL_OLDEST_PYTHON")
+SKYRL = Venv(".venv-skyrl", "skyrl", "ADVEST_SKYRL_PYTHON", pyenv="3.12.1")

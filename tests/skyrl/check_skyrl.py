@@ -21,7 +21,7 @@ from skyrl.train.utils.utils import validate_cfg
 from advest.fast import registry
 from advest.integrations import skyrl as integration
 
-SKIPPED = {"ktae", "covariance_weights", "hista", "numca", "kae", "gdpo"}
+SKIPPED = {"ktae", "covariance_weights", "hista", "numca", "kae", "gdpo", "optimal_token_baseline"}
 NAMES = sorted(set(registry.names()) - SKIPPED)
 
 
