@@ -163,6 +163,13 @@ THEOREMS: tuple[Theorem, ...] = (
         "maxk.md §Algorithm",
     ),
     Theorem(
+        "Sorted.lform_is_linear_form",
+        "lform_is_linear_form",
+        "own_p x_p + Σ_{q:'I_N, q<p} below_q x_q + Σ_{q:'I_N, q>p} above_q x_q (Sorted.lform)"
+        " = Evaluation.linear_form (sums over 0 ≤ q < p and p < q < N)",
+        "maxk.md §Algorithm",
+    ),
+    Theorem(
         "Sorted.is_max_fmax",
         "is_max_fmax",
         "on a sorted x, the value at a set's largest index is its max (the premise is satisfiable)",
