@@ -27,7 +27,7 @@ from .records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"
-FILES = ("Counting.v", "Evaluation.v", "Sorted.v", "Unbiased.v")  # in dependency order
+FILES = ("Counting.v", "Evaluation.v", "Sorted.v", "Symmetry.v", "Unbiased.v")  # dependency order
 CLOSED = "Closed under the global context"
 
 
@@ -101,6 +101,32 @@ UNBIASED: tuple[Theorem, ...] = (
             ("bagirov_centred", "E_{π^N}[Σ_i (r̃_i − mean r̃) s(y_i)] = ((N−K)/N) ∇J_K"),
             ("m_plus_minus_m_hat", "E_{π^N}[Σ_i (M⁺_i − M̂_K) s(y_i)] = ((N−K)/K) ∇J_K"),
         )
+    ),
+)
+
+# Symmetry.v: f a max of the rewards x (Sorted.is_max, max ∅ = 0), any ordered field, every N and
+# K, no sortedness; the nine estimators are EI, b, EI − b, Δ, ei_l1o, s, sloo, sloo−1 and Bagirov's
+# centred s − mean s (tang_passk = EI at K = N, bagirov_transform = s by I6, Chen raw ∝ Δ by I9).
+SYMMETRY: tuple[Theorem, ...] = (
+    Theorem(
+        "Symmetry.permutation_equivariance",
+        "definitions_are_permutation_equivariant",
+        "y_j = x_σ(j) for a permutation σ of the N samples: A(y)_i = A(x)_σ(i) for the nine"
+        " estimators",
+        "maxk.md P1",
+    ),
+    Theorem(
+        "Symmetry.ties_get_equal_outputs",
+        "ties_get_equal_outputs",
+        "x_i = x_j: A_i = A_j for the nine estimators",
+        "maxk.md P3",
+    ),
+    Theorem(
+        "Symmetry.shift_rules",
+        "shift_rules_hold",
+        "y_j = x_j + c, 0 < K ≤ N: EI, s, sloo−1 move by c[K=1], cK/N, c[K=1]/N; ei_l1o by 0"
+        " (N ≥ 2); K < N: b by c[K=1], sloo by −cK/(N(N−1)), EI − b, Δ, s − mean s by 0",
+        "maxk.md I14",
     ),
 )
 
@@ -184,6 +210,7 @@ THEOREMS: tuple[Theorem, ...] = (
         )
         for form, (definition, _) in FORM_DEFINITIONS.items()
     ),
+    *SYMMETRY,
     *UNBIASED,
 )
 
@@ -222,7 +249,7 @@ or any definition whose printed body, differs from this file is not counted as p
 # Printed with MathComp's notations, so that a statement reads as the .v file writes it.
 _PRELUDE = (
     "Require Import Coq.Strings.String.\n"
-    "From mathcomp Require Import all_ssreflect all_algebra.\n"
+    "From mathcomp Require Import all_ssreflect all_algebra perm.\n"
     "Import GRing.Theory Num.Theory.\nOpen Scope ring_scope.\n"
 )
 

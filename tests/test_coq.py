@@ -172,10 +172,10 @@ def test_each_unbiasedness_theorem_is_cited_where_the_spec_claims_it(theorem: co
 def test_each_spec_claim_links_to_its_coq_theorem(theorem: coq.Theorem) -> None:
     """The claims table of spec/maxk.md names the Coq theorem in every row it proves."""
     table = (ROOT / "spec" / "maxk.md").read_text().split("## Claimed properties", 1)[1]
-    rows = [line for line in table.splitlines() if line.startswith("| I")]
-    ids = re.findall(r"I\d+", theorem.spec)
+    rows = [line for line in table.splitlines() if re.match(r"\| [IP]\d", line)]
+    ids = re.findall(r"\b[IP]\d+\b", theorem.spec)
     for claim_id in ids:
-        row = next(r for r in rows if re.match(rf"\| ({claim_id}\b|I\d+, {claim_id}\b)", r))
+        row = next(r for r in rows if re.match(rf"\| ({claim_id}\b|[IP]\d+, {claim_id}\b)", r))
         assert theorem.name in row, (claim_id, theorem.name)
 
 

@@ -123,6 +123,9 @@ Definition pkpo_sloo i :=
 Definition pkpo_sloo_minus_one i :=
   (\sum_(I in subsets setT K | i \in I) (f I - f (I :\ i))) / 'C(n, K)%:R.
 Definition mean (g : 'I_n -> R) := (\sum_i g i) / n%:R.
+(* EI with a leave-one-out baseline over the full-batch EIs (spec/maxk.md ei_l1o): the baseline
+   of i averages EI_j, j ≠ i, each of which uses r_i as a comparator. *)
+Definition ei_l1o i := ei i - (\sum_(j in others i) ei j) / #|others i|%:R.
 
 (* The sums the blocks average. *)
 Let Sp i := \sum_(S in subsets (others i) K.-1) f (i |: S).
