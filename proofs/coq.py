@@ -27,7 +27,15 @@ from .records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"
-FILES = ("Counting.v", "Evaluation.v", "Sorted.v", "Symmetry.v", "Unbiased.v")  # dependency order
+FILES = (
+    "Counting.v",
+    "Evaluation.v",
+    "Sorted.v",
+    "Symmetry.v",
+    "Binary.v",
+    "Unbiased.v",
+    "Biased.v",
+)  # in dependency order
 CLOSED = "Closed under the global context"
 
 
@@ -102,6 +110,13 @@ UNBIASED: tuple[Theorem, ...] = (
             ("m_plus_minus_m_hat", "E_{π^N}[Σ_i (M⁺_i − M̂_K) s(y_i)] = ((N−K)/K) ∇J_K"),
         )
     ),
+    Theorem(
+        "Biased.ei_l1o_is_biased",
+        "ei_l1o_is_biased",
+        "N = K = 2, rewards (0, 1, 3), π uniform, φ = max: no c with"
+        " E_{π^2}[Σ_i ei_l1o_i s(y_i)] = c ∇J_2 for every zero-mean score s",
+        UNBIASED_SPEC + " (ei_l1o)",
+    ),
 )
 
 # Symmetry.v: f a max of the rewards x (Sorted.is_max, max ∅ = 0), any ordered field, every N and
@@ -127,6 +142,21 @@ SYMMETRY: tuple[Theorem, ...] = (
         "y_j = x_j + c, 0 < K ≤ N: EI, s, sloo−1 move by c[K=1], cK/N, c[K=1]/N; ei_l1o by 0"
         " (N ≥ 2); K < N: b by c[K=1], sloo by −cK/(N(N−1)), EI − b, Δ, s − mean s by 0",
         "maxk.md I14",
+    ),
+    # Binary.v: rewards 0 or 1, N_neg failures, f a max of the rewards; Chen et al.'s formulas
+    # (reference.maxk.chen_passk, normalize=False) transcribed.
+    Theorem(
+        "Binary.pass_at_k_is_m_hat",
+        "pass_at_k_is_m_hat",
+        "binary r, 0 < K ≤ N: R̄ = 1 − C(N_neg, K)/C(N, K) = M̂_K",
+        "maxk.md I9",
+    ),
+    Theorem(
+        "Binary.chen_raw_is_scaled_canonical",
+        "chen_raw_is_scaled_canonical",
+        "binary r, 0 < K < N: Chen raw_i (1 − R̄ if r_i = 1, else"
+        " 1 − R̄ − C(N_neg−1, K−1)/C(N−1, K−1)) = ((N−K)/N) Δ_i",
+        "maxk.md I9",
     ),
 )
 

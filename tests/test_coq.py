@@ -155,9 +155,9 @@ def test_every_theorem_of_the_v_files_is_listed_and_no_proof_is_left_open() -> N
 
 @pytest.mark.parametrize("theorem", coq.UNBIASED, ids=lambda t: t.name)
 def test_each_unbiasedness_theorem_is_cited_where_the_spec_claims_it(theorem: coq.Theorem) -> None:
-    """spec/maxk.md §Unbiasedness names each Unbiased.v theorem that cites it, and the claims
-    table of spec/group.md each one that cites an estimator there (RLOO, GRPO)."""
-    link = f"[`{theorem.name}`](../proofs/coq/Unbiased.v)"
+    """spec/maxk.md §Unbiasedness names each Unbiased.v (or Biased.v) theorem that cites it, and
+    the claims table of spec/group.md each one that cites an estimator there (RLOO, GRPO)."""
+    link = f"[`{theorem.name}`](../proofs/coq/{theorem.name.split('.')[0]}.v)"
     if coq.UNBIASED_SPEC in theorem.spec:
         section = (ROOT / "spec" / "maxk.md").read_text().split("## Unbiasedness", 1)[1]
         assert link in section.split("\n## ", 1)[0]
