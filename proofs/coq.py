@@ -206,6 +206,18 @@ THEOREMS: tuple[Theorem, ...] = (
         "maxk.md I8",
     ),
     Theorem(
+        "Counting.pkpo_sloo_sums_to",
+        "pkpo_sloo_sums_to",
+        "Σ_i sloo_i = −(K/(N−1)) M̂_K",
+        "maxk.md I8",
+    ),
+    Theorem(
+        "Counting.mean_ei_is_m_hat_difference",
+        "mean_ei_is_m_hat_difference",
+        "0 < K ≤ N: mean EI = M̂_K − M̂_{K−1}",
+        "maxk.md I13",
+    ),
+    Theorem(
         "Counting.bagirov_centred_is_scaled_canonical",
         "bagirov_centred_is_scaled_canonical",
         "r̃_i − mean r̃ = K(N−K)/N² Δ_i",

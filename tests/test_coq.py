@@ -78,9 +78,10 @@ def _replace_theorem(path: Path, theorem: str, replacement: str) -> None:
 def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
     tmp_path: Path,
 ) -> None:
-    """One copy, one coqc run: I13 replaced by True (closed, compiles) and the conclusion of
-    Unbiased.canonical_is_unbiased weakened by "\\/ True"; both differ from the pinned statements,
-    so both come back unknown, naming the statement; the untouched theorems stay proved."""
+    """One copy, one coqc run: I13 and Symmetry.shift_rules (I14) replaced by True (closed,
+    compiles) and the conclusion of Unbiased.canonical_is_unbiased weakened by "\\/ True"; each
+    differs from its pinned statement, so each comes back unknown, naming the statement; the
+    untouched theorems stay proved."""
     for f in coq.FILES:
         shutil.copy(coq.COQ_DIR / f, tmp_path / f)
     _replace_theorem(
@@ -95,13 +96,22 @@ def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
         "  E (fun y => \\sum_i canonical K (fset y) i * s (y i)) = N%:R / K%:R * grad K"
         " \\/ True.\nProof. by right. Qed.",
     )
+    _replace_theorem(
+        tmp_path / "Symmetry.v", "shift_rules", "Theorem shift_rules : True.\nProof. by []. Qed."
+    )
+    planted = (
+        "Counting.mean_ei_equals_mean_l2o",
+        "Unbiased.canonical_is_unbiased",
+        "Symmetry.shift_rules",
+    )
     records = {r.notes[0]: r for r in coq.check(tmp_path)}
-    for name in ("Counting.mean_ei_equals_mean_l2o", "Unbiased.canonical_is_unbiased"):
+    for name in planted:
         assert records[name].status == "unknown", name
         assert records[name].evidence.startswith("statement differs"), records[name].evidence
     assert "True" in records["Counting.mean_ei_equals_mean_l2o"].evidence
-    others = [r for name, r in records.items() if "canonical_is_unbiased" not in name]
-    assert sum(r.status == "proved" for r in others) == len(coq.THEOREMS) - 2
+    assert "shift_rules : True" in records["Symmetry.shift_rules"].evidence
+    others = [r for name, r in records.items() if name not in planted]
+    assert sum(r.status == "proved" for r in others) == len(coq.THEOREMS) - 3
 
 
 def test_a_changed_definition_unpins_every_theorem(tmp_path: Path) -> None:
