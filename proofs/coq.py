@@ -27,8 +27,17 @@ from .records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"
 LOGICAL_ROOT = "Advest"
-# in dependency order
-FILES = ("Counting.v", "Evaluation.v", "Sorted.v", "Unbiased.v", "MaxRL.v", "Baselines.v")
+FILES = (
+    "Counting.v",
+    "Evaluation.v",
+    "Sorted.v",
+    "Symmetry.v",
+    "Binary.v",
+    "Unbiased.v",
+    "Biased.v",
+    "MaxRL.v",
+    "Baselines.v",
+)  # in dependency order
 CLOSED = "Closed under the global context"
 
 
@@ -102,6 +111,54 @@ UNBIASED: tuple[Theorem, ...] = (
             ("bagirov_centred", "E_{π^N}[Σ_i (r̃_i − mean r̃) s(y_i)] = ((N−K)/N) ∇J_K"),
             ("m_plus_minus_m_hat", "E_{π^N}[Σ_i (M⁺_i − M̂_K) s(y_i)] = ((N−K)/K) ∇J_K"),
         )
+    ),
+    Theorem(
+        "Biased.ei_l1o_is_biased",
+        "ei_l1o_is_biased",
+        "N = K = 2, rewards (0, 1, 3), π uniform, φ = max: no c with"
+        " E_{π^2}[Σ_i ei_l1o_i s(y_i)] = c ∇J_2 for every zero-mean score s",
+        UNBIASED_SPEC + " (ei_l1o)",
+    ),
+)
+
+# Symmetry.v: f a max of the rewards x (Sorted.is_max, max ∅ = 0), any ordered field, every N and
+# K, no sortedness; the nine estimators are EI, b, EI − b, Δ, ei_l1o, s, sloo, sloo−1 and Bagirov's
+# centred s − mean s (tang_passk = EI at K = N, bagirov_transform = s by I6, Chen raw ∝ Δ by I9).
+SYMMETRY: tuple[Theorem, ...] = (
+    Theorem(
+        "Symmetry.permutation_equivariance",
+        "definitions_are_permutation_equivariant",
+        "y_j = x_σ(j) for a permutation σ of the N samples: A(y)_i = A(x)_σ(i) for the nine"
+        " estimators",
+        "maxk.md P1",
+    ),
+    Theorem(
+        "Symmetry.ties_get_equal_outputs",
+        "ties_get_equal_outputs",
+        "x_i = x_j: A_i = A_j for the nine estimators",
+        "maxk.md P3",
+    ),
+    Theorem(
+        "Symmetry.shift_rules",
+        "shift_rules_hold",
+        "y_j = x_j + c, 0 < K ≤ N: EI, s, sloo−1 move by c[K=1], cK/N, c[K=1]/N; ei_l1o by 0"
+        " (N ≥ 2); K < N: b by c[K=1], sloo by −cK/(N(N−1)), EI − b, Δ, s − mean s by 0",
+        "maxk.md I14",
+    ),
+    # Binary.v: rewards 0 or 1, N_neg failures, f a max of the rewards; Chen et al.'s formulas
+    # (reference.maxk.chen_passk, normalize=False) transcribed.
+    Theorem(
+        "Binary.pass_at_k_is_m_hat",
+        "pass_at_k_is_m_hat",
+        "binary r, 0 < K ≤ N: R̄ = 1 − C(N_neg, K)/C(N, K) = M̂_K",
+        "maxk.md I9",
+    ),
+    Theorem(
+        "Binary.chen_raw_is_scaled_canonical",
+        "chen_raw_is_scaled_canonical",
+        "binary r, 0 < K < N: Chen raw_i (1 − R̄ if r_i = 1, else"
+        " 1 − R̄ − C(N_neg−1, K−1)/C(N−1, K−1)) = ((N−K)/N) Δ_i",
+        "maxk.md I9",
     ),
 )
 
@@ -234,6 +291,18 @@ THEOREMS: tuple[Theorem, ...] = (
         "maxk.md I8",
     ),
     Theorem(
+        "Counting.pkpo_sloo_sums_to",
+        "pkpo_sloo_sums_to",
+        "Σ_i sloo_i = −(K/(N−1)) M̂_K",
+        "maxk.md I8",
+    ),
+    Theorem(
+        "Counting.mean_ei_is_m_hat_difference",
+        "mean_ei_is_m_hat_difference",
+        "0 < K ≤ N: mean EI = M̂_K − M̂_{K−1}",
+        "maxk.md I13",
+    ),
+    Theorem(
         "Counting.bagirov_centred_is_scaled_canonical",
         "bagirov_centred_is_scaled_canonical",
         "r̃_i − mean r̃ = K(N−K)/N² Δ_i",
@@ -244,6 +313,13 @@ THEOREMS: tuple[Theorem, ...] = (
         "fast_evaluation_is_the_linear_form",
         "(own−below)_p x_p + Σ_{q≤p}(below−above)_q x_q + Σ_q above_q x_q"
         " = own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q",
+        "maxk.md §Algorithm",
+    ),
+    Theorem(
+        "Sorted.lform_is_linear_form",
+        "lform_is_linear_form",
+        "own_p x_p + Σ_{q:'I_N, q<p} below_q x_q + Σ_{q:'I_N, q>p} above_q x_q (Sorted.lform)"
+        " = Evaluation.linear_form (sums over 0 ≤ q < p and p < q < N)",
         "maxk.md §Algorithm",
     ),
     Theorem(
@@ -261,6 +337,7 @@ THEOREMS: tuple[Theorem, ...] = (
         )
         for form, (definition, _) in FORM_DEFINITIONS.items()
     ),
+    *SYMMETRY,
     *UNBIASED,
     *MAXRL,
     *BASELINES,
@@ -301,7 +378,7 @@ or any definition whose printed body, differs from this file is not counted as p
 # Printed with MathComp's notations, so that a statement reads as the .v file writes it.
 _PRELUDE = (
     "Require Import Coq.Strings.String.\n"
-    "From mathcomp Require Import all_ssreflect all_algebra.\n"
+    "From mathcomp Require Import all_ssreflect all_algebra perm.\n"
     "Import GRing.Theory Num.Theory.\nOpen Scope ring_scope.\n"
 )
 

@@ -78,10 +78,11 @@ def _replace_theorem(path: Path, theorem: str, replacement: str) -> None:
 def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
     tmp_path: Path,
 ) -> None:
-    """One copy, one coqc run: I13 replaced by True (closed, compiles), and the conclusions of
-    Unbiased.pkpo_sloo_is_unbiased and MaxRL.maxrl_closed_form weakened by "\\/ True" (theorems no
-    other proof uses, so every other file still compiles); all three differ from the pinned
-    statements, so all three come back unknown, naming the statement; the others stay proved."""
+    """One copy, one coqc run: I13 and Symmetry.shift_rules (I14) replaced by True (closed,
+    compiles), and the conclusions of Unbiased.pkpo_sloo_is_unbiased and MaxRL.maxrl_closed_form
+    weakened by "\\/ True" (theorems no other proof uses, so every other file still compiles);
+    each differs from its pinned statement, so each comes back unknown, naming the statement;
+    the untouched theorems stay proved."""
     for f in coq.FILES:
         shutil.copy(coq.COQ_DIR / f, tmp_path / f)
     _replace_theorem(
@@ -104,18 +105,23 @@ def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
         "  N%:R * ((1 - (1 - pass_rate) ^+ N) / pass_rate - (1 - pass_rate) ^+ N.-1)"
         " * pass_rate_grad \\/ True.\nProof. by right. Qed.",
     )
+    _replace_theorem(
+        tmp_path / "Symmetry.v", "shift_rules", "Theorem shift_rules : True.\nProof. by []. Qed."
+    )
     records = {r.notes[0]: r for r in coq.check(tmp_path)}
     planted = (
         "Counting.mean_ei_equals_mean_l2o",
         "Unbiased.pkpo_sloo_is_unbiased",
         "MaxRL.maxrl_closed_form",
+        "Symmetry.shift_rules",
     )
     for name in planted:
         assert records[name].status == "unknown", name
         assert records[name].evidence.startswith("statement differs"), records[name].evidence
     assert "True" in records["Counting.mean_ei_equals_mean_l2o"].evidence
+    assert "shift_rules : True" in records["Symmetry.shift_rules"].evidence
     others = [r for name, r in records.items() if name not in planted]
-    assert len(others) == len(coq.THEOREMS) - 3
+    assert len(others) == len(coq.THEOREMS) - len(planted)
     assert all(r.status == "proved" for r in others)
 
 
@@ -170,9 +176,9 @@ def test_every_theorem_of_the_v_files_is_listed_and_no_proof_is_left_open() -> N
 
 @pytest.mark.parametrize("theorem", coq.UNBIASED, ids=lambda t: t.name)
 def test_each_unbiasedness_theorem_is_cited_where_the_spec_claims_it(theorem: coq.Theorem) -> None:
-    """spec/maxk.md §Unbiasedness names each Unbiased.v theorem that cites it, and the claims
-    table of spec/group.md each one that cites an estimator there (RLOO, GRPO)."""
-    link = f"[`{theorem.name}`](../proofs/coq/Unbiased.v)"
+    """spec/maxk.md §Unbiasedness names each Unbiased.v (or Biased.v) theorem that cites it, and
+    the claims table of spec/group.md each one that cites an estimator there (RLOO, GRPO)."""
+    link = f"[`{theorem.name}`](../proofs/coq/{theorem.name.split('.')[0]}.v)"
     if coq.UNBIASED_SPEC in theorem.spec:
         section = (ROOT / "spec" / "maxk.md").read_text().split("## Unbiasedness", 1)[1]
         assert link in section.split("\n## ", 1)[0]
@@ -215,10 +221,10 @@ def test_each_theorem_is_cited_in_the_row_of_the_claim_it_proves(theorem: coq.Th
 def test_each_spec_claim_links_to_its_coq_theorem(theorem: coq.Theorem) -> None:
     """The claims table of spec/maxk.md names the Coq theorem in every row it proves."""
     table = (ROOT / "spec" / "maxk.md").read_text().split("## Claimed properties", 1)[1]
-    rows = [line for line in table.splitlines() if line.startswith("| I")]
-    ids = re.findall(r"I\d+", theorem.spec)
+    rows = [line for line in table.splitlines() if re.match(r"\| [IP]\d", line)]
+    ids = re.findall(r"\b[IP]\d+\b", theorem.spec)
     for claim_id in ids:
-        row = next(r for r in rows if re.match(rf"\| ({claim_id}\b|I\d+, {claim_id}\b)", r))
+        row = next(r for r in rows if re.match(rf"\| ({claim_id}\b|[IP]\d+, {claim_id}\b)", r))
         assert theorem.name in row, (claim_id, theorem.name)
 
 

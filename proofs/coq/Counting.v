@@ -123,6 +123,9 @@ Definition pkpo_sloo i :=
 Definition pkpo_sloo_minus_one i :=
   (\sum_(I in subsets setT K | i \in I) (f I - f (I :\ i))) / 'C(n, K)%:R.
 Definition mean (g : 'I_n -> R) := (\sum_i g i) / n%:R.
+(* EI with a leave-one-out baseline over the full-batch EIs (spec/maxk.md ei_l1o): the baseline
+   of i averages EI_j, j ≠ i, each of which uses r_i as a comparator. *)
+Definition ei_l1o i := ei i - (\sum_(j in others i) ei j) / #|others i|%:R.
 
 (* The sums the blocks average. *)
 Let Sp i := \sum_(S in subsets (others i) K.-1) f (i |: S).
@@ -296,6 +299,14 @@ rewrite /pkpo_sloo pkpo_s_m_plus /pkpo_S card_others -mulr_suml double_count_in 
 rewrite -/(Sm i); field; nonzero.
 Qed.
 
+(* I8: Σ_i sloo_i = −(K/(N−1)) M̂_K (PKPO's sloo is not centred). *)
+Theorem pkpo_sloo_sums_to : \sum_i pkpo_sloo i = - (K%:R / n.-1%:R) * m_hat.
+Proof.
+rewrite (eq_bigr _ (fun i _ => pkpo_sloo_closed_form i)) sumrB -!mulr_sumr sum_m_plus sum_m_minus.
+rewrite natr_pred //; have n1 : n%:R - 1 != 0 :> R by rewrite -natr_pred ?natr_neq0 //; lia.
+by field; rewrite n1 natr_neq0.
+Qed.
+
 (* I10: r̃_i − mean r̃ = K(N−K)/N² Δ_i, with r̃ = PKPO's s = Bagirov's transform (I6). *)
 Theorem bagirov_centred_is_scaled_canonical i :
   pkpo_s i - mean pkpo_s = (K * (n - K))%:R / (n * n)%:R * canonical i.
@@ -306,3 +317,21 @@ rewrite !natrM; field; nonzero.
 Qed.
 
 End Blocks.
+
+(* I13: mean EI = M̂_K − M̂_{K−1}, for every 0 < K <= N (M̂_0 = f ∅). *)
+Theorem mean_ei_is_m_hat_difference (R : numFieldType) n K (f : {set 'I_n} -> R) :
+  (0 < K)%N -> (K <= n)%N -> mean (ei K f) = m_hat K f - m_hat K.-1 f.
+Proof.
+move=> K0 Kn; have n0 : (0 < n)%N by apply: leq_trans Kn.
+rewrite /mean (eq_bigr _ (fun i _ => ei_blocks K f i)) sumrB (sum_m_plus f K0 Kn).
+rewrite (eq_bigr (fun i => (\sum_(T in subsets setT K.-1 | i \notin T) f T) / 'C(n.-1, K.-1)%:R));
+  last by move=> i _; rewrite comparatorE -setT_minus sum_subsets_notin.
+rewrite -mulr_suml -(sum_all_setT (fun i => \sum_(T in subsets setT K.-1 | i \notin T) f T)).
+rewrite double_count_notin cardsT card_ord -natrB; last by lia.
+rewrite [m_hat K.-1 f]m_hatE.
+have b : (n - K.-1)%:R = n%:R * 'C(n.-1, K.-1)%:R / 'C(n, K.-1)%:R :> R.
+  have := mul_bin_down n K.-1 => /(congr1 (fun x => x%:R : R)); rewrite !natrM => ->.
+  by field; rewrite natr_bin_neq0 //; lia.
+rewrite b; set S1 := \sum_(T in subsets _ K.-1) f T.
+field; rewrite !natr_bin_neq0 ?natr_neq0 //; lia.
+Qed.

@@ -4,7 +4,9 @@
      out_p = (own − below)_p x_p + Σ_{q<=p} (below − above)_q x_q + Σ_q above_q x_q
 
    equals the linear form own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q, for every group
-   size n, every position p < n and any coefficients and values in a numeric field. *)
+   size n, every position p < n and any coefficients and values in a numeric field. Sorted.v's
+   theorems are stated for Sorted.lform, the same form with sums over ordinals
+   (Sorted.lform_is_linear_form). *)
 From mathcomp Require Import all_ssreflect all_algebra.
 From mathcomp Require Import ring.
 Set Implicit Arguments.

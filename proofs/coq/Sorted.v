@@ -16,7 +16,7 @@
    (q = j + 1). *)
 From mathcomp Require Import all_ssreflect all_algebra.
 From mathcomp Require Import ring zify.
-From Advest Require Import Counting.
+From Advest Require Import Counting Evaluation.
 Set Implicit Arguments.
 Unset Strict Implicit.
 Unset Printing Implicit Defensive.
@@ -170,10 +170,26 @@ by apply/eqP => /(congr1 val) /= e; rewrite e ltnn in qp.
 Qed.
 
 
-(* The sorted linear form at position p (spec.maxk_weights, Evaluation.linear_form). *)
+(* The sorted linear form at position p (spec.maxk_weights), with sums over the ordinals of 'I_n;
+   lform_is_linear_form: it is Evaluation.linear_form, whose sums run over natural numbers. *)
 Definition lform (own below above : nat -> R) (p : 'I_n) :=
   own p * x p + \sum_(q : 'I_n | (q < p)%N) below q * x q
   + \sum_(q : 'I_n | (p < q)%N) above q * x q.
+
+(* One form, two index styles: the theorems of this file (about lform) and Evaluation's (about
+   linear_form, the prefix-sum evaluation fast/ runs) are about the same value. *)
+Theorem lform_is_linear_form (own below above : nat -> R) (p : 'I_n) :
+  lform own below above p = linear_form n own below above x (p : nat).
+Proof.
+rewrite /lform /linear_form; congr (_ + _ + _).
+  rewrite -(big_mkord (fun k => k < p)%N (fun k => below k * x k)).
+  by rewrite [RHS](big_nat_widen _ _ _ _ _ (ltnW (ltn_ord p))).
+rewrite -(big_mkord (fun k => p < k)%N (fun k => above k * x k)).
+rewrite (big_cat_nat _ _ _ (leq0n p.+1) (ltn_ord p)) /= big_nat_cond big1 ?add0r.
+  rewrite big_nat_cond [RHS]big_nat_cond; apply: eq_bigl => k.
+  by case: (p < k)%N; rewrite ?andbT ?andbF.
+by move=> k /andP[/andP[_ kp] pk]; move: kp; rewrite ltnS leqNgt pk.
+Qed.
 
 Lemma lform_ext (o1 b1 a1 o2 b2 a2 : nat -> R) (p : 'I_n) :
   o1 p = o2 p -> (forall q : 'I_n, (q < p)%N -> b1 q = b2 q) ->

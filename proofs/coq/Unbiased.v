@@ -348,7 +348,8 @@ Qed.
 
 Hypothesis K_lt_N : (K < N)%N.
 
-(* Chen's raw pass@k advantage is M+_i - M^_K (spec/maxk.md I9, by z3 for N <= 7): c = (N-K)/K. *)
+(* Chen's raw pass@k advantage is M+_i - M^_K (spec/maxk.md I9: Binary.chen_raw_is_scaled_canonical
+   with Counting.m_plus_minus_m_hat_is_scaled_canonical): c = (N-K)/K. *)
 Theorem m_plus_minus_m_hat_is_unbiased :
   E (fun y => \sum_i (m_plus K (fset y) i - m_hat K (fset y)) * s (y i)) =
   (N - K)%:R / K%:R * grad K.
