@@ -32,7 +32,7 @@ import numpy as np
 from torch import Tensor
 
 from ..fast import calling, registry
-from .verl import groups
+from .verl import groups, located
 
 PASSED = frozenset({"rewards", "lengths", "k"})
 """The estimator inputs SkyRL's ``compute_advantages_and_returns`` can feed: the outcome
@@ -63,21 +63,6 @@ def _setting(config: Any, key: str) -> Any:
     if isinstance(config, Mapping):  # a dict or an OmegaConf DictConfig
         return config.get(key)
     return getattr(config, key, None)
-
-
-def _located(error: Exception, order: Tensor, uids: list[Any]) -> ValueError:
-    """An estimator's error with its "group b" (a position after regrouping) named as SkyRL
-    names it: the uid and its batch rows."""
-    import re
-
-    message = str(error)
-    found = re.search(r"group (\d+)", message)
-    if found is None:
-        return ValueError(f"{message} (SkyRL batch: {len(uids)} uids of {order.shape[1]} samples)")
-    b = int(found.group(1))
-    rows = ", ".join(str(int(r)) for r in order[b])
-    where = f"uid {uids[b]!r} (SkyRL batch rows {rows})"
-    return ValueError(message[: found.start()] + where + message[found.end() :])
 
 
 @dataclass(frozen=True)
@@ -111,7 +96,7 @@ class Estimator:
             try:
                 adv = estimator.per_sample(inputs)  # [B_s, G_s]
             except (ValueError, TypeError) as error:
-                raise _located(error, order, uids) from None
+                raise located(error, order, uids, "SkyRL") from None
             per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)
         out = per_sample.unsqueeze(-1) * response_mask  # [bs, T]
         return out, out

@@ -69,18 +69,18 @@ def groups(index: Sequence[Any] | np.ndarray) -> list[tuple[Tensor, list[Any]]]:
     ]
 
 
-def _located(error: Exception, order: Tensor, uids: list[Any]) -> ValueError:
-    """An estimator's error with its "group b" (a position after regrouping) named as verl
-    names it: the uid and its batch rows."""
+def located(error: Exception, order: Tensor, uids: list[Any], peer: str = "verl") -> ValueError:
+    """An estimator's error with its "group b" (a position after regrouping by ``groups``) named
+    as the peer (verl, SkyRL) names it: the uid and its batch rows."""
     import re
 
     message = str(error)
     found = re.search(r"group (\d+)", message)
     if found is None:
-        return ValueError(f"{message} (verl batch: {len(uids)} uids of {order.shape[1]} samples)")
+        return ValueError(f"{message} ({peer} batch: {len(uids)} uids of {order.shape[1]} samples)")
     b = int(found.group(1))
     rows = ", ".join(str(int(r)) for r in order[b])
-    where = f"uid {uids[b]!r} (verl batch rows {rows})"
+    where = f"uid {uids[b]!r} ({peer} batch rows {rows})"
     return ValueError(message[: found.start()] + where + message[found.end() :])
 
 
@@ -149,7 +149,7 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
             try:
                 adv = estimator.per_sample(inputs)  # [B_s, G_s]
             except (ValueError, TypeError) as error:
-                raise _located(error, order, uids) from None
+                raise located(error, order, uids) from None
             per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)
         out = per_sample.unsqueeze(-1) * response_mask  # [bs, T], zero on padding as in verl
         return out, out
@@ -291,7 +291,7 @@ def gdpo(
     try:
         adv = estimator.per_sample(source)  # [B, G]
     except (ValueError, TypeError) as error:
-        raise _located(error, order, uids) from None
+        raise located(error, order, uids) from None
     per_sample = token_level_rewards.new_zeros(token_level_rewards.shape[0])
     per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)
     out = per_sample.unsqueeze(-1) * response_mask  # [bs, T]

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from . import properties as find
 from .calling import (
     Convention,
     Estimator,
@@ -20,20 +21,7 @@ from .calling import (
     Watch,
     resolve_signature,
 )
-from .properties import (
-    NON_FINITE,
-    Finding,
-    accuracy,
-    all_equal,
-    bad_input,
-    centred,
-    outlier_batch,
-    permutation_equivariant,
-    relation_to_canonical,
-    scale_behaviour,
-    shift_invariant,
-    singleton,
-)
+from .properties import NON_FINITE, Finding
 from .tolerance import COUPLED, DTYPES, _batches, _cast, _dtype_name, allowance, sample_lengths
 from .unbiased import unbiasedness
 
@@ -106,16 +94,16 @@ def _run_dtype(
     }[family]
     watch = Watch(est)
     checks: list[Callable[[], Finding]] = [
-        lambda: centred(watch, used, tol),
-        lambda: shift_invariant(watch, used, binary, tol),
-        lambda: scale_behaviour(watch, used, binary, tol),
-        lambda: permutation_equivariant(watch, used, tol),
+        lambda: find.centred(watch, used, tol),
+        lambda: find.shift_invariant(watch, used, binary, tol),
+        lambda: find.scale_behaviour(watch, used, binary, tol),
+        lambda: find.permutation_equivariant(watch, used, tol),
         lambda: unbiasedness(
             watch, n, k_obj, binary, objective, dtype, harmonic=family == "maxrl", tol=tol
         ),
     ]
     if family == "maxk" and k_obj < n:
-        checks.append(lambda: relation_to_canonical(watch, used, k_obj, tol))
+        checks.append(lambda: find.relation_to_canonical(watch, used, k_obj, tol))
     findings = []
     for run in checks:
         before = len(watch.seen)
@@ -167,10 +155,10 @@ def _float64(est: Estimator, family: Family, k: int, n: int) -> list[Finding]:
 def _accuracy(est: Estimator, n: int, dtype: torch.dtype) -> Finding:
     """``accuracy`` at group size ``n`` on the test batches and the outlier batch (the binary
     batch for an estimator that refuses the others)."""
-    batches = [*_batches(n, binary=False), outlier_batch(n, dtype)]
+    batches = [*_batches(n, binary=False), find.outlier_batch(n, dtype)]
     ok = [b for b in batches if _accepts(est, b[1].to(dtype), True) is None]
     used, _ = _cast(ok or _batches(n, binary=True), dtype)
-    finding = accuracy(Watch(est), used, dtype)
+    finding = find.accuracy(Watch(est), used, dtype)
     finding.dtype, finding.n = _dtype_name(dtype), n
     return finding
 
@@ -292,7 +280,11 @@ def _all_checks(
                 findings.append(Finding("float64", "not accepted", why[:160], "float64", n))
     g = max(ns)
     binary = _accepts(est, _batches(g, binary=False)[0][1].to(own)) is not None
-    for f in [singleton(est, own), all_equal(est, g, binary, own), *bad_input(est, g, binary, own)]:
+    for f in [
+        find.singleton(est, own),
+        find.all_equal(est, g, binary, own),
+        *find.bad_input(est, g, binary, own),
+    ]:
         f.dtype = dtype
         findings.append(f)
     return findings
