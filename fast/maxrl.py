@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..spec.conventions import SKYRL_MAXRL_EPS, MaxrlConvention, check_maxrl_convention
 from ._checks import check_rewards, refuse_where
 from .registry import register
 
@@ -39,15 +40,34 @@ def _p_normalised(rewards: Tensor) -> Tensor:
 
 
 @register("maxrl", "group", needs_k=False)
-def maxrl(rewards: Tensor) -> Tensor:
+def maxrl(rewards: Tensor, *, convention: MaxrlConvention = "advest") -> Tensor:
     """p-normalised MaxRL: (r − r̄)/r̄ per group, 0 where r̄ = 0. Rewards must be >= 0.
 
     Pass/fail rewards: N·r_i/K − 1 with K successes (K > 0). In expectation N·Σ_{k=1}^{N−1}
-    (1/k)·∇pass@k, not the paper's N·Σ_{k=1}^{N} (spec/maxrl.md).
+    (1/k)·∇pass@k, not the paper's N·Σ_{k=1}^{N} (spec/maxrl.md). ``convention="skyrl-0.4.0"``:
+    SkyRL's (r − r̄)/(r̄ + 1e-6), and A = r for a group of one.
     """
+    conv = check_maxrl_convention(convention)
     check_rewards(rewards)
     _check_nonnegative(rewards, "maxrl")
+    if conv == "skyrl-0.4.0":
+        return _skyrl(rewards).to(rewards.dtype)
     return _p_normalised(rewards).to(rewards.dtype)
+
+
+def _skyrl(rewards: Tensor) -> Tensor:
+    """SkyRL 0.4.0's (r − r̄)/(r̄ + ε) in float64, ``[B, G]``; r itself for G = 1."""
+    x = rewards.to(torch.float64)
+    if x.shape[1] == 1:
+        return x
+    # r − r̄ as in _p_normalised (after the group minimum, in units of the maximum), then
+    # rescaled: ε is not scale-free, so the quotient is formed in reward units.
+    top = x.amax(dim=-1, keepdim=True)  # [B, 1]
+    low = x.amin(dim=-1, keepdim=True)
+    m = torch.where(top > 0, top, 1.0)
+    d = (x - low) / m
+    c = (d - d.mean(dim=-1, keepdim=True)) * m  # r − r̄, exact zeros for a constant group
+    return c / (x.mean(dim=-1, keepdim=True) + SKYRL_MAXRL_EPS)
 
 
 @register("maxrl_unbiased", "group", needs_k=False)

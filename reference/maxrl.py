@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
+from ..spec.conventions import SKYRL_MAXRL_EPS, MaxrlConvention, check_maxrl_convention
 from ._exact import Number, to_fractions
 
 __all__ = ["maxrl", "maxrl_unbiased"]
@@ -31,16 +32,25 @@ def _nonnegative(r: Sequence[Fraction], name: str) -> None:
             )
 
 
-def maxrl(rewards: Sequence[Number]) -> list[Fraction]:
+def maxrl(rewards: Sequence[Number], *, convention: MaxrlConvention = "advest") -> list[Fraction]:
     """The p-normalised MaxRL advantage A_i = (r_i − r̄)/r̄, and A = 0 when r̄ = 0.
 
     For pass/fail rewards with K = Σ r_i successes this is N·r_i/K − 1 (K > 0): N times the
     paper's weight 1/K on each success, minus a baseline of 1 that is subtracted only when some
     sample succeeded.
+
+    ``convention="skyrl-0.4.0"``: SkyRL's ``compute_maxrl_advantage``
+    (skyrl/backends/skyrl_train/utils/ppo_utils.py), A_i = (r_i − r̄)/(r̄ + ε) with ε the double
+    1e-6, exactly, and A = r for a group of one (SkyRL's group mean of one sample is 0).
     """
+    conv = check_maxrl_convention(convention)
     r = to_fractions(rewards)
     _nonnegative(r, "maxrl")
     r_bar = sum(r, Fraction(0)) / len(r)
+    if conv == "skyrl-0.4.0":
+        if len(r) == 1:
+            return list(r)
+        return [(x - r_bar) / (r_bar + Fraction(SKYRL_MAXRL_EPS)) for x in r]
     if r_bar == 0:
         return [Fraction(0)] * len(r)
     return [(x - r_bar) / r_bar for x in r]

@@ -11,9 +11,12 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "SKYRL_MAXRL_EPS",
     "Convention",
+    "MaxrlConvention",
     "PasskConvention",
     "check_convention",
+    "check_maxrl_convention",
     "check_passk_convention",
     "check_verl_whiten",
 ]
@@ -54,3 +57,20 @@ def check_passk_convention(convention: object, normalize: object) -> PasskConven
     if convention != "advest" and not normalize:
         raise ValueError(f"chen_passk with convention={convention!r} always normalizes")
     return "advest" if convention == "advest" else "passk_training@00474d7"
+
+
+MaxrlConvention = Literal["advest", "skyrl-0.4.0"]
+"""``maxrl``'s: advest's (no ε; a group of one follows the formula, so A = 0), or SkyRL 0.4.0's
+``compute_maxrl_advantage`` (ε = 1e-6 added to r̄; a group of one keeps A = r)."""
+
+SKYRL_MAXRL_EPS = 1e-6
+"""SkyRL 0.4.0 ``compute_maxrl_advantage``: (r − r̄)/(r̄ + 1e-6), the double 1e-6."""
+
+
+def check_maxrl_convention(convention: object) -> MaxrlConvention:
+    """``maxrl``'s ``convention``; the message names the choices."""
+    if convention not in ("advest", "skyrl-0.4.0"):
+        raise ValueError(
+            f"maxrl needs convention in ('advest', 'skyrl-0.4.0'); got convention={convention!r}"
+        )
+    return "advest" if convention == "advest" else "skyrl-0.4.0"

@@ -9,6 +9,8 @@ from itertools import product
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import advest.reference.maxk as rm
 import advest.reference.maxrl as ref
@@ -174,3 +176,44 @@ def test_degenerate_groups_give_exact_zeros_and_a_singleton_follows_the_formula(
     assert ref.maxrl_unbiased([Q(1, 4)]) == [Q(1)]
     with pytest.raises(TypeError, match="baseline True or False"):
         fst.maxrl_unbiased(one, baseline=1)  # type: ignore[arg-type]
+
+
+# --- SkyRL's convention ---------------------------------------------------------------------------
+
+_HOSTILE = [0.0, 1.0, 0.5, 3.7, 1e-300, 1e6, 1e6 + 1e-3, 1e6 + 2e-3, 1e30]
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.integers(1, 16).flatmap(
+        lambda g: st.lists(
+            st.lists(
+                st.one_of(st.sampled_from(_HOSTILE), st.floats(0, 1e6, allow_subnormal=False)),
+                min_size=g,
+                max_size=g,
+            ),
+            min_size=1,
+            max_size=4,
+        )
+    )
+)
+def test_skyrl_convention_fast_matches_the_exact_reference(groups: list[list[float]]) -> None:
+    """(r − r̄)/(r̄ + 1e-6), and r for a group of one: fast (float64) against the exact
+    reference, each group within 1e-12 of its own largest |A| (an all-zero output fails)."""
+    got = fst.maxrl(torch.tensor(groups, dtype=torch.float64), convention="skyrl-0.4.0")
+    for g, row in zip(groups, got.tolist(), strict=True):
+        want = ref.maxrl(g, convention="skyrl-0.4.0")
+        scale = max(abs(float(a)) for a in want)
+        for a, b in zip(row, want, strict=True):
+            assert abs(Q(a) - b) <= Q(1e-12) * Q(scale), (g, row, [float(x) for x in want])
+
+
+def test_skyrl_convention_differs_from_advests_by_its_eps_and_its_singletons() -> None:
+    r = [Q(0), Q(1), Q(1), Q(0)]
+    eps = Q(1e-6)
+    assert ref.maxrl(r, convention="skyrl-0.4.0") == [(x - Q(1, 2)) / (Q(1, 2) + eps) for x in r]
+    assert ref.maxrl(r) == [Q(-1), Q(1), Q(1), Q(-1)]
+    assert ref.maxrl([Q(3)], convention="skyrl-0.4.0") == [Q(3)] and ref.maxrl([Q(3)]) == [Q(0)]
+    for fn in (ref.maxrl, fst.maxrl):
+        with pytest.raises(ValueError, match="maxrl needs convention in"):
+            fn(torch.tensor([[1.0, 0.0]]) if fn is fst.maxrl else [1, 0], convention="trl")  # type: ignore[arg-type]

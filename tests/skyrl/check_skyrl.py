@@ -164,6 +164,37 @@ def test_groups_of_unequal_size_each_get_their_own_advantages() -> None:
         torch.testing.assert_close(out[rows], direct, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("binary", [True, False], ids=["pass-fail", "five-levels"])
+def test_skyrls_own_maxrl_is_advests_maxrl_with_skyrls_convention(binary: bool) -> None:
+    """SkyRL 0.4.0's ``maxrl`` (its own registered estimator, through the function its trainer
+    calls) against advest's ``maxrl`` with ``convention="skyrl-0.4.0"``, per uid, on the same
+    float32 scores: groups of 1, 2, 5 and 8 samples, interleaved. SkyRL computes in float32 and
+    advest in float64, so they agree to float32 rounding of |A| (the spread of the rewards over
+    r̄ + ε); advest's own convention (no ε, a group of one gives 0) does not."""
+    sizes = {"one": 1, "two": 2, "five": 5, "eight": 8, "eight-b": 8}
+    gen = torch.Generator().manual_seed(11 + binary)
+    order = torch.randperm(sum(sizes.values()), generator=gen).numpy()
+    uids = list(np.array([u for u, n in sizes.items() for _ in range(n)])[order])
+    levels = 2 if binary else 5
+    scores = torch.randint(0, levels, (len(uids),), generator=gen).float() / (levels - 1)
+    mask = torch.ones(len(uids), 3, dtype=torch.int64)
+    tlr = torch.zeros(len(uids), 3)
+    tlr[:, -1] = scores
+    out = _skyrl("maxrl", tlr.clone(), mask, uids)[:, -1]
+    worst, differs = 0.0, False
+    for uid in sizes:
+        rows = np.flatnonzero(np.array(uids) == uid)
+        group = scores[rows][None, :].double()  # [1, G]
+        direct = registry.get("maxrl")(group, convention="skyrl-0.4.0")[0]
+        scale = float(direct.abs().max())
+        err = float((out[rows].double() - direct).abs().max())
+        assert err <= 4 * torch.finfo(torch.float32).eps * scale, (uid, err, scale)
+        worst = max(worst, err)
+        differs |= not torch.allclose(registry.get("maxrl")(group)[0], direct, rtol=0, atol=1e-9)
+    assert differs  # the default convention is not SkyRL's
+    print(f"SkyRL maxrl vs advest maxrl(convention='skyrl-0.4.0'): max |diff| = {worst:.2g}")
+
+
 def test_an_estimators_error_names_skyrls_uid_and_batch_rows() -> None:
     integration.register(k=2)
     tlr, mask, uids, _, _ = _batch(3, 4, 5, seed=3)
