@@ -119,3 +119,48 @@ def test_the_bandit_experiment_loads_neither_the_catalogue_nor_the_references() 
     scales, loaded = json.loads(done.stdout.splitlines()[-1])
     assert scales["maxpo"] == 4.0 and scales["rloo"] == 8.0 and scales["grpo"] is None
     assert not [m for m in loaded if m.startswith("advest.reference") or "catalogue" in m]
+
+
+def test_maxrl_and_gdpo_run_in_the_bandit_on_two_rewards(tmp_path: Path) -> None:
+    """Issue 26 item 6: MaxRL runs on pass/fail rewards against its own objective, GDPO on the
+    two reward parts (no KeyError), each next to grpo and maxpo on the same sampled actions."""
+    out = tmp_path / "bandit"
+    names = ["ei", "grpo", "maxpo", "maxrl", "maxrl_unbiased", "gdpo"]
+    argv = ["experiment", "bandit", "--quick", "--seeds", "1", "--out", str(out)]
+    argv += ["--bias_batches", "4000", "--estimators", f"[{','.join(names)}]"]
+    assert cli_main([*argv, "--format_weight", "0.5", "--actions", "[4]", "--ks", "[1]"]) == 0
+    bias = json.loads((out / "metrics.json").read_text())["bias"]["estimators"]
+    assert list(bias) == names
+    # maxrl_unbiased divided by 1 estimates N Σ_k (1/k) ∇pass@k itself: mean close, c close to 1.
+    assert bias["maxrl_unbiased"]["scale_divided_out"] == 1.0
+    assert bias["maxrl_unbiased"]["cos"][0] > 0.99
+    assert abs(bias["maxrl_unbiased"]["fitted_scale"][0] - 1) < 0.1
+    assert bias["gdpo"]["scale_divided_out"] is None and bias["gdpo"]["cos"][0] > 0.5
+
+
+def test_gdpo_sees_the_two_rewards_apart_and_the_others_their_weighted_sum() -> None:
+    r, theta, parts, weights = bandit.reward_parts(6, seed=2, weight=0.5)
+    assert parts.shape == (6, 2) and weights.tolist() == [1.0, 0.5]
+    torch.testing.assert_close(r, parts[:, 0] + 0.5 * parts[:, 1], rtol=0, atol=0)
+    assert torch.equal(parts[:, 0], bandit.instance(6, seed=2)[0])  # r unchanged by the weight
+    actions = bandit.sample_actions(torch.softmax(theta, 0), 3, 4, torch.Generator().manual_seed(0))
+    from advest.fast.gdpo import gdpo
+    from advest.fast.group import grpo
+
+    got = bandit.advantages("gdpo", r[actions], 2, parts[actions], weights)
+    torch.testing.assert_close(got, gdpo(parts[actions], weights))
+    torch.testing.assert_close(bandit.advantages("grpo", r[actions], 2), grpo(r[actions]))
+
+
+def test_the_maxrl_target_is_n_times_the_harmonic_sum_of_pass_at_k_gradients() -> None:
+    """spec/maxrl.md claim 1 on one bandit: ∇pass@k = k (1 − p)^(k−1) ∇p, so the target is
+    N (1 − (1 − p)^N)/p ∇p, with ∇p the gradient of the pass rate p = π(r > 0)."""
+    r, theta = bandit.instance(5, seed=1)
+    seen = (r > 0).double()
+    p = float(torch.softmax(theta, 0) @ seen)
+    grad_p = bandit.exact_gradient(theta, seen, 1)
+    want = 6 * (1 - (1 - p) ** 6) / p * grad_p
+    torch.testing.assert_close(bandit.target_gradient("maxrl", theta, seen, 6, 2), want)
+    torch.testing.assert_close(
+        bandit.target_gradient("grpo", theta, seen, 6, 2), bandit.exact_gradient(theta, seen, 2)
+    )

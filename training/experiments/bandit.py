@@ -14,6 +14,21 @@ multiple c·∇J (c fitted on the mean of all M estimates) and by cosine similar
 ``chen_passk`` accepts only pass/fail rewards, so it runs on the same bandit with r → [r > 0]
 and is compared with the max@K gradient of those rewards.
 
+MaxRL (``maxrl``, ``maxrl_unbiased``; spec/maxrl.md) needs rewards ≥ 0 and makes its claims for
+pass/fail rewards, so it too runs on [r > 0], against its own objective: the exact
+∇J_MaxRL = N Σ_{k=1}^{N} (1/k) ∇pass@k (``target_gradient``; scale 1). ``maxrl_unbiased`` is
+unbiased for it; ``maxrl`` (the trainers' form) misses the K = N term −∇pass@N, and in a
+one-prompt bandit every ∇pass@k is a multiple of ∇p, so that bias is a pure rescaling here.
+
+Two rewards (GDPO). Every action also has a second score s_a ~ N(0, 1), drawn independently of
+r (a stand-in for a format or length reward: a fixed function of the response). Every
+estimator's reward is r + w·s with w = ``format_weight`` (∇J is of that sum; w = 0, the
+default, leaves the single-reward bandit unchanged), as advest's trainer forms ``rewards`` from
+``--reward_weights``, and every estimate is called with ``reward_parts`` [M, N, 2] = (r, s) and
+``reward_weights`` (1, w) too; only ``gdpo`` reads them. ``gdpo`` is scale free (compared like
+``grpo``), and its batch whitening runs over all M groups of a sweep at once (M prompts of the
+same bandit): with M in the hundreds or more that is a near-constant rescaling.
+
 Three measurements (mean ± standard error over seeds, one fresh instance (r, θ) per seed):
 
 * **bias**: ‖mean of the first M estimates − ∇J‖ against M (log-log slope ≈ −1/2 when unbiased,
@@ -41,8 +56,10 @@ from torch import Tensor
 
 UNBIASED = ("ei", "maxpo", "canonical", "pkpo_sloo")
 BIASED = ("ei_l1o",)
-NORMALISED = ("chen_passk", "bagirov_zscore", "grpo")
-BINARY_ONLY = ("chen_passk",)
+NORMALISED = ("chen_passk", "bagirov_zscore", "grpo", "gdpo")
+HARMONIC = ("maxrl", "maxrl_unbiased")
+"""Compared with the MaxRL objective's gradient N Σ_{k=1}^{N} (1/k) ∇pass@k, not ∇max@K."""
+BINARY_ONLY = ("chen_passk", *HARMONIC)
 F64 = torch.float64
 
 
@@ -68,8 +85,12 @@ class Config:
     """K values of the variance-vs-K sweep (1 … N−1)."""
     k_sweep_actions: int = 100
     """Actions A of the variance-vs-K sweep."""
-    estimators: list[str] = field(default_factory=lambda: [*UNBIASED, *BIASED, *NORMALISED])
+    estimators: list[str] = field(
+        default_factory=lambda: [*UNBIASED, *BIASED, *NORMALISED, *HARMONIC]
+    )
     """Registered estimator names compared (must include ei)."""
+    format_weight: float = 0.0
+    """Weight w of the second reward s (every reward is r + w·s; gdpo reads r and s apart)."""
     quick: bool = False
     """Small sizes: under 30 s on one core (flags given explicitly still apply)."""
 
@@ -131,6 +152,23 @@ def instance(num_actions: int, seed: int) -> tuple[Tensor, Tensor]:
     return r, torch.randn(num_actions, generator=gen, dtype=F64)
 
 
+def format_scores(num_actions: int, seed: int) -> Tensor:
+    """The second reward s [A] ~ N(0, 1) of one bandit, float64, from its own stream (so r and θ
+    are those of ``instance`` whatever the weight)."""
+    return torch.randn(num_actions, generator=_generator("format", seed, num_actions), dtype=F64)
+
+
+def reward_parts(
+    num_actions: int, seed: int, weight: float
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """One bandit with two rewards: (total r + w·s [A], logits [A], parts (r, s) [A, 2],
+    weights (1, w) [2])."""
+    r, theta = instance(num_actions, seed)
+    parts = torch.stack([r, format_scores(num_actions, seed)], dim=1)
+    weights = torch.tensor([1.0, weight], dtype=F64)
+    return parts @ weights, theta, parts, weights
+
+
 def sample_actions(pi: Tensor, batches: int, n: int, gen: torch.Generator) -> Tensor:
     """[M, N] int64 i.i.d. actions ~ π by inverse CDF (no [M, A] probability matrix)."""
     cdf = torch.cumsum(pi, dim=0)
@@ -144,6 +182,8 @@ def pg_scale(name: str, n: int, k: int) -> float | None:
     from ...fast.registry import entry
     from ...spec.scales import COMPARISON_SCALE, PG_SCALE
 
+    if name in HARMONIC:  # target_gradient already carries MaxRL's N
+        return 1.0
     scale = PG_SCALE.get(name, COMPARISON_SCALE.get(name))
     if scale is None:
         return None
@@ -151,17 +191,46 @@ def pg_scale(name: str, n: int, k: int) -> float | None:
     return float(scale(n, k_eff))
 
 
-def advantages(name: str, rewards: Tensor, k: int) -> Tensor:
-    """A registered estimator on ``rewards [M, N]`` (its K only if it takes one). [M, N]."""
+def target_gradient(name: str, theta: Tensor, seen: Tensor, n: int, k: int) -> Tensor:
+    """The gradient ``name`` is compared with: ∇max@K of ``seen``, or for MaxRL the gradient of
+    its objective N Σ_{j=1}^{N} (1/j) pass@j (spec/maxrl.md claim 1, which carries the N). [A]"""
+    if name not in HARMONIC:
+        return exact_gradient(theta, seen, k)
+    total = torch.zeros_like(seen)
+    for j in range(1, n + 1):
+        total += n / j * exact_gradient(theta, seen, j)
+    return total
+
+
+def advantages(
+    name: str, rewards: Tensor, k: int, parts: Tensor | None = None, weights: Tensor | None = None
+) -> Tensor:
+    """A registered estimator on ``rewards [M, N]`` (its K only if it takes one), and on
+    ``reward_parts`` [M, N, R] and ``reward_weights`` [R] when given, with ``lengths`` all 1;
+    the plan takes what the estimator reads. [M, N]."""
     from ...fast.calling import plan
 
-    return plan(name, k=k).per_sample({"rewards": rewards})
+    # A bandit response is one action: length 1 (read only by estimators that take lengths).
+    source = {"rewards": rewards, "lengths": torch.ones_like(rewards, dtype=torch.long)}
+    if parts is not None and weights is not None:
+        source |= {"reward_parts": parts, "reward_weights": weights}
+    return plan(name, k=k).per_sample(source)
 
 
-def estimates(name: str, actions: Tensor, r: Tensor, pi: Tensor, k: int) -> Tensor:
-    """ĝ_m = (1/scale) Σ_i A_{m,i} (e_{a_{m,i}} − π) for every batch m. actions [M, N] → [M, A]."""
+def estimates(
+    name: str,
+    actions: Tensor,
+    r: Tensor,
+    pi: Tensor,
+    k: int,
+    parts: Tensor | None = None,
+    weights: Tensor | None = None,
+) -> Tensor:
+    """ĝ_m = (1/scale) Σ_i A_{m,i} (e_{a_{m,i}} − π) for every batch m. actions [M, N] → [M, A];
+    ``parts`` [A, R] are the rewards of each action apart (their weighted sum is ``r``)."""
     rewards = r[actions]  # [M, N]
-    adv = advantages(name, rewards, k).to(F64)
+    sampled_parts = parts[actions] if parts is not None else None  # [M, N, R]
+    adv = advantages(name, rewards, k, sampled_parts, weights).to(F64)
     g = torch.zeros(actions.shape[0], pi.numel(), dtype=F64)
     g.scatter_add_(1, actions, adv)
     g -= adv.sum(dim=1, keepdim=True) * pi
@@ -217,13 +286,13 @@ def bias_sweep(cfg: Config) -> dict[str, Any]:
         name: {"error": [], "slope": [], "slope_tail": [], "fit": []} for name in cfg.estimators
     }
     for seed in range(cfg.seeds):
-        r, theta = instance(cfg.bias_actions, seed)
+        r, theta, parts, weights = reward_parts(cfg.bias_actions, seed, cfg.format_weight)
         pi = torch.softmax(theta, dim=0)
         actions = sample_actions(pi, cfg.bias_batches, cfg.n, _generator("bias", seed))
         for name in cfg.estimators:
             seen = rewards_seen(name, r)
-            grad = exact_gradient(theta, seen, cfg.k)
-            g = estimates(name, actions, seen, pi, cfg.k)
+            grad = target_gradient(name, theta, seen, cfg.n, cfg.k)
+            g = estimates(name, actions, seen, pi, cfg.k, parts, weights)
             fit = fit_to(g.mean(dim=0), grad)
             # Scale-free estimators are divided by c, fitted on all M estimates: error to ∇J itself.
             c = fit["scale"] if pg_scale(name, cfg.n, cfg.k) is None else 1.0
@@ -255,10 +324,13 @@ def total_variances(
     cfg: Config, num_actions: int, k: int, seed: int, names: Sequence[str]
 ) -> dict[str, float]:
     """tr Cov(ĝ) of each estimator from cfg.var_batches estimates, on one set of actions."""
-    r, theta = instance(num_actions, seed)
+    r, theta, parts, weights = reward_parts(num_actions, seed, cfg.format_weight)
     pi = torch.softmax(theta, dim=0)
     actions = sample_actions(pi, cfg.var_batches, cfg.n, _generator("var", seed, num_actions, k))
-    return {name: float(estimates(name, actions, r, pi, k).var(dim=0).sum()) for name in names}
+    return {
+        name: float(estimates(name, actions, r, pi, k, parts, weights).var(dim=0).sum())
+        for name in names
+    }
 
 
 def variance_sweep(cfg: Config, axis: str) -> dict[str, Any]:
@@ -350,13 +422,16 @@ def summary(metrics: dict[str, Any]) -> str:
         "# MaxPO softmax bandit (MaxPO paper §5.1, App. G.1)",
         "",
         f"N = {cfg['n']}, K = {cfg['k']}, seeds = {cfg['seeds']} (mean ± standard error over "
-        f"seeds), quick = {cfg['quick']}, wall time {metrics['wall_seconds']:.1f} s.",
+        f"seeds), quick = {cfg['quick']}, wall time {metrics['wall_seconds']:.1f} s. "
+        f"Reward r + w·s, w = {cfg.get('format_weight', 0.0):g} (gdpo reads r and s apart).",
         "",
         f"## Bias: ‖(mean of M estimates)/c − ∇J‖, A = {cfg['bias_actions']}, "
         f"M = 1 … {cfg['bias_batches']}",
         "",
         "c = 1 for estimators divided by their known scale; fitted for the normalised ones. "
-        f"Tail slope: M ≥ {bias['tail_batches'][0]}.",
+        f"Tail slope: M ≥ {bias['tail_batches'][0]}. {', '.join(BINARY_ONLY)} run on pass/fail "
+        f"rewards [r > 0]; ∇J is ∇max@K except for {', '.join(HARMONIC)}: the MaxRL objective's "
+        "N Σ_{k=1}^{N} (1/k) ∇pass@k.",
         "",
         "| estimator | scale divided out | log-log slope | tail slope | cos(E ĝ, ∇J) "
         "| fitted c | ‖E ĝ − c∇J‖/‖c∇J‖ |",
