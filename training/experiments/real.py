@@ -1,5 +1,5 @@
 """``advest experiment real``: SmolLM2-135M-Instruct (the real GGUF model) trained on reasoning-gym
-tasks with grpo, rloo, maxpo (K = 4) and pkpo_sloo (K = 4), same seeds, steps and sampling;
+tasks with grpo, rloo, maxpo (K = 4), pkpo_sloo (K = 4) and maxrl, same seeds, steps and sampling;
 held-out pass@1 and pass@K before and after, with 95% bootstrap intervals over prompts.
 
 LoRA, not full fine-tuning: on CPU a full AdamW step over 135 M weights and a 1.6 GB checkpoint
@@ -29,8 +29,12 @@ ARMS: dict[str, dict[str, Any]] = {
     "rloo": {"estimator": "rloo"},
     "maxpo": {"estimator": "maxpo", "k": 4},
     "pkpo_sloo": {"estimator": "pkpo_sloo", "k": 4},
+    "maxrl": {"estimator": "maxrl"},
 }
-"""Arm → settings over the experiment's base config (K = 4 for the pass@K estimators)."""
+"""Arm → settings over the experiment's base config (K = 4 for the pass@K estimators). ``maxrl``
+is the p-normalised form trainers ship. GDPO has no arm: these tasks have one verifiable reward,
+and GDPO of one reward is ``grpo`` whitened over the batch; a second reward would change what
+is being learned, not only the estimator."""
 
 TASKS: dict[str, dict[str, Any]] = {
     "chain_sum": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1},
