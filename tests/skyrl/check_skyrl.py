@@ -20,6 +20,7 @@ from skyrl.train.utils.utils import validate_cfg
 
 from advest.fast import registry
 from advest.integrations import skyrl as integration
+from tests.peer_batch import shuffled
 
 SKIPPED = {"ktae", "covariance_weights", "hista", "numca", "kae", "gdpo", "optimal_token_baseline"}
 NAMES = sorted(set(registry.names()) - SKIPPED)
@@ -31,14 +32,7 @@ def _batch(
     """A SkyRL batch of B prompts × G responses in shuffled order: token-level rewards (the
     reward at the last valid token), the response mask ``[bs, T]``, the uids (a list of str, as
     in SkyRL's ``metadata["uids"]``), the ``[B, G]`` rewards and the permutation."""
-    gen = torch.Generator().manual_seed(seed)
-    levels = 2 if binary else 5
-    rewards = torch.randint(0, levels, (B, G), generator=gen).float() / (levels - 1)  # [B, G]
-    perm = torch.randperm(B * G, generator=gen)
-    lengths = torch.randint(1, T + 1, (B * G,), generator=gen)
-    mask = (torch.arange(T) < lengths[:, None]).to(torch.int64)  # [bs, T]
-    tlr = torch.zeros(B * G, T)
-    tlr[torch.arange(B * G), lengths - 1] = rewards.reshape(-1)[perm]
+    tlr, mask, rewards, perm = shuffled(B, G, T, seed, binary)
     uids = [f"prompt-{int(p) // G}" for p in perm]
     return tlr, mask, uids, rewards, perm.numpy()
 

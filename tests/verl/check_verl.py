@@ -15,20 +15,14 @@ from advest.fast import gdpo as gdpo_fast
 from advest.fast import group, registry
 from advest.integrations import verl as integration
 from advest.spec import oracle
+from tests.peer_batch import shuffled
 
 
 def _batch(
     B: int, G: int, T: int, seed: int, binary: bool = False
 ) -> tuple[DataProto, torch.Tensor, np.ndarray]:
     """A verl batch of B prompts × G responses in shuffled order, and the [B, G] rewards."""
-    gen = torch.Generator().manual_seed(seed)
-    levels = 2 if binary else 5
-    rewards = torch.randint(0, levels, (B, G), generator=gen).float() / (levels - 1)  # [B, G]
-    perm = torch.randperm(B * G, generator=gen)
-    lengths = torch.randint(1, T + 1, (B * G,), generator=gen)
-    mask = (torch.arange(T) < lengths[:, None]).to(torch.int64)  # [bs, T]
-    tlr = torch.zeros(B * G, T)
-    tlr[torch.arange(B * G), lengths - 1] = rewards.reshape(-1)[perm]
+    tlr, mask, rewards, perm = shuffled(B, G, T, seed, binary)
     uids = np.array([f"prompt-{int(p) // G}-{'x' * (int(p) // G)}" for p in perm], dtype=object)
     data = DataProto.from_dict(
         tensors={"token_level_rewards": tlr, "response_mask": mask},
