@@ -550,20 +550,9 @@ def test_a_local_checkpoint_trains_on_a_jsonl_with_math_rewards(
     assert (tmp_path / "math" / "checkpoints" / "last.ckpt").exists()
 
 
-def test_gdpo_run_trains_on_each_rewards_own_column(
-    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``--estimator gdpo --reward digits MOD:length --reward_weights 0.5 0.01``: each rollout
-    carries both rewards' columns and weights, the advantages are fast gdpo of them (not of
-    their weighted sum, which differs), and the run trains."""
+def _spy_on_estimator_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, torch.Tensor]]:
+    """Every ``Plan.advantages`` call of the run: (what the estimator was given, what it gave)."""
     from advest.fast import calling
-    from advest.fast import gdpo as fast_gdpo
-
-    (tmp_path / "gdpo_length.py").write_text(
-        "def length(completion: str, answer: str) -> float:\n"
-        "    return float(len(completion.strip()))\n"
-    )
-    monkeypatch.chdir(tmp_path)  # the user's reward, importable from the working directory
 
     seen: list[tuple[Any, torch.Tensor]] = []
     real = calling.Plan.advantages
@@ -574,6 +563,24 @@ def test_gdpo_run_trains_on_each_rewards_own_column(
         return out
 
     monkeypatch.setattr(calling.Plan, "advantages", spy)
+    return seen
+
+
+def test_gdpo_run_trains_on_each_rewards_own_column(
+    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--estimator gdpo --reward digits MOD:length --reward_weights 0.5 0.01``: each rollout
+    carries both rewards' columns and weights, the advantages are fast gdpo of them (not of
+    their weighted sum, which differs), and the run trains."""
+    from advest.fast import gdpo as fast_gdpo
+
+    (tmp_path / "gdpo_length.py").write_text(
+        "def length(completion: str, answer: str) -> float:\n"
+        "    return float(len(completion.strip()))\n"
+    )
+    monkeypatch.chdir(tmp_path)  # the user's reward, importable from the working directory
+
+    seen = _spy_on_estimator_calls(monkeypatch)
     weights = [0.5, 0.01]
     cfg = _cfg(model_path, tmp_path, estimator="gdpo", reward=["digits", "gdpo_length:length"],
                reward_weights=weights, reward_workers=0, steps=1, ppo_epochs=1)  # fmt: skip
@@ -598,18 +605,9 @@ def test_optimal_token_baseline_reads_the_rollouts_sum_pi_squared(
     logits at the sampling temperature (only because the estimator declares it), it agrees with
     the log-probs (Σπ² ≥ π² of the sampled token), and the advantages are fast OTB of the
     rollout's own fields."""
-    from advest.fast import calling
     from advest.fast.otb import optimal_token_baseline
 
-    seen: list[tuple[Any, torch.Tensor]] = []
-    real = calling.Plan.advantages
-
-    def spy(self: calling.Plan, source: Any) -> torch.Tensor:
-        out = real(self, source)
-        seen.append((source, out))
-        return out
-
-    monkeypatch.setattr(calling.Plan, "advantages", spy)
+    seen = _spy_on_estimator_calls(monkeypatch)
     cfg = _cfg(model_path, tmp_path, estimator="optimal_token_baseline", steps=1, ppo_epochs=1)
     after = _train(cfg, "otb")
     steps = [(r, a) for r, a in seen if hasattr(r, "sequences") and r.prompt_mask.shape[1] > 1]
