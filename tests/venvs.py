@@ -29,7 +29,9 @@ class Venv:
     def build(self) -> str:
         """The README's commands that build it (torch first: the CPU build)."""
         pip = f"{self.folder}/bin/pip"
-        python = f"PYENV_VERSION={self.pyenv} python" if self.pyenv else "python"
+        # python3.12 (pyenv's shim), not python: a 3.11 venv on PATH would shadow `python`
+        minor = ".".join(self.pyenv.split(".")[:2]) if self.pyenv else ""
+        python = f"PYENV_VERSION={self.pyenv} python{minor}" if self.pyenv else "python"
         return (
             f"{python} -m venv {self.folder} && {pip} install torch==2.13.0 && "
             f'{pip} install -e ".[{self.extra}]"'
