@@ -42,6 +42,7 @@ inputs = {
     "prompt_ids": torch.arange(B),
     "reward_parts": torch.rand(B, G, 3, generator=gen),
     "reward_weights": torch.tensor([1.0, 0.5, 2.0]),
+    "sum_pi_squared": torch.full((B, G, T), 0.5),  # Σ_v π(v)², in [π², 1]
 }
 assert set(inputs) | {"advantages"} == set(INPUTS), "a new input name needs a test value here"
 called = []
