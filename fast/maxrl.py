@@ -25,16 +25,23 @@ def _check_nonnegative(rewards: Tensor, name: str) -> None:
     refuse_where(rewards < 0, rewards, f"{name} needs non-negative rewards ({why})")
 
 
+def _deviation(x: Tensor) -> tuple[Tensor, Tensor]:
+    """(r − r̄ in units of the group maximum m, m), for float64 ``x: [B, G]`` of non-negative
+    rewards: the numerator is formed after subtracting the group minimum (exact by Sterbenz for
+    offset rewards), each entry rounded once; a constant group gives exact zeros."""
+    top = x.amax(dim=-1, keepdim=True)  # [B, 1]
+    low = x.amin(dim=-1, keepdim=True)
+    m = torch.where(top > 0, top, 1.0)
+    d = (x - low) / m  # [B, G]
+    return d - d.mean(dim=-1, keepdim=True), m
+
+
 def _p_normalised(rewards: Tensor) -> Tensor:
     """(r − r̄)/r̄ in float64, ``[B, G]``; exact zeros where the group is constant (r̄ = 0
     included, the rewards being non-negative)."""
     x = rewards.to(torch.float64)
-    top = x.amax(dim=-1, keepdim=True)  # [B, 1]
-    low = x.amin(dim=-1, keepdim=True)
-    constant = top == low
-    m = torch.where(top > 0, top, 1.0)
-    d = (x - low) / m  # [B, G], in units of the maximum: each entry rounded once
-    c = d - d.mean(dim=-1, keepdim=True)  # r − r̄ in units of m
+    constant = x.amax(dim=-1, keepdim=True) == x.amin(dim=-1, keepdim=True)  # [B, 1]
+    c, m = _deviation(x)
     r_bar = (x / m).mean(dim=-1, keepdim=True)  # r̄/m in (0, 1] for a non-constant group
     return torch.where(constant, 0.0, c / torch.where(constant, 1.0, r_bar))
 
@@ -60,13 +67,9 @@ def _skyrl(rewards: Tensor) -> Tensor:
     x = rewards.to(torch.float64)
     if x.shape[1] == 1:
         return x
-    # r − r̄ as in _p_normalised (after the group minimum, in units of the maximum), then
-    # rescaled: ε is not scale-free, so the quotient is formed in reward units.
-    top = x.amax(dim=-1, keepdim=True)  # [B, 1]
-    low = x.amin(dim=-1, keepdim=True)
-    m = torch.where(top > 0, top, 1.0)
-    d = (x - low) / m
-    c = (d - d.mean(dim=-1, keepdim=True)) * m  # r − r̄, exact zeros for a constant group
+    # ε is not scale-free, so the quotient is formed in reward units
+    c, m = _deviation(x)
+    c = c * m  # r − r̄, exact zeros for a constant group
     return c / (x.mean(dim=-1, keepdim=True) + SKYRL_MAXRL_EPS)
 
 
