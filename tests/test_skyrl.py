@@ -9,4 +9,6 @@ from tests.venvs import SKYRL
 
 
 def test_skyrl_checks_pass_in_the_skyrl_environment() -> None:
-    SKYRL.pytest(["tests/skyrl/check_skyrl.py"], timeout=900)
+    run = SKYRL.pytest(["tests/skyrl/check_skyrl.py"], timeout=900)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]

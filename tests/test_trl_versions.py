@@ -19,7 +19,9 @@ OLDEST = "0.29.1"
 def test_the_trl_integration_tests_pass_with_the_oldest_supported_trl() -> None:
     version = TRL_OLDEST.run(["-c", "import trl; print(trl.__version__)"], timeout=300)
     assert version.stdout.strip() == OLDEST, version.stdout + version.stderr
-    TRL_OLDEST.pytest(["tests/test_trl.py"], timeout=1200, quiet_warnings=False)
+    run = TRL_OLDEST.pytest(["tests/test_trl.py"], timeout=1200, quiet_warnings=False)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]
 
 
 def test_the_extras_name_the_range_these_tests_cover() -> None:

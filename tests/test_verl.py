@@ -15,7 +15,9 @@ CHECKS = [
 
 
 def test_verl_checks_pass_in_the_verl_environment() -> None:
-    VERL.pytest(CHECKS, timeout=900)
+    run = VERL.pytest(CHECKS, timeout=900)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]
 
 
 def test_the_peer_verdicts_page_is_what_the_oracle_says_now() -> None:
