@@ -12,7 +12,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from ..spec.maxk_weights import (
+from advest.spec.maxk_weights import (
     ALPHA,
     BAGIROV_ABOVE,
     BETA,

@@ -15,7 +15,8 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from ..spec.hyperparams import clip_range, decimal  # one parser of hyperparameters
+from advest.spec.hyperparams import clip_range, decimal  # one parser of hyperparameters
+
 from ._checks import check_ddof
 from .registry import register
 

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ..spec.conventions import Convention, check_convention
+from advest.spec.conventions import Convention, check_convention
+
 from ._checks import check_companion, check_ddof, check_finite, check_lengths
 from .group import VERL_WHITEN_EPS, _check_eps, _std, grpo
 from .registry import register

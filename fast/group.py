@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..spec.conventions import Convention, check_convention, check_verl_whiten
+from advest.spec.conventions import Convention, check_convention, check_verl_whiten
+
 from ._checks import check_companion, check_ddof, check_lengths, check_rewards
 from .registry import register
 

@@ -34,8 +34,8 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from ..spec.conventions import PasskConvention, check_passk_convention
-from ..spec.maxk_weights import (
+from advest.spec.conventions import PasskConvention, check_passk_convention
+from advest.spec.maxk_weights import (
     CHEN_FAIL_ALL,
     CHEN_FAIL_REST,
     FORMS,
@@ -43,6 +43,7 @@ from ..spec.maxk_weights import (
     evaluate,
     form_rows,
 )
+
 from . import _levels
 from ._checks import check_ddof, check_k, check_rewards, refuse_where
 from ._weights import WEIGHT_NAMES, ratio_at, weights

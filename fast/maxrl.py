@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..spec.conventions import SKYRL_MAXRL_EPS, MaxrlConvention, check_maxrl_convention
+from advest.spec.conventions import SKYRL_MAXRL_EPS, MaxrlConvention, check_maxrl_convention
+
 from ._checks import check_rewards, refuse_where
 from .registry import register
 

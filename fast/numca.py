@@ -21,7 +21,8 @@ from fractions import Fraction
 import torch
 from torch import Tensor
 
-from ..spec.numca_grammar import NUMBER, canonical
+from advest.spec.numca_grammar import NUMBER, canonical
+
 from ._checks import bool_mask, check_rewards
 from .group import rloo
 from .registry import register

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
-from ..fast import calling, registry
+from advest.fast import calling, registry
+
 from .verl import groups, located
 
 PASSED = frozenset({"rewards", "lengths", "k"})

@@ -65,7 +65,7 @@ from torch import Tensor
 from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer
 
-from ..fast import calling, registry
+from advest.fast import calling, registry
 
 __all__ = ["AdvestGRPOConfig", "AdvestGRPOTrainer", "advantage_fn"]
 

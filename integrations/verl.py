@@ -1,4 +1,5 @@
-"""advest inside verl (tested against verl 0.9.1), and verl's estimators inside ``advest check``.
+"""advest inside verl (tested against verl 0.9.1); verl's estimators inside ``advest check`` are
+``advest.oracle.verl``.
 
 verl's advantage-estimator convention (``verl/trainer/ppo/core_algos.py``)::
 
@@ -7,8 +8,7 @@ verl's advantage-estimator convention (``verl/trainer/ppo/core_algos.py``)::
 
 with the outcome reward at the last valid token, and the samples of one prompt sharing a uid in
 ``index``, in any order. ``register()`` adds every sequence-level advest estimator to verl's
-registry as ``advest_<name>``; ``VerlCall`` lets the oracle call any function of this shape on
-rewards ``[B, G]``. One grouping function (``groups``) serves both.
+registry as ``advest_<name>``.
 
 Not registered, and why: verl's ``compute_advantage`` passes an estimator only
 ``token_level_rewards``, ``response_mask``, ``index``, ``config`` (and ``reward_baselines``);
@@ -26,7 +26,6 @@ verl's function, for code that calls an estimator itself.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,8 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..fast import calling, registry
-from ..spec.oracle.tolerance import LENGTH_T
+from advest.fast import calling, registry
 
 SKIPPED: dict[str, str] = {
     "ktae": "needs token ids, which verl's compute_advantage does not pass to an estimator",
@@ -296,147 +294,3 @@ def gdpo(
     per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)
     out = per_sample.unsqueeze(-1) * response_mask  # [bs, T]
     return out, out
-
-
-def verl_estimator(name: str) -> Callable[..., Any]:
-    """verl's registered estimator ``name`` (``get_adv_estimator_fn``)."""
-    try:
-        from verl.trainer.ppo.core_algos import get_adv_estimator_fn
-    except ImportError as error:
-        raise ImportError(
-            f"verl:{name} needs verl (pip install 'advest[verl]' next to verl 0.9.1): {error}"
-        ) from None
-    fn: Callable[..., Any] = get_adv_estimator_fn(name)
-    return fn
-
-
-SYNTHETIC: dict[str, str] = {
-    "values": "zeros [bs, T]: a critic that predicts 0 (gae)",
-    "gamma": "the config's gamma (verl's default 1.0), as compute_advantage passes it (gae)",
-    "lam": "the config's lam (verl's default 1.0), as compute_advantage passes it (gae)",
-    "reward_baselines": "zeros [bs]: a greedy response scored 0 (remax)",
-    "old_log_probs": "log 1/2 at every token (the optimal token baselines)",
-    "sum_pi_squared": "1/2 at every token (the optimal token baselines)",
-}
-"""Inputs verl's ``compute_advantage`` takes from the batch that the oracle has no rollout
-for: each is made up as said here, and the report says so. The oracle's rewards sit at the last
-token of each response, so with these, gae and remax give one advantage per response."""
-
-
-class _Config(dict[str, Any]):
-    """verl's algorithm config when verl is not importable: a dict read as attributes too
-    (verl's estimators use both ``config.gamma`` and ``config.get(...)``)."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def algo_config(k: int) -> Any:
-    """verl's default ``AlgoConfig()`` (gamma = lam = 1, ``norm_adv_by_std_in_grpo``), with
-    ``advest_k = k`` for advest's max@K adapters."""
-    try:
-        from verl.trainer.config import AlgoConfig
-    except ImportError:
-        return _Config(gamma=1.0, lam=1.0, norm_adv_by_std_in_grpo=True, advest_k=k)
-    config = AlgoConfig()
-    config.advest_k = k  # a new attribute: BaseConfig freezes only its declared fields
-    return config
-
-
-class VerlCall:
-    """The oracle's bound estimator for a function in verl's convention: rewards ``[B, G]`` (and
-    response lengths ``[B, G]``, ``sample_lengths`` by default) -> advantages ``[B, G]``. Each
-    call builds token-level rewards (the reward at the last valid token), a response mask and
-    string uids, shuffles the B·G samples (groups in any order, as verl's batches are), passes
-    copies of what the function's signature names (``config``: ``algo_config``; ``SYNTHETIC``
-    for the rest), checks the returned pair, and reads one advantage per response. A function
-    whose advantage varies along a response, or that needs an input the oracle cannot make up,
-    is ``OutOfScope``."""
-
-    T = LENGTH_T
-
-    def __init__(self, fn: Callable[..., Any], guard: Any, k: int) -> None:
-        import inspect
-
-        from ..spec.oracle import OutOfScope
-
-        self.fn, self.guard, self.config = fn, guard, algo_config(k)
-        try:
-            params = list(inspect.signature(fn).parameters.values())
-        except (TypeError, ValueError):
-            params = None
-        if params is None:  # no signature to read: verl's usual arguments
-            self.wanted = {"token_level_rewards", "response_mask", "index", "config"}
-            return
-        names = {p.name for p in params}
-        var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
-        self.wanted = {"token_level_rewards", "response_mask"}
-        # what compute_advantage passes every estimator but gae: index and config when the
-        # function can take them (a **kwargs takes them, as verl passes them by keyword)
-        self.wanted |= {n for n in ("index", "config") if n in names or var_kw}
-        self.wanted |= names & set(SYNTHETIC)
-        unknown = [
-            p.name
-            for p in params
-            if p.default is p.empty
-            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-            and p.name not in self.wanted
-        ]
-        if unknown:
-            raise OutOfScope(
-                f"needs {', '.join(unknown)}, which the oracle cannot make up (it makes up "
-                f"{', '.join(SYNTHETIC)})"
-            )
-        self.made_up = sorted(names & set(SYNTHETIC))
-
-    def __call__(self, rewards: Tensor, lengths: Tensor | None = None) -> Tensor:
-        from ..spec.oracle import OracleError, OutOfScope, check_output, sample_lengths
-
-        B, G = rewards.shape
-        bs, T = B * G, self.T
-        gen = torch.Generator().manual_seed(B * 1000 + G)
-        perm = torch.randperm(bs, generator=gen)  # sample j of the batch is flat[perm[j]]
-        by_sample = sample_lengths(rewards.shape) if lengths is None else lengths  # [B, G]
-        length = by_sample.reshape(-1)[perm]  # [bs]: a response keeps its length when permuted
-        mask = (torch.arange(T) < length[:, None]).to(torch.int64)  # [bs, T]
-        flat = rewards.reshape(-1)[perm]  # [bs]
-        tlr = torch.zeros(bs, T, dtype=rewards.dtype, device=rewards.device)
-        tlr[torch.arange(bs), length - 1] = flat
-        index = np.array([f"uid-{int(p) // G}" for p in perm], dtype=object)
-        made_up: dict[str, Any] = {
-            "values": torch.zeros(bs, T, dtype=rewards.dtype),
-            "reward_baselines": torch.zeros(bs, dtype=rewards.dtype),
-            "old_log_probs": torch.full((bs, T), math.log(0.5), dtype=rewards.dtype),
-            "sum_pi_squared": torch.full((bs, T), 0.5, dtype=rewards.dtype),
-        }
-        inputs = {"token_level_rewards": tlr, "response_mask": mask, "index": index}
-        inputs |= {name: x for name, x in made_up.items() if name in self.wanted}
-        inputs = {name: x for name, x in inputs.items() if name in self.wanted}
-        given = self.guard.copies(**inputs)
-        kwargs: dict[str, Any] = dict(given)
-        if "config" in self.wanted:
-            kwargs["config"] = self.config
-        kwargs |= {n: self.config.get(n) for n in ("gamma", "lam") if n in self.wanted}
-        out = self.fn(**kwargs)
-        self.guard.compare(inputs, given)
-        if not isinstance(out, tuple) or len(out) != 2:
-            raise OracleError(
-                f"verl convention: got {type(out).__name__}, expected a pair (advantages, returns)"
-            )
-        adv = check_output(out[0], tlr, "advantages (verl convention, [bs, T])")
-        valid = mask.bool()
-        last = adv[torch.arange(bs), length - 1]  # [bs]
-        spread = (adv - last[:, None]).abs().masked_fill(~valid, 0).amax()
-        if float(spread) > 0:
-            with_ = f" (made up: {', '.join(self.made_up)})" if self.made_up else ""
-            raise OutOfScope(
-                "its advantage varies along a response (by up to "
-                f"{float(spread):.3g}{with_}): a token-level estimator; the oracle judges one "
-                "advantage per response"
-            )
-        per_sample = torch.empty_like(last)
-        per_sample[perm] = last
-        return per_sample.reshape(B, G)

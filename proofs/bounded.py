@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import z3
 
-from ..spec.catalogue import CATALOGUE
-from ..spec.maxk_weights import (
+from advest.oracle.catalogue import CATALOGUE
+from advest.spec.maxk_weights import (
     CHEN_FAIL_ALL,
     CHEN_FAIL_REST,
     FORM_DEFINITIONS,
@@ -25,6 +25,7 @@ from ..spec.maxk_weights import (
     evaluate,
     form_rows,
 )
+
 from .definitions import Definitions
 from .records import Record, z3_prove
 

@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..spec.maxk_weights import FORM_DEFINITIONS
+from advest.spec.maxk_weights import FORM_DEFINITIONS
+
 from .records import Record
 
 COQ_DIR = Path(__file__).resolve().parent / "coq"

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
-from ..spec.hyperparams import clip_range, decimal
+from advest.spec.hyperparams import clip_range, decimal
+
 from ._exact import Number, exp, to_fractions
 
 __all__ = ["covariance_weights"]

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from ..spec.conventions import Convention
+from advest.spec.conventions import Convention
+
 from . import group
 from ._exact import Number, mean, sqrt, std, to_fractions
 from .group import VERL_WHITEN_EPS, _check_eps

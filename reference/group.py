@@ -18,7 +18,8 @@ import struct
 from collections.abc import Sequence
 from fractions import Fraction
 
-from ..spec.conventions import Convention, check_convention, check_verl_whiten
+from advest.spec.conventions import Convention, check_convention, check_verl_whiten
+
 from ._exact import Number, mean, sqrt, std, to_fractions
 
 __all__ = [

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from itertools import combinations
 
-from ..spec.conventions import check_passk_convention
+from advest.spec.conventions import check_passk_convention
+
 from ._exact import Number, check_k, comb, mean, sqrt, std, to_fractions
 
 __all__ = [

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Generic, TypeVar
 
-from ..spec.maxk_weights import ALPHA, BETA, GAMMA, M_HAT, MU_HI, MU_LO, BinomRatio
+from advest.spec.maxk_weights import ALPHA, BETA, GAMMA, M_HAT, MU_HI, MU_LO, BinomRatio
+
 from ._exact import Number, check_k, to_fractions
 
 T = TypeVar("T")

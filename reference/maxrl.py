@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from ..spec.conventions import SKYRL_MAXRL_EPS, MaxrlConvention, check_maxrl_convention
+from advest.spec.conventions import SKYRL_MAXRL_EPS, MaxrlConvention, check_maxrl_convention
+
 from ._exact import Number, to_fractions
 
 __all__ = ["maxrl", "maxrl_unbiased"]

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..spec.numca_grammar import NUMBER, canonical
+from advest.spec.numca_grammar import NUMBER, canonical
+
 from ._exact import Number, to_fractions
 
 __all__ = [

@@ -194,8 +194,8 @@ def _page_child(conn: Any, target: str, options: dict[str, Any]) -> None:
     """The child process for one estimator (``run_in_child``'s protocol): every check in
     float32 (float64 beside it), then bfloat16's accuracy; ``("ok", (findings, bf16))`` with
     bf16 the findings or the one-line reason it could not be checked, or an error kind."""
-    from advest.spec.oracle import OracleError, OutOfScope, accuracy_only, check
-    from advest.spec.oracle.cli import load_target
+    from advest.oracle import OracleError, OutOfScope, accuracy_only, check
+    from advest.oracle.cli import load_target
 
     try:
         fn, forced = load_target(target)
@@ -221,7 +221,7 @@ def _page_child(conn: Any, target: str, options: dict[str, Any]) -> None:
 
 def _findings(target: str) -> tuple[str, Any]:
     """(kind, payload) of one child run: (findings, bfloat16 findings), or a one-line error."""
-    from advest.spec.oracle import run_in_child
+    from advest.oracle import run_in_child
 
     kind, payload, stage = run_in_child(target, {}, TIMEOUT_S, child=_page_child)
     if kind in ("timeout", "died"):

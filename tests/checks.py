@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import torch
 
-from advest.spec.catalogue import Row
+from advest.oracle.catalogue import Row
 from advest.spec.tolerances import ScaleRule, entry, output_floor
 
 Batch = list[list[Fraction]]

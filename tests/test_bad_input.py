@@ -12,7 +12,7 @@ import torch
 import advest.fast.group
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
-from advest.spec.catalogue import CATALOGUE, Row
+from advest.oracle.catalogue import CATALOGUE, Row
 
 
 def _ref(row: Row, group: list[object], k: int) -> object:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import advest.reference.maxk as rm
+from advest.oracle.catalogue import CATALOGUE, Row
 from advest.reference._exact import mean
 from advest.spec import bandit
-from advest.spec.catalogue import CATALOGUE, Row
 
 CASES: list[dict[str, Any]] = json.loads(
     (Path(__file__).parents[1] / "spec" / "golden" / "bandit.json").read_text()

@@ -13,7 +13,7 @@ import advest.fast.group
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
 from advest.fast import registry
-from advest.spec.catalogue import CATALOGUE, FAMILIES, HISTORY_CATALOGUE, TOKEN_CATALOGUE
+from advest.oracle.catalogue import CATALOGUE, FAMILIES, HISTORY_CATALOGUE, TOKEN_CATALOGUE
 
 SPEC = Path(__file__).parents[1] / "spec"
 

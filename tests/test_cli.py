@@ -16,7 +16,7 @@ import pytest
 from jsonargparse import ActionYesNo
 
 from advest.fast import registry
-from advest.spec.catalogue import CATALOGUE
+from advest.oracle.catalogue import CATALOGUE
 from advest.training import cli, evaluate, train
 from advest.training.config import RLConfig
 from advest.training.experiments import bandit, compare, values

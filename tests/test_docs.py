@@ -56,7 +56,7 @@ def test_the_site_builds_with_readme_spec_commands_api_and_local_mathjax(site: P
     for command in ("train", "eval", "check", "prove", "bench", "demo", "experiment"):
         page = (site / "cli" / command / "index.html").read_text()
         assert f"usage: advest {command}" in page, f"the `{command}` page has no --help text"
-    for module in ("advest", "advest.fast.maxk", "advest.reference.maxk", "advest.spec.oracle"):
+    for module in ("advest", "advest.fast.maxk", "advest.reference.maxk", "advest.oracle"):
         page = (site / "api" / module / "index.html").read_text()
         assert f'id="{module}"' in page, f"no API page for {module}"
     assert "Keep a Changelog" in (site / "CHANGELOG" / "index.html").read_text()

@@ -9,8 +9,8 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from advest.oracle.catalogue import CATALOGUE, Row
 from advest.reference import maxk_closed
-from advest.spec.catalogue import CATALOGUE, Row
 from advest.spec.tolerances import output_floor
 from tests.checks import assert_close, assert_matches_reference, bound, evaluate
 from tests.strategies import Batch, batches, lengths_for

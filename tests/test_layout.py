@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("fast", "reference", "spec", "spec/oracle", "proofs", "training", "integrations")
+PACKAGES = ("fast", "reference", "spec", "oracle", "proofs", "training", "integrations")
 MUST = (
     "advest/__init__.py",
     "advest/py.typed",
@@ -22,7 +22,7 @@ MUST = (
     "advest/reference/maxk.py",
     "advest/spec/maxk.md",
     "advest/spec/golden/maxk.json",
-    "advest/spec/oracle/report.py",
+    "advest/oracle/report.py",
     "advest/proofs/coq/Sorted.v",
     "advest/training/experiments/real.py",
     "advest/integrations/verl_plugin.py",

@@ -35,8 +35,8 @@ import torch
 
 import advest.reference.maxk as rm
 from advest.fast import maxk, registry
+from advest.oracle.catalogue import CATALOGUE, Row
 from advest.reference._exact import std
-from advest.spec.catalogue import CATALOGUE, Row
 from advest.spec.tolerances import entry, output_floor
 
 MAXK_ROWS = [row for row in CATALOGUE if row.family == "maxk"]

@@ -14,7 +14,7 @@ import torch
 import advest.fast._weights
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
-from advest.spec.catalogue import CATALOGUE, Row, rows
+from advest.oracle.catalogue import CATALOGUE, Row, rows
 from tests.checks import assert_matches_reference
 
 G1 = [[Fraction(x) for x in (3, 1, 4, 1, 5)], [Fraction(x) for x in (0, 0, 1, 2, 2)]]

@@ -11,8 +11,7 @@ import torch
 
 import advest.fast.group
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
-from advest import fast
-from advest.spec import oracle
+from advest import fast, oracle
 from advest.training.cli import main
 
 

@@ -19,7 +19,7 @@ import advest.fast.maxk
 import advest.fast.maxrl  # noqa: F401  (binds the submodules patched below)
 from advest import fast
 from advest.fast import registry
-from advest.spec.catalogue import CATALOGUE, Row
+from advest.oracle.catalogue import CATALOGUE, Row
 from advest.spec.tolerances import TABLE, entry
 from tests.checks import assert_matches_reference, evaluate, rounded
 

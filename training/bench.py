@@ -13,8 +13,9 @@ from typing import Any
 
 import torch
 
-from ..fast import registry
-from ..fast.bench import _time
+from advest.fast import registry
+from advest.oracle.bench import _time
+
 from .rollout import Rollout, plan, synthetic
 
 TARGETS = {"ktae": 0.02, "covariance_weights": 0.02, "hista": 0.10}

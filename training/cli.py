@@ -25,7 +25,7 @@ def list_parser() -> Parser:
 
 
 def _list(ns: Any) -> int:
-    from ..fast import registry
+    from advest.fast import registry
 
     rows = [("name", "family", "inputs", "K", "spec")]
     for name in registry.names():
@@ -52,7 +52,7 @@ def demo_parser() -> Parser:
 
 
 def _demo(ns: Any) -> int:
-    from .demo import run
+    from advest.oracle.demo import run
 
     run(list(ns.rewards), ns.k)
     return 0
@@ -93,7 +93,7 @@ def bench_parser() -> Parser:
 def _bench(ns: Any) -> int:
     import torch
 
-    from ..fast.bench import run
+    from advest.oracle.bench import run
 
     if ns.repeats < 1:
         raise ValueError(f"--repeats must be at least 1; got {ns.repeats}")
@@ -137,7 +137,7 @@ def _prove(ns: Any) -> int:
     from pathlib import Path
 
     try:
-        from ..proofs.run import missing, print_table, run, write_json
+        from advest.proofs.run import missing, print_table, run, write_json
     except ModuleNotFoundError as error:  # z3 comes with the test extra, not the core install
         if error.name != "z3":
             raise
@@ -160,9 +160,9 @@ def _prove(ns: Any) -> int:
 
 
 # ----------------------------------------------------------------------------- check
-# The check command's options live in this one function (advest.spec.oracle grows them).
+# The check command's options live in this one function (advest.oracle grows them).
 def check_parser() -> Parser:
-    from ..spec.oracle import add_arguments
+    from advest.oracle import add_arguments
 
     p = new_parser("advest check", "Report the properties of any advantage estimator.")
     add_arguments(p)
@@ -170,7 +170,7 @@ def check_parser() -> Parser:
 
 
 def _check(ns: Any) -> int:
-    from ..spec import oracle
+    from advest import oracle
 
     return oracle.command(ns)
 
@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(usage())
         return 0
     if argv and argv[0] == "--version":
-        from .. import __version__
+        from advest import __version__
 
         print(f"advest {__version__}")
         return 0

@@ -10,37 +10,16 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from torch.utils.data import Dataset, Sampler
 
+from . import tasks
+from .rows import ROLES, DataError, Item, Message, Prompt, Row
 from .task import problem
 
-Message = dict[str, str]
-Prompt = str | tuple[Message, ...]
-"""A prompt: plain text, or chat messages ``{"role": ..., "content": ...}`` in order."""
-ROLES = ("system", "user", "assistant")
-
-
-@dataclass(frozen=True)
-class Item:
-    prompt_id: int  # stable id of the prompt in its source (for estimators with history)
-    prompt: Prompt
-    answer: str
-
-
-@dataclass(frozen=True)
-class Row:
-    """One row of a data file."""
-
-    prompt: Prompt
-    answer: str
-
-
-class DataError(ValueError):
-    """A data file that cannot be used; the message names the file and each bad line."""
+__all__ = ["ROLES", "DataError", "Item", "Message", "Prompt", "Row"]  # the rows' types, re-exported
 
 
 def read_rows(path: str | Path, flag: str = "--data", show: int = 5) -> list[Row]:
@@ -140,8 +119,6 @@ class PromptSource:
         task_size: int = 1000,
         task_held: int = 0,
     ) -> None:
-        from . import tasks
-
         self.seed, self.digits, self.pool = seed, digits, pool
         self.rows: list[Row] | None = None
         self.held: list[Row] = []

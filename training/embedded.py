@@ -127,7 +127,7 @@ def build(spec: EmbeddedSpec | None = None, *, verbose: bool = True) -> Path:
     warm_start(model, tokenizer, spec)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
-    from .models import quiet_transformers
+    from .hf import quiet_transformers
 
     with quiet_transformers():  # no "Writing model shards" bar
         model.save_pretrained(tmp)  # type: ignore[operator]

@@ -16,17 +16,17 @@ loads.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .hf import quiet_transformers
 
 
 class ModelError(ValueError):
@@ -149,25 +149,6 @@ def cache_folder(path: Path) -> Path:
     stat = path.resolve().stat()
     key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()
     return home() / "gguf" / f"{path.stem}-{hashlib.sha256(key).hexdigest()[:12]}"
-
-
-@contextlib.contextmanager
-def quiet_transformers() -> Iterator[None]:
-    """No per-tensor progress bars ("Converting and de-quantizing", "Loading weights", "Writing
-    model shards"): the run's one bar is the trainer's."""
-    from transformers import modeling_gguf_pytorch_utils as gguf_utils
-    from transformers.utils import logging as hf_logging
-
-    was = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    bar = getattr(gguf_utils, "tqdm")  # noqa: B009 - the GGUF loader's own bar, which that switch misses
-    setattr(gguf_utils, "tqdm", lambda items, **kw: items)  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(gguf_utils, "tqdm", bar)  # noqa: B010
-        if was:
-            hf_logging.enable_progress_bar()
 
 
 def from_gguf(path: Path) -> Path:

@@ -18,7 +18,8 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from ..fast.detokenize import texts_and_offsets
+from advest.fast.detokenize import texts_and_offsets
+
 from . import generation, losses, metrics, scale, state
 from .config import RLConfig, estimator_plan, scorer
 from .data import FromStep, Item, PromptSource, Steps

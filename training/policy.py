@@ -31,7 +31,7 @@ def load_policy(path: str, dtype: torch.dtype = torch.float32) -> tuple[Any, Any
     place a model is loaded, so that precision, adapters or checkpointing are decided here."""
     from transformers import AutoModelForCausalLM
 
-    from .models import quiet_transformers
+    from .hf import quiet_transformers
 
     tokenizer = load_tokenizer(path)
     with quiet_transformers():  # no "Loading weights" bar

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..fast.calling import Plan, plan
+from advest.fast.calling import Plan, plan
 
 __all__ = ["Plan", "Rollout", "dry_run", "plan", "synthetic"]
 

@@ -248,7 +248,7 @@ def export(module: Any, folder: Path, how: str, *, final: bool = True) -> Path:
     policy = module.policy
     if is_lora(policy) and how == "merged" and final:
         policy = policy.merge_and_unload()
-    from .models import quiet_transformers
+    from .hf import quiet_transformers
 
     try:
         with quiet_transformers():  # no "Writing model shards" bar

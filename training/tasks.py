@@ -19,8 +19,8 @@ import importlib.util
 import json
 from typing import Any
 
-from .data import DataError, Row
 from .rewards import TASK_RECORD
+from .rows import DataError, Row
 
 PREFIX = "reasoning_gym:"
 """``--data`` values that name a reasoning-gym task."""

@@ -11,10 +11,11 @@ from verl import DataProto
 from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
+from advest import oracle
 from advest.fast import gdpo as gdpo_fast
 from advest.fast import group, registry
 from advest.integrations import verl as integration
-from advest.spec import oracle
+from advest.oracle import verl as verl_oracle
 from tests.peer_batch import shuffled
 
 
@@ -140,7 +141,7 @@ def test_an_estimators_error_names_verls_uid_and_batch_rows() -> None:
 def _verdicts(
     name: str, family: oracle.Family, k: int, ns: list[int]
 ) -> dict[tuple[str, str], str]:
-    fn = integration.verl_estimator(name)
+    fn = verl_oracle.verl_estimator(name)
     findings = oracle.check(fn, family, k, ns=ns, convention="verl")
     return {(f.prop, f.dtype): f.verdict for f in findings}
 

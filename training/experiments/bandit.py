@@ -180,8 +180,8 @@ def sample_actions(pi: Tensor, batches: int, n: int, gen: torch.Generator) -> Te
 def pg_scale(name: str, n: int, k: int) -> float | None:
     """The catalogue's pg_scale(N, K) of ``name`` (default options, ``spec.scales.PG_SCALE``),
     or for a biased estimator the scale it is compared at (``spec.scales.COMPARISON_SCALE``)."""
-    from ...fast.registry import entry
-    from ...spec.scales import COMPARISON_SCALE, PG_SCALE
+    from advest.fast.registry import entry
+    from advest.spec.scales import COMPARISON_SCALE, PG_SCALE
 
     if name in HARMONIC:  # target_gradient already carries MaxRL's N
         return 1.0
@@ -209,7 +209,7 @@ def advantages(
     """A registered estimator on ``rewards [M, N]`` (its K only if it takes one), and on
     ``reward_parts`` [M, N, R] and ``reward_weights`` [R] when given, with ``lengths`` all 1;
     the plan takes what the estimator reads. [M, N]."""
-    from ...fast.calling import plan
+    from advest.fast.calling import plan
 
     # A bandit response is one action: length 1 (read only by estimators that take lengths).
     source = {"rewards": rewards, "lengths": torch.ones_like(rewards, dtype=torch.long)}
@@ -349,7 +349,7 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
 
 def check(cfg: Config) -> None:
     """Bad sizes raise ValueError naming the flag."""
-    from ...fast.registry import names
+    from advest.fast.registry import names
 
     if cfg.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {cfg.seeds}")
@@ -365,7 +365,7 @@ def check(cfg: Config) -> None:
 
 
 def parser() -> Any:
-    from ..parsing import add_settings, new_parser
+    from advest.training.parsing import add_settings, new_parser
 
     p = new_parser(
         "advest experiment bandit",
@@ -380,7 +380,7 @@ def parser() -> Any:
 
 
 def parse(argv: Sequence[str]) -> tuple[Config, Path]:
-    from ..parsing import settings
+    from advest.training.parsing import settings
 
     p = parser()
     ns = p.parse_args(list(argv))
@@ -398,7 +398,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         check(cfg)
     except ValueError as error:
-        from ..parsing import fail
+        from advest.training.parsing import fail
 
         return fail("advest experiment bandit", str(error))
     metrics = run(cfg, out)

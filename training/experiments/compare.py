@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..config import RLConfig
+from advest.training.config import RLConfig
 
 ARMS: dict[str, dict[str, Any]] = {
     "grpo": {"estimator": "grpo"},
@@ -46,7 +46,7 @@ def _mean_se(values: list[float]) -> tuple[float, float]:
 
 
 def run_arm(name: str, seed: int, base: RLConfig, out: Path) -> dict[str, Any]:
-    from ..train import train
+    from advest.training.train import train
 
     cfg = replace(base, seed=seed, out=str(out), **ARMS[name])
     folder = train(cfg, {"enable_progress_bar": False}, name=f"{name}-seed{seed}")
@@ -95,7 +95,7 @@ def summarise(results: dict[str, list[dict[str, Any]]], samples: int) -> str:
 
 
 def parser() -> Any:
-    from ..parsing import new_parser, switch
+    from advest.training.parsing import new_parser, switch
 
     p = new_parser("advest experiment compare", __doc__ or "")
     p.add_argument(

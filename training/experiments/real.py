@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..config import RLConfig
+from advest.training.config import RLConfig
 
 ARMS: dict[str, dict[str, Any]] = {
     "grpo": {"estimator": "grpo"},
@@ -54,7 +54,7 @@ def bootstrap(
     """Mean pass@k over seeds and prompts, and its 95% percentile interval from resampling the
     prompts (the same resampled prompts in every seed). ``counts[s][i]``: how many of
     ``samples`` completions of prompt i passed in seed s."""
-    from ..metrics import pass_at_k
+    from advest.training.metrics import pass_at_k
 
     rng = random.Random(0)
     n = len(counts[0])
@@ -95,7 +95,7 @@ def run(
     experiment that stopped is continued by running the same command again)."""
     from dataclasses import asdict
 
-    from ..train import train
+    from advest.training.train import train
 
     cfg = replace(
         base,
@@ -134,7 +134,7 @@ def finished(folder: Path, settings: dict[str, Any]) -> dict[str, list[int]] | N
 
 
 def parser() -> Any:
-    from ..parsing import new_parser, switch
+    from advest.training.parsing import new_parser, switch
 
     p = new_parser("advest experiment real", __doc__ or "")
     p.add_argument("--model", type=str, default="smollm2-135m-instruct", help="--model to train")
@@ -210,7 +210,7 @@ def plot(results: Results, samples: int, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..evaluate import curve_of
+    from advest.training.evaluate import curve_of
 
     fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 3.6), squeeze=False)
     for ax, (task, arms) in zip(axes[0], results.items(), strict=True):

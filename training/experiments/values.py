@@ -24,16 +24,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ...fast import registry
-from ...fast.detokenize import texts_and_offsets
-from ..data import Item
-from ..evaluate import embedded_held_out
-from ..generation import Sampling
-from ..policy import load_policy, rollout_forward
-from ..prompts import token_ids as prompt_ids
-from ..rollout import Rollout, plan
-from ..sampling import Scored, sample_and_score
-from ..scoring import Scorer
+from advest.fast import registry
+from advest.fast.detokenize import texts_and_offsets
+from advest.training.data import Item
+from advest.training.evaluate import embedded_held_out
+from advest.training.generation import Sampling
+from advest.training.policy import load_policy, rollout_forward
+from advest.training.prompts import token_ids as prompt_ids
+from advest.training.rollout import Rollout, plan
+from advest.training.sampling import Scored, sample_and_score
+from advest.training.scoring import Scorer
 
 TOKEN_BASELINES = ("numca", "hista")
 
@@ -103,8 +103,8 @@ def _items(a: Any, seed: int) -> list[Item]:
     """``a.problems`` held-out prompts: the embedded task's (drawn with ``seed``), a JSONL
     file's first rows, or a reasoning-gym task's held-out rows for ``--seed`` (offset by
     ``seed``, so the two benchmarks draw different problems)."""
-    from .. import tasks
-    from ..evaluate import items_of, jsonl_items
+    from advest.training import tasks
+    from advest.training.evaluate import items_of, jsonl_items
 
     if a.data is None:
         return embedded_held_out(a.problems, seed=seed)
@@ -228,8 +228,8 @@ def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any
 
 
 def parser() -> Any:
-    from ..config import REWARD_SETTINGS, RLConfig
-    from ..parsing import add_settings, new_parser, switch
+    from advest.training.config import REWARD_SETTINGS, RLConfig
+    from advest.training.parsing import add_settings, new_parser, switch
 
     p = new_parser("advest experiment values", __doc__ or "")
     p.add_argument(
@@ -261,11 +261,11 @@ def parser() -> Any:
 
 
 def main(argv: list[str]) -> int:
-    from .. import models, tasks
-    from ..config import ConfigError, build_scorer, check_sampling, check_task
-    from ..data import DataError
-    from ..parsing import fail, gather_lists
-    from ..paths import check_model
+    from advest.training import models, tasks
+    from advest.training.config import ConfigError, build_scorer, check_sampling, check_task
+    from advest.training.data import DataError
+    from advest.training.parsing import fail, gather_lists
+    from advest.training.paths import check_model
 
     a = parser().parse_args(gather_lists(argv))
     try:

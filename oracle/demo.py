@@ -8,10 +8,9 @@ import torch
 
 import advest.fast.maxk
 import advest.reference.maxk  # noqa: F401  (binds the submodule used as reference.maxk)
-
-from .. import fast, reference
-from ..fast import registry
-from ..fast.calling import plan
+from advest import fast, reference
+from advest.fast import registry
+from advest.fast.calling import plan
 
 
 def _fmt(x: Fraction) -> str:

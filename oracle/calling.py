@@ -2,7 +2,7 @@
 imports ``MODULE:FUNCTION``; ``resolve_signature`` decides where K goes; ``Plain`` calls
 ``fn(rewards [B, G], ...)`` on copies (``Guard`` records changes to them) and checks the output
 (``check_output``); ``Watch`` records outputs that are not finite. verl's convention is
-``advest.integrations.verl.VerlCall``."""
+``advest.oracle.verl.VerlCall``."""
 
 from __future__ import annotations
 

@@ -211,7 +211,7 @@ def _bind(
     guard: Guard,
 ) -> Estimator:
     if convention == "verl":
-        from ...integrations.verl import VerlCall
+        from .verl import VerlCall
 
         return VerlCall(fn, guard, k=k)
     return Plain(fn, resolve_signature(fn, family, signature), k, guard)

@@ -13,8 +13,8 @@ import torch
 from torch import Tensor
 
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
+from advest import fast
 
-from ... import fast
 from .calling import Estimator, OracleError
 from .tolerance import _excess, _verdict, allowance, sample_lengths
 

@@ -8,7 +8,8 @@ from fractions import Fraction
 import torch
 from torch import Tensor
 
-from .. import bandit
+from advest.spec import bandit
+
 from .calling import Estimator, OracleError
 from .properties import Finding
 from .tolerance import allowance

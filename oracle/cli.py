@@ -76,7 +76,7 @@ def add_arguments(parser: Any) -> None:
 def load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
     """The callable ``target`` names, and ``"verl"`` when it came from verl's registry."""
     if target.startswith("verl:"):
-        from ...integrations.verl import verl_estimator
+        from .verl import verl_estimator
 
         return verl_estimator(target.removeprefix("verl:")), "verl"
     return load(target), None

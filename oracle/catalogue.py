@@ -36,13 +36,12 @@ import advest.reference.maxk
 import advest.reference.maxrl
 import advest.reference.numca
 import advest.reference.otb  # noqa: F401  (binds the submodules used as reference.*)
-
-from .. import fast, reference
-from ..fast import registry
-from ..fast._checks import check_rewards
-from ..fast.registry import KDomain
-from ..reference._exact import to_fractions
-from .scales import _ZERO, PG_SCALE, Scale, _const, _k1_only, _k_over_n
+from advest import fast, reference
+from advest.fast import registry
+from advest.fast._checks import check_rewards
+from advest.fast.registry import KDomain
+from advest.reference._exact import to_fractions
+from advest.spec.scales import _ZERO, PG_SCALE, Scale, _const, _k1_only, _k_over_n
 
 FAMILIES = registry.FAMILIES
 """One module per family, the same name in reference/, fast/ and spec/ (``spec/<family>.md``)."""

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor
 
-from ..spec.maxk_weights import BinomRatio
-from . import maxk_dense, registry
+from advest.fast import maxk_dense, registry
+from advest.spec.maxk_weights import BinomRatio
 
 SHAPES = [(4096, 8), (4096, 64), (256, 1024)]
 GPU_SHAPES = [(64, 4096)]  # also timed on CUDA (no dense or loop column: G > 1024)
@@ -115,7 +115,7 @@ def python_loop_canonical(rewards: Tensor, k: int) -> list[list[float]]:
     """Δ one group at a time in plain Python: sort, the O(G) prefix/suffix sums, unsort."""
     # The loop baseline is the reference's own sorted form; imported here so that only this
     # benchmark column, never an estimator, loads advest.reference.
-    from ..reference.maxk_closed import sorted_blocks
+    from advest.reference.maxk_closed import sorted_blocks
 
     _, g = rewards.shape
     table: dict[BinomRatio, list[float]] = {}
