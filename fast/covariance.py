@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from advest.spec.hyperparams import clip_range, decimal  # one parser of hyperparameters
+from advest.spec.tolerances import pair
 
 from ._checks import check_ddof
 from .registry import register
@@ -71,7 +72,14 @@ def _scope_sum(x: Tensor) -> Tensor:
     return x.sum(dim=(1, 2), keepdim=True)
 
 
-@register("covariance_weights", "token", needs_k=False, inputs=("logprobs", "advantages", "mask"))
+@register(
+    "covariance_weights",
+    "token",
+    inputs=("logprobs", "advantages", "mask"),
+    tolerance=pair(
+        "output", "w̃ = exp(−c²/2σ²)·N/Σw in float64, mean 1 per scope: ulps of max w̃ (>= 1)"
+    ),
+)
 def covariance_weights(
     logprobs: Tensor,
     advantages: Tensor,

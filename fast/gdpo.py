@@ -17,7 +17,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from advest.spec.claims import IRRATIONAL, Claims, Variant
 from advest.spec.conventions import Convention, check_convention
+from advest.spec.tolerances import pair
 
 from ._checks import check_companion, check_ddof, check_finite, check_lengths
 from .group import VERL_WHITEN_EPS, _check_eps, _std, grpo
@@ -101,7 +103,25 @@ def _whiten_tokens(s: Tensor, lengths: Tensor) -> Tensor:
 
 
 @register(
-    "gdpo", "multi_reward", needs_k=False, inputs=("reward_parts", "reward_weights", "lengths")
+    "gdpo",
+    "multi_reward",
+    inputs=("reward_parts", "reward_weights", "lengths"),
+    # dimensionless like MaxRL, so the scale is the output's own size. Each reward column is a
+    # `grpo` z-score (a few ulps of |n|); with one reward, A_b = w·n_b/σ_s, a few ulps of |A_b|.
+    # Several rewards can cancel in the weighted sum, which this per-group output scale does not
+    # cover: tests/test_gdpo.py bounds those by the condition number.
+    tolerance=pair(
+        "output",
+        "grpo z-scores of each reward (float64), weighted sum, divided by the two-pass batch std "
+        "of the sum: a few ulps of max|A_b| for one reward",
+    ),
+    # with one reward (R = 1, weight 1), as the shared property tests see it: shift-invariant per
+    # group; ε in both standard deviations breaks exact scale invariance, which ε = 0 restores
+    claims=Claims(batch_coupled=True, scale_power=None, **IRRATIONAL),
+    variants=(
+        Variant({"ddof": 0}, Claims(batch_coupled=True, scale_power=None, **IRRATIONAL)),
+        Variant({"eps": 0.0}, Claims(batch_coupled=True, scale_power=0, **IRRATIONAL)),
+    ),
 )
 def gdpo(
     reward_parts: Tensor,

@@ -12,7 +12,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from advest.spec import scales
+from advest.spec.claims import FLAT, IRRATIONAL, Claims, Variant
 from advest.spec.conventions import Convention, check_convention, check_verl_whiten
+from advest.spec.tolerances import CENTRED, pair
 
 from ._checks import check_companion, check_ddof, check_lengths, check_rewards
 from .registry import register
@@ -58,7 +61,16 @@ def _std(centred: Tensor, ddof: int, dim: int | None) -> Tensor:
     return top * torch.sqrt(squares / max(count - ddof, 0))
 
 
-@register("grpo", "group", needs_k=False)
+@register(
+    "grpo",
+    tolerance=pair("group", CENTRED + "; two-pass std scaled by max|c|: a few ulps of |A|"),
+    claims=Claims(scale_power=None, **IRRATIONAL),
+    variants=(
+        Variant({"ddof": 0}, Claims(scale_power=None, **IRRATIONAL)),
+        # verl's G = 1 group gives r/(1 + ε): not zero, not centred, not shift-invariant at G = 1
+        Variant({"convention": "verl-0.9.1"}, Claims(shift=None, scale_power=None, rational=False)),
+    ),
+)
 def grpo(
     rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1, convention: Convention = "advest"
 ) -> Tensor:
@@ -83,7 +95,16 @@ def grpo(
     return torch.where(constant, 0.0, centred / (std + eps)).to(rewards.dtype)
 
 
-@register("grpo_batch_std", "group", needs_k=False)
+@register(
+    "grpo_batch_std",
+    tolerance=pair(
+        "group",
+        CENTRED + "; divided by the std of all B·G rewards (batch min subtracted, two-pass, "
+        "scaled): a few ulps of |A_b|, so each group's own scale bounds it",
+    ),
+    claims=Claims(batch_coupled=True, scale_power=None, **IRRATIONAL),
+    variants=(Variant({"eps": 0.0}, Claims(batch_coupled=True, scale_power=0, **IRRATIONAL)),),
+)
 def grpo_batch_std(rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1) -> Tensor:
     """Group mean, batch std (LitePPO): (r − group mean)/(std_ddof of all B·G rewards + ε).
 
@@ -108,14 +129,22 @@ def grpo_batch_std(rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1) -> Tens
     return (c / (sigma + e)).to(rewards.dtype)
 
 
-@register("dr_grpo", "group", needs_k=False)
+@register(
+    "dr_grpo",
+    tolerance=pair("group", CENTRED),
+    claims=Claims(pg_scale=scales.n_minus_one, **FLAT),
+)
 def dr_grpo(rewards: Tensor) -> Tensor:
     """r − group mean (Dr. GRPO, no std); G = 1 gives 0."""
     check_rewards(rewards)
     return _centred(rewards).to(rewards.dtype)
 
 
-@register("rloo", "group", needs_k=False)
+@register(
+    "rloo",
+    tolerance=pair("group", CENTRED + "; times G/(G−1)"),
+    claims=Claims(min_n=2, pg_scale=scales.n_scale, **FLAT),
+)
 def rloo(rewards: Tensor) -> Tensor:
     """r − mean of the others = G/(G−1)·(r − mean); needs G >= 2."""
     check_rewards(rewards)
@@ -125,7 +154,16 @@ def rloo(rewards: Tensor) -> Tensor:
     return (G / (G - 1) * _centred(rewards)).to(rewards.dtype)
 
 
-@register("reinforce_pp", "group", needs_k=False)
+@register(
+    "reinforce_pp",
+    tolerance=pair(
+        "group",
+        CENTRED + "; divided by the batch std (two-pass, scaled): relative error of |A_b| "
+        "is a few ulps, so each group's own scale bounds it",
+    ),
+    claims=Claims(batch_coupled=True, scale_power=None, **IRRATIONAL),
+    variants=(Variant({"ddof": 0}, Claims(batch_coupled=True, scale_power=None, **IRRATIONAL)),),
+)
 def reinforce_pp(
     rewards: Tensor,
     lengths: Tensor | None = None,
@@ -182,7 +220,12 @@ def _reinforce_pp_verl(rewards: Tensor, lengths: Tensor | None) -> Tensor:
     return (x / torch.sqrt(var + VERL_WHITEN_EPS)).to(rewards.dtype)
 
 
-@register("opo", "group", needs_k=False, needs_lengths=True)
+@register(
+    "opo",
+    inputs=("rewards", "lengths"),
+    tolerance=pair("group", CENTRED + "; the length-weighted mean has weights summing to 1"),
+    claims=Claims(exact_zero_on_flat=True),
+)
 def opo(rewards: Tensor, lengths: Tensor) -> Tensor:
     """r − Σ_j l_j r_j / Σ_j l_j (OPO, self included). lengths: [B, G] valid tokens, each >= 1."""
     check_rewards(rewards)
@@ -249,7 +292,13 @@ def _spread_of_others(mu: Tensor, mu_bar: Tensor) -> Tensor:
     return out
 
 
-@register("james_stein", "group", needs_k=False)
+@register(
+    "james_stein",
+    tolerance=pair(
+        "batch", "works in units of the batch spread m (batch min subtracted): ulps of m"
+    ),
+    claims=Claims(min_n=2, min_b=2, batch_coupled=True, scale_power=None),
+)
 def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
     """James–Stein shrinkage baseline (JSPO): b = (1 − λ_p)·b_RLOO + λ_p·r̄_{−p}, A = r − b.
 
@@ -281,7 +330,14 @@ def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
     return (a * m).to(rewards.dtype)
 
 
-@register("ebpo", "group", needs_k=False)
+@register(
+    "ebpo",
+    tolerance=pair("batch", "works in units of the batch spread m, then batch-standardises"),
+    claims=Claims(min_b=2, batch_coupled=True, scale_power=None, rational=False),
+    variants=(
+        Variant({"eps": 0.0}, Claims(min_b=2, batch_coupled=True, scale_power=0, rational=False)),
+    ),
+)
 def ebpo(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
     """EBPO with fresh accumulators: V_q = (1 − S)μ_q + S μ_glob, S = (σ²/G)/(σ²/G + τ²), then
     the raw r − V batch-standardised, (raw − mean)/(std_ddof=1 + ε). Needs B >= 2.

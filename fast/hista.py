@@ -35,6 +35,8 @@ from typing import NamedTuple, NoReturn
 import torch
 from torch import Tensor
 
+from advest.spec.tolerances import pair
+
 from ._checks import check_rewards
 from .registry import register
 
@@ -299,7 +301,14 @@ def _pooled_input(
     return pool_hidden(hidden, valid, w, chunk_bytes=chunk_bytes).blocks, w
 
 
-@register("hista", "token", needs_k=False, inputs=("hidden", "mask", "rewards"))
+@register(
+    "hista",
+    "token",
+    inputs=("hidden", "mask", "rewards"),
+    tolerance=pair(
+        "output", "softmax-weighted rewards after centring the hidden states: ulps of max|A|"
+    ),
+)
 def hista(
     hidden: Tensor | Pooled,
     mask: Tensor,

@@ -16,6 +16,8 @@ from collections.abc import Collection
 import torch
 from torch import Tensor
 
+from advest.spec.tolerances import pair
+
 from ._checks import bool_mask, check_rewards
 from .group import grpo
 from .registry import register
@@ -85,7 +87,14 @@ def _h2(q: Tensor) -> Tensor:
     return -nats / math.log(2)
 
 
-@register("ktae", "token", needs_k=False, inputs=("token_ids", "mask", "rewards"))
+@register(
+    "ktae",
+    "token",
+    inputs=("token_ids", "mask", "rewards"),
+    tolerance=pair(
+        "output", "grpo(R) + top·tanh(s/2) in float64 (lgamma Fisher tail sums): ulps of max|A|"
+    ),
+)
 def ktae(
     token_ids: Tensor,
     mask: Tensor,

@@ -13,7 +13,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from advest.spec.claims import FLAT, Claims, Variant
 from advest.spec.conventions import SKYRL_MAXRL_EPS, MaxrlConvention, check_maxrl_convention
+from advest.spec.tolerances import pair
 
 from ._checks import check_rewards, refuse_where
 from .registry import register
@@ -47,7 +49,18 @@ def _p_normalised(rewards: Tensor) -> Tensor:
     return torch.where(constant, 0.0, c / torch.where(constant, 1.0, r_bar))
 
 
-@register("maxrl", "group", needs_k=False)
+@register(
+    "maxrl",
+    # dimensionless outputs (scale-invariant): the scale is the output's own size, not the spread
+    # in reward units (at 1e6 + j·1e-7 the spread, 6e-7, is 10⁶ times |A| ~ 3e-13, and a bound on
+    # it would accept a formula that loses the offset)
+    tolerance=pair(
+        "output", "(r − min)/max − mean, divided by mean(r/max), in float64: a few G·ulps of max|A|"
+    ),
+    # MaxRL targets Σ_k (1/k)·∇pass@k, not a max@K or the mean reward: no pg_scale; its exact
+    # expectations are checked in tests/test_maxrl.py
+    claims=Claims(nonnegative=True, shift=None, scale_power=0, **FLAT),
+)
 def maxrl(rewards: Tensor, *, convention: MaxrlConvention = "advest") -> Tensor:
     """p-normalised MaxRL: (r − r̄)/r̄ per group, 0 where r̄ = 0. Rewards must be >= 0.
 
@@ -74,7 +87,17 @@ def _skyrl(rewards: Tensor) -> Tensor:
     return c / (x.mean(dim=-1, keepdim=True) + SKYRL_MAXRL_EPS)
 
 
-@register("maxrl_unbiased", "group", needs_k=False)
+_UNBIASED = Claims(nonnegative=True, shift=None, scale_power=0)
+
+
+@register(
+    "maxrl_unbiased",
+    tolerance=pair(
+        "output", "the p-normalised value plus an exact 0/1 decided on the rewards: ulps of max|A|"
+    ),
+    claims=_UNBIASED,
+    variants=(Variant({"baseline": False}, _UNBIASED),),
+)
 def maxrl_unbiased(rewards: Tensor, *, baseline: bool = True) -> Tensor:
     """N·r_i/S − [S_{−i} > 0] per group (S = Σ r, S_{−i} = S − r_i), 0 where S = 0.
 

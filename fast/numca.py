@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from advest.spec.numca_grammar import NUMBER, canonical
+from advest.spec.tolerances import pair
 
 from ._checks import bool_mask, check_rewards
 from .group import rloo
@@ -140,7 +141,12 @@ def _available(span_r: Tensor, space: Tensor, starts: Tensor, ends: Tensor, widt
     return torch.where(space < 0, T + 1, tok + 1)  # > n_valid: never (the caller drops these)
 
 
-@register("numca", "token", needs_k=False, inputs=("texts", "offsets", "mask", "rewards"))
+@register(
+    "numca",
+    "token",
+    inputs=("texts", "offsets", "mask", "rewards"),
+    tolerance=pair("output", "leave-one-out means of rewards in float64: ulps of max|A|"),
+)
 def numca(texts: list[list[str]], offsets: Tensor, mask: Tensor, rewards: Tensor) -> Tensor:
     """R_i − V̂_{i,t} per valid token: V̂ is the mean return of the other rollouts holding the
     value of the latest completed numeric span, or the LOO mean before one; 0 at padding.

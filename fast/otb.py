@@ -14,6 +14,8 @@ import math
 import torch
 from torch import Tensor
 
+from advest.spec.tolerances import pair
+
 from ._checks import bool_mask, check_finite, check_rewards
 from .registry import register
 
@@ -67,8 +69,12 @@ def _check(
 @register(
     "optimal_token_baseline",
     "token",
-    needs_k=False,
     inputs=("rewards", "mask", "logprobs", "sum_pi_squared"),
+    # A ratio of sums of path weights: ill-conditioned where Σ W + ε is tiny (π ≈ 1 everywhere),
+    # which no output scale covers: tests/test_otb.py bounds each position by its condition.
+    tolerance=pair(
+        "output", "R − Σ R·W/(Σ W + ε) in float64, W a cumsum of 1 − 2π + Σπ²: ulps of max|R|"
+    ),
 )
 def optimal_token_baseline(
     rewards: Tensor,

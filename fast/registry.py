@@ -22,6 +22,14 @@ The vocabulary of input names (shapes for one call of B prompts × G samples × 
     reward_weights  [R] float: the weight of each reward function (rewards = parts · weights)
     sum_pi_squared  [B, G, T] float: Σ_v π(v)² of the rollout policy at each response position
 
+The entry is the one declaration of an estimator: its name, its family (the module that holds
+it, ``fast/<family>.py``, with its twin ``reference/<family>.py`` and its page
+``spec/<family>.md``), how it is called (``kind`` and ``inputs``), where K may lie, its claims
+(``spec.claims.Claims``: its scale relative to the unbiased gradient, centring, shift and scale
+behaviour), its tolerance class against the exact reference, and the variants of its options
+that are tested. The test catalogue, the tolerances, the scales, the list of families, the docs
+and the mutation map are derived from it (``oracle/catalogue.py``, ``tests/test_catalogue.py``).
+
 An estimator returns ``[B, G]`` (sequence level, broadcast to tokens) or ``[B, G, T]``, or an
 object with an ``advantages`` attribute holding one of these (reweighters). A ``stateful``
 entry's ``fn`` is a class: construct it once per run, call the instance, and checkpoint it
@@ -31,15 +39,26 @@ through its ``state_dict`` / ``load_state_dict``.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-Family = Literal["maxk", "group", "multi_reward", "token", "history"]
+from advest.spec.claims import NONE, Claims, Variant
+from advest.spec.scales import Scale
+from advest.spec.tolerances import Tolerances
+
+Kind = Literal["sequence", "multi_reward", "token", "history"]
+"""How an estimator is called: "sequence": ``fn(rewards [B, G], k?, lengths?) -> [B, G]``;
+"multi_reward": each reward's own score (``reward_parts [B, G, R]``, ``reward_weights [R]``) ->
+``[B, G]``; "token": ``[B, G, T]`` inputs and a mask -> ``[B, G, T]`` (or an object with
+``advantages``); "history": a class whose instance keeps history across calls."""
 KDomain = Literal["k<=n", "k<=n-1", "k=n"]
 """The K an estimator accepts for a group of n = G samples: 1 ≤ K ≤ G, 1 ≤ K ≤ G − 1, or only
 K = G (an estimator that takes no K argument but is defined at K = G)."""
 K_DOMAIN_TEXT = {"k<=n": "1 ≤ K ≤ G", "k<=n-1": "1 ≤ K ≤ G−1", "k=n": "K = G"}
+K_MAX_OFFSET = {"k<=n": 0, "k<=n-1": 1, "k=n": 0}
+"""K ≤ G − offset: the one place the domain's upper end is written as a number."""
 INPUTS = (
     "rewards",
     "k",
@@ -58,41 +77,61 @@ INPUTS = (
 )
 """The rollout fields an estimator may consume (the table in this module's docstring)."""
 F = TypeVar("F", bound=Callable[..., Any])
+_INFRASTRUCTURE = ("registry", "calling", "detokenize", "maxk_dense")
+"""Modules of advest.fast that hold no estimator family (every other public module does)."""
 
 
 @dataclass(frozen=True)
 class Entry:
-    """A registered estimator and how to call it.
-
-    family "maxk": ``fn(rewards [B, G], k)``; family "group": ``fn(rewards [B, G])``, plus
-    ``lengths [B, G]`` when ``needs_lengths``; family "multi_reward": sequence-level estimators of
-    several rewards, ``fn(reward_parts [B, G, R], reward_weights [R], ...) -> [B, G]`` (each
-    reward used on its own, not only their weighted sum); family "token": token-level
-    estimators, each with its own documented inputs (``[B, G, T]`` tensors and a mask); family
-    "history": stateful sequence-level estimators (a class; the instance takes its documented
-    inputs, returns ``[B, G]`` and keeps history across calls, e.g. ``prompt_ids`` and
-    ``rewards``).
-    """
+    """A registered estimator: its one declaration (see the module docstring)."""
 
     name: str
-    family: Family
+    kind: Kind
     fn: Callable[..., Any]
-    needs_k: bool
-    needs_lengths: bool = False
-    inputs: tuple[str, ...] = ()
+    inputs: tuple[str, ...]
+    tolerance: Tolerances
+    """float64 and float32 tolerances of fast against the exact reference
+    (``spec.tolerances.pair``)."""
+    claims: Claims = NONE
+    """What the default options claim; ``claims.pg_scale`` is the scale relative to the unbiased
+    gradient (None: biased or not claimed)."""
+    variants: tuple[Variant, ...] = ()
+    """Other option settings under test, each with its own claims."""
     stateful: bool = False
     k_range: KDomain | None = None
     """Where K may lie (None: the estimator has no K)."""
+
+    @property
+    def family(self) -> str:
+        """The family: the module that holds the estimator, in fast/, reference/ and spec/."""
+        return self.fn.__module__.rsplit(".", 1)[-1]
+
+    @property
+    def spec(self) -> str:
+        """The spec page that documents the estimator and its claims: ``spec/<family>.md``."""
+        return f"spec/{self.family}.md"
+
+    @property
+    def needs_k(self) -> bool:
+        return "k" in self.inputs
+
+    @property
+    def needs_lengths(self) -> bool:
+        return "lengths" in self.inputs
+
+    @property
+    def scale(self) -> Scale | None:
+        """pg_scale(N, K) of the default options (``Claims.pg_scale``)."""
+        return self.claims.pg_scale
 
     @property
     def k_domain(self) -> str | None:
         """The K domain as text, e.g. ``1 ≤ K ≤ G−1``; None when the estimator has no K."""
         return None if self.k_range is None else K_DOMAIN_TEXT[self.k_range]
 
-    @property
-    def spec(self) -> str:
-        """The spec page that documents the estimator: ``spec/<family module>.md``."""
-        return f"spec/{self.fn.__module__.rsplit('.', 1)[-1]}.md"
+    def k_max(self, n: int) -> int:
+        """The largest K for a group of ``n`` (``n`` without K)."""
+        return n - (K_MAX_OFFSET[self.k_range] if self.k_range else 0)
 
 
 _REGISTRY: dict[str, Entry] = {}
@@ -100,56 +139,61 @@ _REGISTRY: dict[str, Entry] = {}
 
 def register(
     name: str,
-    family: Family,
+    kind: Kind = "sequence",
     *,
-    needs_k: bool,
-    needs_lengths: bool = False,
+    tolerance: Tolerances,
+    claims: Claims = NONE,
+    variants: tuple[Variant, ...] = (),
     inputs: tuple[str, ...] | None = None,
     stateful: bool = False,
     k_range: KDomain | None = None,
 ) -> Callable[[F], F]:
-    """Register ``fn`` as ``name``. ``inputs`` defaults to what the family implies: rewards,
-    then k if ``needs_k``, then lengths if ``needs_lengths`` (token estimators must list theirs).
-    An estimator that takes K must say where K may lie (``k_range``)."""
-    if needs_k and k_range is None:
-        raise ValueError(f"estimator {name!r} takes K and must give its k_range")
+    """Register ``fn`` as ``name``: the estimator's one declaration. ``inputs`` defaults, for
+    a "sequence" estimator, to rewards, then k when ``k_range`` lets K vary; other kinds list
+    theirs."""
     if inputs is None:
-        if family in ("multi_reward", "token", "history"):
-            raise ValueError(f"{family} estimator {name!r} must list its inputs")
-        inputs = ("rewards",) + ("k",) * needs_k + ("lengths",) * needs_lengths
+        if kind != "sequence":
+            raise ValueError(f"{kind} estimator {name!r} must list its inputs")
+        inputs = ("rewards",) + ("k",) * (k_range in ("k<=n", "k<=n-1"))
     unknown = [i for i in inputs if i not in INPUTS]
     if unknown:
         raise ValueError(f"estimator {name!r} names unknown inputs {unknown}; valid: {INPUTS}")
+    if ("k" in inputs) != (k_range in ("k<=n", "k<=n-1")):
+        raise ValueError(f"estimator {name!r}: takes K exactly when its k_range lets K vary")
 
     def add(fn: F) -> F:
         if name in _REGISTRY:
             raise ValueError(f"estimator {name!r} is registered twice")
-        _REGISTRY[name] = Entry(name, family, fn, needs_k, needs_lengths, inputs, stateful, k_range)
+        _REGISTRY[name] = Entry(
+            name, kind, fn, inputs, tolerance, claims, variants, stateful, k_range
+        )
         return fn
 
     return add
 
 
-FAMILIES = (
-    "maxk",
-    "group",
-    "maxrl",
-    "gdpo",
-    "covariance",
-    "ktae",
-    "kae",
-    "numca",
-    "hista",
-    "otb",
-)
-"""The family modules of ``advest.fast``; ``spec/<family>.md`` documents each."""
+def modules() -> list[str]:
+    """The family modules of ``advest.fast``: every public module but the infrastructure."""
+    import advest.fast
+
+    found = pkgutil.iter_modules(advest.fast.__path__)
+    return sorted(
+        m.name for m in found if not m.name.startswith("_") and m.name not in _INFRASTRUCTURE
+    )
 
 
 def _load() -> None:
-    # Importing the family modules runs their @register decorators. The list lives here, not in
-    # the test catalogue, so that the production path never loads the exact references.
-    for family in FAMILIES:
-        importlib.import_module(f"advest.fast.{family}")
+    # Importing the family modules runs their @register decorators. The list is discovered, not
+    # written down, so a new family module needs no edit here; the production path never loads
+    # the exact references or the test catalogue.
+    for module in modules():
+        importlib.import_module(f"advest.fast.{module}")
+
+
+def families() -> list[str]:
+    """Every family that holds a registered estimator (``spec/<family>.md`` documents each)."""
+    _load()
+    return sorted({e.family for e in _REGISTRY.values()})
 
 
 def entry(name: str) -> Entry:
@@ -158,6 +202,12 @@ def entry(name: str) -> Entry:
         return _REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown estimator {name!r}; valid names: {', '.join(names())}") from None
+
+
+def entries() -> list[Entry]:
+    """Every registered estimator, by name."""
+    _load()
+    return [_REGISTRY[n] for n in sorted(_REGISTRY)]
 
 
 def get(name: str) -> Callable[..., Any]:

@@ -94,12 +94,12 @@ class Advantage:
 
     def __init__(self, name: str, k: int | None, group_size: int) -> None:
         entry = registry.entry(name)
-        if entry.family == "token":
+        if entry.kind == "token":
             raise ValueError(
                 f"advest_estimator={name!r} is token level: TRL's GRPOTrainer gives the "
                 "estimator no token ids, log-probs or hidden states; use a sequence-level one"
             )
-        if entry.family == "multi_reward":
+        if entry.kind == "multi_reward":
             raise ValueError(
                 f"advest_estimator={name!r} reads each reward function's own score; this "
                 "adapter passes advest the weighted sum only. TRL's own "

@@ -121,7 +121,7 @@ def with_std_setting(name: str, config: Any) -> str:
 def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tensor]]:
     """advest's ``name`` with verl's calling convention (sequence-level estimators only)."""
     entry = registry.entry(name)
-    if name in SKIPPED or entry.stateful or entry.family == "token":
+    if name in SKIPPED or entry.stateful or entry.kind == "token":
         raise ValueError(
             f"advest_{name} cannot run inside verl: {SKIPPED.get(name, 'token level')}"
         )
@@ -176,7 +176,7 @@ def register(k: int | None = None) -> dict[str, str]:
         _DEFAULT_K["k"] = int(k)
     for name in registry.names():
         entry = registry.entry(name)
-        if name in SKIPPED or entry.stateful or entry.family == "token":
+        if name in SKIPPED or entry.stateful or entry.kind == "token":
             continue
         if name not in _ADAPTERS:
             _ADAPTERS[name] = adapter(name)

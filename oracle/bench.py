@@ -95,7 +95,7 @@ def _time(fn: Callable[[], Any], repeats: int, device: torch.device) -> float:
 
 def outcome_names() -> list[str]:
     """The estimators that take only rewards (and K, lengths): the maxk and group families."""
-    return [n for n in registry.names() if registry.entry(n).family in ("maxk", "group")]
+    return [n for n in registry.names() if registry.entry(n).kind == "sequence"]
 
 
 def _call(name: str, rewards: Tensor, binary: Tensor, k: int) -> Tensor:
@@ -226,7 +226,7 @@ def run(
     if shapes is None:
         shapes = QUICK_SHAPES if quick else (SHAPES + GPU_SHAPES if dev.type == "cuda" else SHAPES)
     names = outcome_names()
-    maxk = [n for n in names if registry.entry(n).family == "maxk"]
+    maxk = [n for n in names if registry.entry(n).k_range is not None]
     gen = torch.Generator().manual_seed(0)
     results = {}
     for B, G in shapes:

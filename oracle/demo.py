@@ -33,7 +33,7 @@ def run(rewards: list[float], k: int) -> None:
     print(header)
     print("-" * len(header))
     for name in fast.maxk.__all__:
-        if registry.entry(name).family != "maxk":
+        if registry.entry(name).k_range is None:
             continue
         takes_k = "k" in registry.entry(name).inputs
         if not takes_k and k != n:  # K is fixed by the estimator (K = G): --k would be ignored

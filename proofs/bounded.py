@@ -365,7 +365,7 @@ def shift_rules_hold(n: int, k: int) -> Record:
     base, moved = _defs(n, k, r), _defs(n, k, [x + c for x in r])
     pairs = []
     for row in CATALOGUE:
-        if row.family != "maxk" or row.shift is None or not hasattr(base, row.name):
+        if row.k_domain is None or row.shift is None or not hasattr(base, row.name):
             continue
         if not _defined(row.name, n, k):
             continue

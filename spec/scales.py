@@ -1,8 +1,12 @@
-"""The unbiasedness scale each estimator claims with its default options:
-E[Σ_i A_i ∇log π(a_i)] = pg_scale(N, K) · ∇J, J = max@K (K = 1 for the group family: the mean
-reward). The catalogue's rows cite these (tests/test_bandit.py checks each by exact bandit
-enumeration), and the bandit experiment divides by them: a pure module (Fractions only, no
-advest import), so that the experiment loads neither the catalogue nor the exact references.
+"""The scales an estimator's claims are written in, as functions of (N, K) with exact values:
+
+* its unbiasedness scale ``pg_scale``: E[Σ_i A_i ∇log π(a_i)] = pg_scale(N, K) · ∇J, J = max@K
+  (K = 1 for the group baselines: the mean reward);
+* its shift behaviour ``shift``: r → r + c moves every output by c · shift(N, K).
+
+Each estimator's registry entry (``fast/registry.py``, through ``spec.claims.Claims``) names the
+functions below; this module only defines them. Pure (Fractions only, no advest import), so
+that the registry, the bandit experiment and the proofs read one definition.
 """
 
 from __future__ import annotations
@@ -13,43 +17,61 @@ from fractions import Fraction
 Scale = Callable[[int, int], Fraction]
 
 
-def _const(value: int) -> Scale:
+def const(value: int) -> Scale:
+    """The scale ``value`` at every (N, K)."""
     return lambda n, k: Fraction(value)
 
 
-def _zero(n: int, k: int) -> Fraction:
+def zero(n: int, k: int) -> Fraction:
+    """0: the output does not move (a shift-invariant estimator)."""
     return Fraction(0)
 
 
-_ZERO: Scale = _zero
+def one(n: int, k: int) -> Fraction:
+    """1: unbiased for ∇J itself."""
+    return Fraction(1)
 
 
-def _k_over_n(n: int, k: int) -> Fraction:
+def k_over_n(n: int, k: int) -> Fraction:
+    """K/N."""
     return Fraction(k, n)
 
 
-def _k1_only(scale: Scale) -> Scale:
+def n_over_k(n: int, k: int) -> Fraction:
+    """N/K: the expected-improvement estimators (EI, MaxPO, canonical) for ∇max@K."""
+    return Fraction(n, k)
+
+
+def n_minus_k_over_n(n: int, k: int) -> Fraction:
+    """(N − K)/N (Bagirov's centred transform)."""
+    return Fraction(n - k, n)
+
+
+def n_minus_k_over_k(n: int, k: int) -> Fraction:
+    """(N − K)/K (Chen's raw pass@K advantage)."""
+    return Fraction(n - k, k)
+
+
+def n_scale(n: int, k: int) -> Fraction:
+    """N (RLOO: N samples, each unbiased)."""
+    return Fraction(n)
+
+
+def n_minus_one(n: int, k: int) -> Fraction:
+    """N − 1 (Dr.GRPO: the group mean includes the sample itself)."""
+    return Fraction(n - 1)
+
+
+def only_at_k1(scale: Scale) -> Scale:
+    """``scale`` at K = 1 and 0 at every other K."""
     return lambda n, k: scale(n, k) if k == 1 else Fraction(0)
 
 
-_N_OVER_K: Scale = lambda n, k: Fraction(n, k)  # noqa: E731
+def minus_k_over_n_n_minus_1(n: int, k: int) -> Fraction:
+    """−K/(N(N − 1)) (PKPO's s_loo shift)."""
+    return Fraction(-k, n * (n - 1))
 
-PG_SCALE: dict[str, Scale] = {
-    "ei": _N_OVER_K,
-    "maxpo": _N_OVER_K,
-    "canonical": _N_OVER_K,
-    "pkpo_s": _const(1),
-    "pkpo_sloo": _const(1),
-    "pkpo_sloo_minus_one": _const(1),
-    "tang_passk": _const(1),
-    "bagirov_transform": _const(1),
-    "bagirov_centered": lambda n, k: Fraction(n - k, n),
-    "dr_grpo": lambda n, k: Fraction(n - 1),
-    "rloo": lambda n, k: Fraction(n),
-}
-"""pg_scale(N, K) by estimator name, default options; a name not here claims no scale (biased,
-or not claimed)."""
 
-COMPARISON_SCALE: dict[str, Scale] = {"ei_l1o": _N_OVER_K}
-"""The scale a *biased* estimator would have if it were unbiased, by name: the bandit experiment
-divides it out to show the bias (``ei_l1o`` is EI with a leave-one-out baseline, EI's N/K)."""
+def only_at_n1(n: int, k: int) -> Fraction:
+    """1 at N = 1, else 0 (Tang's pass@N returns r for a single sample)."""
+    return Fraction(int(n == 1))

@@ -35,7 +35,7 @@ def test_closed_form_objective_and_gradient_match_the_notes(case: dict[str, Any]
 def _k_eff(row: Row, case: dict[str, Any]) -> int:
     """The K the row is called with on this bandit: 1 for group baselines, N for max@N rows."""
     n = case["N"]
-    return 1 if row.family == "group" else (n if row.k_domain == "k=n" else case["K"])
+    return 1 if row.k_domain is None else (n if row.k_domain == "k=n" else case["K"])
 
 
 def _unbiased_pairs() -> list[Any]:
@@ -93,7 +93,7 @@ def test_group_baselines_are_biased_for_max_at_k_with_k_at_least_two() -> None:
     pi, r, n, k = _case(CASES[0])
     grad = bandit.gradient(pi, r, k)
     for row in CATALOGUE:
-        if row.family == "group" and not (row.needs_lengths or row.batch_coupled):
+        if row.k_domain is None and not (row.needs_lengths or row.batch_coupled):
             if row.nonnegative:  # MaxRL: the same bandit moved to r >= 0 (∇J does not move)
                 r = [x - min(r) for x in r]
             expected = bandit.expected_estimate(

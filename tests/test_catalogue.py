@@ -26,8 +26,8 @@ def _spec_names() -> set[str]:
 
 def test_every_registered_estimator_has_a_catalogue_row_a_reference_and_a_spec_section() -> None:
     registered = set(registry.names())
-    kind = {n: registry.entry(n).family for n in registered}
-    outcome = {n for n, f in kind.items() if f in ("maxk", "group", "multi_reward")}
+    kind = {n: registry.entry(n).kind for n in registered}
+    outcome = {n for n, f in kind.items() if f in ("sequence", "multi_reward")}
     assert {row.name for row in CATALOGUE} == outcome
     assert {row.name for row in TOKEN_CATALOGUE} == {n for n, f in kind.items() if f == "token"}
     history = {n for n, f in kind.items() if f == "history"}
@@ -52,14 +52,14 @@ def test_registry_returns_the_module_function_and_lists_names_on_a_miss() -> Non
 
 def test_registry_refuses_duplicates() -> None:
     with pytest.raises(ValueError, match="registered twice"):
-        registry.register("maxpo", "maxk", needs_k=True, k_range="k<=n-1")(lambda r, k: r)
+        registry.register("maxpo", k_range="k<=n-1", tolerance={})(lambda r, k: r)
 
 
 def test_registry_entries_say_how_to_call_each_estimator() -> None:
     rewards = torch.rand(3, 6, dtype=torch.float64)
     for name in registry.names():
         e = registry.entry(name)
-        if e.family in ("multi_reward", "token", "history"):
+        if e.kind in ("multi_reward", "token", "history"):
             continue  # own inputs: test_gdpo.py, test_covariance.py, test_ktae.py, test_kae.py
         args: list[object] = [rewards]
         if e.needs_k:
@@ -107,11 +107,15 @@ def test_nothing_that_ships_imports_the_tests() -> None:
     assert not offenders
 
 
-def test_the_default_rows_cite_the_scale_table_the_bandit_experiment_divides_by() -> None:
-    """spec.scales.PG_SCALE is the claim the catalogue's default-option rows make (checked by
-    exact enumeration in tests/test_bandit.py), so the experiment needs no catalogue."""
-    from advest.spec.scales import PG_SCALE
+def test_the_default_rows_carry_the_scale_the_registry_declares() -> None:
+    """The registry entry's Claims.pg_scale is the claim the catalogue's default-option row makes
+    (checked by exact enumeration in tests/test_bandit.py) and the scale the bandit experiment
+    divides by, so neither keeps a table of its own."""
+    from advest.training.experiments.bandit import pg_scale
 
     cited = {row.name: row.pg_scale for row in CATALOGUE if not row.options and row.pg_scale}
-    assert cited == PG_SCALE
-    assert all(cited[name] is PG_SCALE[name] for name in cited)
+    declared = {e.name: e.scale for e in registry.entries() if e.scale is not None}
+    assert cited == declared and set(declared) >= {"maxpo", "rloo", "dr_grpo", "pkpo_s"}
+    for name, scale in declared.items():
+        k = 1 if registry.entry(name).k_range is None else 2
+        assert pg_scale(name, 4, 2) == float(scale(4, k)), name

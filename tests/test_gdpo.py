@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 import advest.reference.gdpo as ref
 import advest.reference.group as rg
 from advest.fast import gdpo as fst
+from advest.oracle.catalogue import tolerance_entry as entry
 from advest.reference._exact import std
-from advest.spec.tolerances import entry, output_floor
+from advest.spec.tolerances import output_floor
 
 Q = Fraction
 Parts = list[list[list[Fraction]]]

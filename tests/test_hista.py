@@ -21,9 +21,9 @@ from advest.fast.hista import (
     pool_hidden,
 )
 from advest.fast.hista import hista as fast_hista
+from advest.oracle.catalogue import tolerance
 from advest.reference.hista import _weights, block_distances, min_distance, pool, state_values
 from advest.reference.hista import hista as ref_hista
-from advest.spec.tolerances import tolerance
 
 Rollouts = list[list[list[float]]]  # [G][L_i][d]
 Group = tuple[Rollouts, list[float]]
@@ -518,7 +518,7 @@ def test_baseline_is_unbiased_on_an_exact_bandit() -> None:
 
 def test_registry_entry_names_its_inputs_and_calls_generically() -> None:
     entry = registry.entry("hista")
-    assert entry.family == "token" and entry.inputs == ("hidden", "mask", "rewards")
+    assert entry.kind == "token" and entry.inputs == ("hidden", "mask", "rewards")
     hidden, mask, rewards = _pack([EXAMPLE])
     rollout = {"hidden": hidden, "mask": mask, "rewards": rewards}
     out = entry.fn(**{n: rollout[n] for n in entry.inputs})

@@ -18,10 +18,10 @@ import advest.reference.group  # noqa: F401  (binds the submodule used as refere
 from advest import fast, reference
 from advest.fast import registry
 from advest.fast.kae import KAE
+from advest.oracle.catalogue import tolerance_entry as entry
 from advest.reference.kae import KAE as RefKAE
 from advest.reference.kae import kae_group, kernel_weight
 from advest.spec.bandit import expected_estimate, gradient
-from advest.spec.tolerances import entry
 
 TOL = entry("kae", torch.float64)
 
@@ -473,7 +473,7 @@ def test_batch_normalisation() -> None:
 
 def test_registry_entry_is_a_stateful_class_called_by_input_names() -> None:
     entry = registry.entry("kae")
-    assert entry.stateful and entry.family == "history" and entry.fn is KAE
+    assert entry.stateful and entry.kind == "history" and entry.fn is KAE
     assert entry.inputs == ("prompt_ids", "rewards")
     rollout = {"prompt_ids": _ids([0, 1]), "rewards": torch.rand(2, 4), "k": 2}
     kae = entry.fn(h=0.5)

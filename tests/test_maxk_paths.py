@@ -17,7 +17,7 @@ from advest.reference import maxk_closed
 SORTED_FAMILY = [
     name
     for name in registry.names()
-    if registry.entry(name).family == "maxk" and name not in ("tang_passk", "chen_passk")
+    if registry.entry(name).k_range is not None and name not in ("tang_passk", "chen_passk")
 ]
 
 

@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 import torch
 
+import advest.fast._maxk_core
 import advest.fast._weights
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
@@ -37,14 +38,14 @@ def test_wrong_ei_weight_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
         w = real(n, k, device)
         return w._replace(gamma=w.alpha)
 
-    monkeypatch.setattr(fast.maxk, "weights", mutant)
-    fast.maxk._coefficients_cached.cache_clear()  # the cache holds the real weights
+    monkeypatch.setattr(fast._maxk_core, "weights", mutant)
+    fast._maxk_core._coefficients_cached.cache_clear()  # the cache holds the real weights
     try:
         # (maxpo is immune by design: γ cancels in EI − b = M⁺ − M⁻.)
         for name in ("ei", "l2o_baseline", "pkpo_sloo_minus_one", "ei_l1o"):
             assert _suite_detects(rows(name)[0], G1, [2, 3]), name
     finally:
-        fast.maxk._coefficients_cached.cache_clear()  # and must not keep the mutant's
+        fast._maxk_core._coefficients_cached.cache_clear()  # and must not keep the mutant's
 
 
 def test_min_rank_tie_handling_is_caught() -> None:

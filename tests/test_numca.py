@@ -19,9 +19,10 @@ from advest.fast import registry
 from advest.fast.detokenize import decode_with_offsets, texts_and_offsets
 from advest.fast.numca import _extract
 from advest.fast.numca import numca as fast_numca
+from advest.oracle.catalogue import tolerance
 from advest.reference.numca import baselines, join_tokens, milestones, numbers
 from advest.reference.numca import numca as ref_numca
-from advest.spec.tolerances import output_floor, tolerance
+from advest.spec.tolerances import output_floor
 
 Span = tuple[int, int]
 Rollout = tuple[str, list[Span]]  # text, spans of the valid tokens
@@ -313,7 +314,7 @@ def test_unterminated_and_unsupported_spans_are_never_used() -> None:
 
 def test_registry_calls_numca_by_its_input_names() -> None:
     entry = registry.entry("numca")
-    assert entry.family == "token" and entry.inputs == ("texts", "offsets", "mask", "rewards")
+    assert entry.kind == "token" and entry.inputs == ("texts", "offsets", "mask", "rewards")
     texts, offsets, mask = _pack(_tokens([WORKED]), 10)
     rollout = {
         "texts": texts,

@@ -47,7 +47,7 @@ def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) ->
 
     fwd = _time(forward, repeats, torch.device("cpu"))
     r = synthetic(B, G, T, D)
-    names = [n for n in registry.names() if registry.entry(n).family in ("token", "history")]
+    names = [n for n in registry.names() if registry.entry(n).kind in ("token", "history")]
     print(
         f"\ntoken/history estimators vs one rollout forward pass of the default model "
         f"(Llama {spec.layers}×{D}, {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M "

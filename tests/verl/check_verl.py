@@ -35,7 +35,7 @@ def _batch(
 NAMES = sorted(
     n
     for n in registry.names()
-    if n not in integration.SKIPPED and registry.entry(n).family != "token"
+    if n not in integration.SKIPPED and registry.entry(n).kind != "token"
 )
 
 

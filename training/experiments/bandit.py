@@ -178,17 +178,17 @@ def sample_actions(pi: Tensor, batches: int, n: int, gen: torch.Generator) -> Te
 
 
 def pg_scale(name: str, n: int, k: int) -> float | None:
-    """The catalogue's pg_scale(N, K) of ``name`` (default options, ``spec.scales.PG_SCALE``),
-    or for a biased estimator the scale it is compared at (``spec.scales.COMPARISON_SCALE``)."""
+    """The registry's pg_scale(N, K) of ``name`` (its default options' ``Claims.pg_scale``), or
+    for a biased estimator the scale it is compared at (``Claims.comparison_scale``)."""
     from advest.fast.registry import entry
-    from advest.spec.scales import COMPARISON_SCALE, PG_SCALE
 
     if name in HARMONIC:  # target_gradient already carries MaxRL's N
         return 1.0
-    scale = PG_SCALE.get(name, COMPARISON_SCALE.get(name))
+    claims = entry(name).claims
+    scale = claims.pg_scale or claims.comparison_scale
     if scale is None:
         return None
-    k_eff = 1 if entry(name).family == "group" else k
+    k_eff = 1 if entry(name).k_range is None else k
     return float(scale(n, k_eff))
 
 
