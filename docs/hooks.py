@@ -32,7 +32,8 @@ except ImportError:  # run as a script (the --help collector) without mkdocs ins
 
 ROOT = Path(__file__).resolve().parents[1]
 HELP_COLUMNS = "100"  # argparse wraps to $COLUMNS: pin it so pages do not depend on the terminal
-PACKAGES = ("fast", "reference", "spec", "training", "proofs", "integrations")
+PACKAGES = tuple(sorted(p.name for p in (ROOT / "advest").iterdir() if p.is_dir()))
+"""The top-level packages, as the advest/ links name them (a new one gets its API pages)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,7 +92,33 @@ def collect_help() -> dict[str, str]:
     return pages
 
 
-def _run_help_subprocess() -> dict[str, str]:
+def collect_estimators() -> str:
+    """The Estimators page: ``advest list --markdown``, read from the registry."""
+    import contextlib
+    import io
+
+    from advest.training.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["list", "--markdown"])
+    return (
+        "# Estimators\n\nEvery registered estimator, generated from its registry entry (its one "
+        "declaration, `fast/registry.py`) when this site was built; `advest list` prints the "
+        "same table. *Unbiased for* c·∇J: J = max@K for an estimator with K, the mean reward "
+        "without; `-`: biased or not claimed (its spec page says which).\n\n" + out.getvalue()
+    )
+
+
+def spec_nav(families: list[str]) -> list[str]:
+    """The Specification section: one page per family, in the registry's order, then every other
+    page of spec/ (worked paths, the oracle), so a new family's page needs no edit of mkdocs.yml."""
+    pages = [f"spec/{family}.md" for family in families]
+    rest = sorted(f"spec/{p.name}" for p in (ROOT / "spec").glob("*.md"))
+    return pages + [p for p in rest if p not in pages]
+
+
+def _run_help_subprocess() -> dict[str, Any]:
     env = {**os.environ, "COLUMNS": HELP_COLUMNS, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve())],
@@ -105,8 +132,8 @@ def _run_help_subprocess() -> dict[str, str]:
         from mkdocs.exceptions import PluginError
 
         raise PluginError(f"collecting the commands' --help failed:\n{done.stderr[-4000:]}")
-    pages: dict[str, str] = json.loads(done.stdout)
-    return pages
+    collected: dict[str, Any] = json.loads(done.stdout)
+    return collected
 
 
 def _command_page(path: str, text: str, children: list[str]) -> str:
@@ -214,13 +241,14 @@ _STATE: dict[str, Any] = {}
 def on_config(config: Any) -> Any:
     """Run the commands' --help once and put the generated pages into the nav."""
     config["markdown_extensions"].append(_doctest_extension())
-    helps = _run_help_subprocess()
+    collected = _run_help_subprocess()
+    helps: dict[str, str] = collected["help"]
     if "train" not in helps:
         from mkdocs.exceptions import PluginError
 
         raise PluginError(f"no `train` among the discovered commands: {sorted(helps)}")
     modules = public_modules()
-    _STATE.update(helps=helps, modules=modules)
+    _STATE.update(helps=helps, modules=modules, estimators=collected["estimators"])
     commands = [{f"advest {p}": _command_file(p)} for p in helps if p]
     api: list[Any] = ["api/index.md", {"advest": "api/advest.md"}]
     by_package: dict[str, list[Any]] = {}
@@ -234,6 +262,8 @@ def on_config(config: Any) -> Any:
             item = {"Commands": ["cli/index.md", *commands]}
         elif item == {"API reference": "api/index.md"}:
             item = {"API reference": api}
+        elif item == {"Specification": "spec/"}:
+            item = {"Specification": ["estimators.md", *spec_nav(collected["families"])]}
         nav.append(item)
     config["nav"] = nav
     return config
@@ -265,6 +295,7 @@ def on_files(files: Any, config: Any) -> Any:
             children = [p for p in helps if p and " " not in p]
         add_text(_command_file(path), _command_page(path, text, children))
 
+    add_text("estimators.md", _STATE["estimators"])
     modules: list[str] = _STATE["modules"]
     listing = ["# API reference", "", "Generated from the docstrings of every public module.", ""]
     listing += [f"* [`{m}`]({m}.md)" for m in modules]
@@ -281,4 +312,7 @@ def on_files(files: Any, config: Any) -> Any:
 
 
 if __name__ == "__main__":
-    json.dump(collect_help(), sys.stdout)
+    from advest.fast import registry
+
+    found = {"help": collect_help(), "estimators": collect_estimators()}
+    json.dump({**found, "families": registry.families()}, sys.stdout)

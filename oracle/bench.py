@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor
 
-from advest.fast import maxk_dense, registry
+from advest.fast import calling, maxk_dense, registry
 from advest.spec.maxk_weights import BinomRatio
 
 SHAPES = [(4096, 8), (4096, 64), (256, 1024)]
@@ -98,17 +98,14 @@ def outcome_names() -> list[str]:
     return [n for n in registry.names() if registry.entry(n).kind == "sequence"]
 
 
-def _call(name: str, rewards: Tensor, binary: Tensor, k: int) -> Tensor:
-    entry = registry.entry(name)
-    if name == "chen_passk":
-        out: Tensor = entry.fn(binary, k)
-    elif entry.needs_lengths:
-        out = entry.fn(rewards, torch.ones_like(rewards))
-    elif entry.needs_k:
-        out = entry.fn(rewards, k)
-    else:
-        out = entry.fn(rewards)
-    return out
+def _caller(name: str, rewards: Tensor, binary: Tensor, k: int) -> Callable[[], Tensor]:
+    """One timed call of ``name``, made as every caller makes it (``fast.calling``; the plan is
+    resolved once, outside the timing). An estimator whose claims say 0/1 rewards only gets the
+    binary input; one that reads lengths gets responses of one token."""
+    plan = calling.plan(name, k=k)
+    given = binary if registry.entry(name).claims.binary_only else rewards
+    source = {"rewards": given, "lengths": torch.ones_like(given, dtype=torch.int64)}
+    return partial(plan.per_sample, source)
 
 
 def python_loop_canonical(rewards: Tensor, k: int) -> list[list[float]]:
@@ -179,7 +176,7 @@ def _measure(
     for kind, rewards in inputs.items():
         calls[(kind, PLAIN)] = partial(plain_mean_std, rewards)
         for name in outcome_names():
-            calls[(kind, name)] = partial(_call, name, rewards, binary, k)
+            calls[(kind, name)] = _caller(name, rewards, binary, k)
     out: dict[str, dict[str, float]] = {kind: {} for kind in inputs}
     for (kind, name), t in _time_round_robin(calls, repeats, dev).items():
         out[kind][name] = t

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from advest.fast import bench
+from advest.oracle import bench
 
 
 def test_bench_prints_every_estimator_on_general_binary_and_few_valued_input(
@@ -29,7 +29,7 @@ def test_the_retain_allocator_mode_runs_and_is_reported() -> None:
     import sys
 
     code = (
-        "from advest.fast import bench; "
+        "from advest.oracle import bench; "
         "bench.run(repeats=1, device='cpu', shapes=[(3, 8)], malloc='retain')"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -19,20 +19,50 @@ ESTIMATOR_HELP = "registered advantage estimator (`advest list` shows every name
 
 # ----------------------------------------------------------------------------- list
 def list_parser() -> Parser:
-    return new_parser(
-        "advest list", "Every registered estimator: family, inputs, K domain and spec page."
+    p = new_parser(
+        "advest list",
+        "Every registered estimator: family, kind, inputs, K domain, unbiasedness scale and spec "
+        "page, read from its registry entry.",
     )
+    p.add_argument("--markdown", action="store_true", help="a Markdown table (the docs' page)")
+    return p
+
+
+def _scale_text(scale: Any) -> str:
+    # the named scales of spec/scales.py say their value first in their docstrings ("N/K: ...")
+    if scale is None:
+        return "-"
+    doc = (scale.__doc__ or scale.__name__).split(":")[0].split(" (")[0].strip().rstrip(".")
+    if doc == "1":
+        return "∇J"
+    return f"({doc})·∇J" if " " in doc and not doc.startswith("(") else f"{doc}·∇J"
 
 
 def _list(ns: Any) -> int:
     from advest.fast import registry
 
-    rows = [("name", "family", "inputs", "K", "spec")]
-    for name in registry.names():
-        e = registry.entry(name)
-        rows.append((name, e.family, ", ".join(e.inputs), e.k_domain or "-", e.spec))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
+    head = ("name", "family", "kind", "inputs", "K", "unbiased for", "spec")
+    rows = [
+        (
+            e.name,
+            e.family,
+            e.kind,
+            ", ".join(e.inputs),
+            e.k_domain or "-",
+            _scale_text(e.scale),
+            e.spec,
+        )
+        for e in registry.entries()
+    ]
+    if ns.markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for r in rows:
+            print(f"| `{r[0]}` | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} | [{r[6]}]({r[6]}) |")
+        return 0
+    table = [head, *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+    for r in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
     return 0
 

@@ -1,0 +1,134 @@
+"""Adding an estimator to an existing family touches its spec page, its reference function and
+its fast function (plus golden vectors and tests), and nothing else: this test adds a throwaway
+estimator to a temporary copy of the repository, in exactly those three files, and shows that
+the catalogue, ``advest list``, ``advest check`` and the documentation pick it up from its
+registry entry. docs/contributing.md states the same recipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FAST = '''
+
+@register(
+    "throwaway",
+    tolerance=pair("group", CENTRED + " (a test's throwaway: Dr.GRPO under another name)"),
+    claims=Claims(pg_scale=scales.n_minus_one, **FLAT),
+)
+def throwaway(rewards: Tensor) -> Tensor:
+    """rewards: [B, G] -> [B, G]: r − mean r (tests/test_add_estimator.py adds this)."""
+    check_rewards(rewards)
+    return _centred(rewards).to(rewards.dtype)
+
+
+__all__ = [*__all__, "throwaway"]
+'''
+REFERENCE = '''
+
+def throwaway(rewards: Sequence[Number]) -> list[Fraction]:
+    """A_i = r_i − mean r (tests/test_add_estimator.py adds this)."""
+    return _centred(to_fractions(rewards))
+
+
+__all__ = [*__all__, "throwaway"]
+'''
+SPEC = """
+
+### `throwaway`
+
+A_i = r_i − mean r, added by tests/test_add_estimator.py; unbiased for (N − 1)·∇J.
+"""
+
+
+def _copy(dest: Path) -> None:
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    for name in listed:
+        source = ROOT / name
+        if not (source.exists() or source.is_symlink()):
+            continue  # deleted in the working tree
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            target.symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, target)
+
+
+def _run(copy: Path, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(copy), "COLUMNS": "200"}
+    done = subprocess.run(
+        [sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dest = tmp_path_factory.mktemp("repo")
+    _copy(dest)
+    for path, text in (("fast/group.py", FAST), ("reference/group.py", REFERENCE)):
+        with (dest / path).open("a") as f:
+            f.write(text)
+    with (dest / "spec" / "group.md").open("a") as f:
+        f.write(SPEC)
+    return dest
+
+
+def test_the_copy_imports_its_own_advest(copy: Path) -> None:
+    """Control: the subprocesses below read the copy, not this checkout."""
+    out = _run(copy, "-c", "import advest; print(advest.__file__)")
+    assert out.strip() == str(copy / "advest" / "__init__.py")
+
+
+def test_the_catalogue_derives_a_row_with_the_declared_claims(copy: Path) -> None:
+    code = (
+        "from advest.oracle.catalogue import rows\n"
+        "(row,) = rows('throwaway')\n"
+        "print(row.kind, row.centred, row.exact_zero_on_flat, row.pg_scale(5, 1),"
+        " row.reference.__module__)"
+    )
+    assert _run(copy, "-c", code).split() == [
+        "sequence", "True", "True", "4", "advest.reference.group"
+    ]  # fmt: skip
+
+
+def test_the_catalogue_driven_tests_run_on_it(copy: Path) -> None:
+    out = _run(
+        copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "throwaway",
+        "tests/test_catalogue.py", "tests/test_fast_matches_reference.py",
+        "tests/test_properties.py", "tests/test_bandit.py",
+    )  # fmt: skip
+    passed = int(out.strip().splitlines()[-1].split(" passed")[0].split()[-1])
+    assert passed >= 10, out[-2000:]
+
+
+def test_advest_list_shows_it(copy: Path) -> None:
+    lines = _run(copy, "-m", "advest.training.cli", "list").splitlines()
+    (line,) = [x for x in lines if x.startswith("throwaway ")]
+    assert line.split()[1:4] == ["group", "sequence", "rewards"] and "spec/group.md" in line
+    assert "(N − 1)·∇J" in line
+
+
+def test_advest_check_judges_it(copy: Path) -> None:
+    out = _run(copy, "-m", "advest.training.cli", "check", "advest.fast.group:throwaway")
+    assert "| centred | yes (N = 2, 3, 8) |" in out
+    assert "N=3: yes, E[ĝ] = 2·∇J" in out
+
+
+def test_the_docs_list_it_and_its_family_page(copy: Path) -> None:
+    found = json.loads(_run(copy, "docs/hooks.py"))
+    assert "| `throwaway` | group | sequence | rewards |" in found["estimators"]
+    assert "group" in found["families"]
