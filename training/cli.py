@@ -42,7 +42,7 @@ def _list(ns: Any) -> int:
     from advest.fast import registry
 
     head = ("name", "family", "kind", "inputs", "K", "unbiased for", "spec")
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (
             e.name,
             e.family,
