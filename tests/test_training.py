@@ -301,7 +301,7 @@ def test_non_finite_losses_skip_steps_then_stop_the_run_with_a_checkpoint(
     monkeypatch.setitem(
         registry._REGISTRY,
         "nan_test",
-        registry.Entry("nan_test", "group", nan_advantages, False, inputs=("rewards",)),
+        registry.Entry("nan_test", "sequence", nan_advantages, ("rewards",), tolerance={}),
     )
     monkeypatch.setattr(registry, "_load", lambda: None)
     cfg = _cfg(model_path, tmp_path, estimator="nan_test", steps=5, ppo_epochs=1)

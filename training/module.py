@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from typing import Any
 
 import lightning as L
@@ -20,25 +19,16 @@ from torch.utils.data import DataLoader
 
 from advest.fast.detokenize import texts_and_offsets
 
-from . import generation, losses, metrics, scale, state
+from . import generation, metrics, scale, state, updates
 from .config import RLConfig, estimator_plan, scorer
 from .data import FromStep, Item, PromptSource, Steps
 from .policy import forward_logprobs, load_policy, load_tokenizer, rollout_forward
 from .prompts import drop_long, encode
 from .rollout import Rollout
 from .sampling import Scored, sample_and_score
+from .updates import NonFiniteLoss, NonFiniteWeights, RunStopped
 
-
-class RunStopped(RuntimeError):
-    """The run stopped itself; the message says why and what to change."""
-
-
-class NonFiniteLoss(RunStopped):
-    """Too many optimiser steps in a row skipped for a non-finite loss or gradient norm."""
-
-
-class NonFiniteWeights(RunStopped):
-    """An optimiser step made the policy's weights non-finite: nothing is saved after it."""
+__all__ = ["NonFiniteLoss", "NonFiniteWeights", "RLModule", "RunStopped"]
 
 
 class RLModule(L.LightningModule):
@@ -269,118 +259,8 @@ class RLModule(L.LightningModule):
 
     # ----------------------------------------------------------------- optimisation
     def update(self, rollout: Rollout, adv: Tensor, seed: int) -> dict[str, float]:
-        """``ppo_epochs × minibatches`` optimiser steps on the rollout (with --mask_truncated,
-        truncated completions are left out of the loss). In ``one_pass`` mode the rollout's
-        log-probs and entropy are written here, from the only forward pass there is."""
-        cfg = self.cfg
-        opt = self.optimizers()
-        assert not isinstance(opt, list)  # one optimiser
-        sequences, prompt_mask = rollout.sequences, rollout.prompt_mask
-        S = sequences.shape[0]
-        old = rollout.logprobs.reshape(S, -1)
-        mask = rollout.mask.reshape(S, -1)
-        if cfg.mask_truncated:
-            mask = mask & ~rollout.truncated.reshape(S, 1)
-        ref_logprobs = None if rollout.ref_logprobs is None else rollout.ref_logprobs.reshape(S, -1)
-        adv = adv.reshape(S, -1)
-        gen = torch.Generator().manual_seed(seed)
-        stats: dict[str, list[float]] = {"clip_frac": [], "kl": [], "grad_norm": [], "loss": []}
-        self.policy.train()
-        for _ in range(cfg.ppo_epochs):
-            order = torch.randperm(S, generator=gen).to(self.device)
-            for mb in order.chunk(cfg.minibatches):
-                norm = losses.Normaliser.of(mask[mb], cfg.max_new_tokens)
-                opt.zero_grad()
-                finite = True
-                for micro in mb.chunk(cfg.micro_batches):
-                    logp, logits, _ = self.forward_logprobs(
-                        self.policy, sequences[micro], prompt_mask[micro], mask[micro]
-                    )
-                    if self.one_pass:
-                        self.fill_rollout(rollout, micro, logp, logits)
-                    parts = losses.policy_loss(
-                        logp,
-                        old[micro],
-                        adv[micro],
-                        mask[micro],
-                        clip_low=cfg.clip_low,
-                        clip_high=cfg.clip_high,
-                        aggregation=cfg.loss_aggregation,
-                        norm=norm,
-                        ref_logprobs=None if ref_logprobs is None else ref_logprobs[micro],
-                        kl_coef=cfg.kl_coef,
-                        kl_estimator=cfg.kl_estimator,
-                    )
-                    bad = not bool(torch.isfinite(parts.loss))
-                    if self.trainer.strategy.reduce_boolean_decision(bad, all=False):
-                        finite = False
-                        break
-                    self.manual_backward(parts.loss)
-                    m = mask[micro]
-                    stats["clip_frac"].append(float(parts.clipped.sum() / m.sum().clamp(min=1)))
-                    stats["kl"].append(float((parts.kl * m).sum() / m.sum().clamp(min=1)))
-                    stats["loss"].append(float(parts.loss.detach()))
-                if not finite:
-                    self.skip_nonfinite("loss")
-                    opt.zero_grad()
-                    continue
-                norm_total = torch.nn.utils.clip_grad_norm_(
-                    self.policy.parameters(), cfg.max_grad_norm
-                )
-                if not bool(torch.isfinite(norm_total)):  # the step would make every weight NaN
-                    self.skip_nonfinite("gradient norm")
-                    opt.zero_grad()
-                    continue
-                self.bad_steps = 0
-                stats["grad_norm"].append(float(norm_total))
-                opt.step()
-                self.check_weights(float(norm_total))
-        self.policy.eval()
-        out = {k: sum(v) / len(v) for k, v in stats.items() if v}
-        out["grad_variance_proxy"] = metrics.adam_variance_proxy(opt.optimizer)
-        return out
-
-    @torch.no_grad()
-    def fill_rollout(self, rollout: Rollout, rows: Tensor, logp: Tensor, logits: Tensor) -> None:
-        """``one_pass``: the rollout's log-probs and entropy of sequences ``rows`` from the
-        update's forward pass (``old`` is a view of ``rollout.logprobs``, so the loss reads
-        them as its old log-probs: ratio 1)."""
-        from .metrics import entropy
-
-        S = rollout.mask.shape[0] * rollout.mask.shape[1]
-        rollout.logprobs.view(S, -1)[rows] = logp.detach().float()
-        rollout.entropy.view(S, -1)[rows] = entropy(logits.detach()).float()
-
-    def skip_nonfinite(self, what: str) -> None:
-        self.bad_steps += 1
-        self.skipped_total += 1
-        step = self.rollout_step + 1  # the step being trained, as metrics.csv numbers it
-        warnings.warn(
-            f"non-finite {what} at rollout step {step}: optimiser step skipped "
-            f"({self.bad_steps} in a row)",
-            stacklevel=2,
-        )
-        if self.bad_steps >= self.cfg.max_bad_steps:
-            plural = "losses" if what == "loss" else f"{what}s"
-            raise NonFiniteLoss(
-                f"{self.bad_steps} consecutive non-finite {plural} at rollout step {step}: "
-                "stopping. Lower --lr or --max_grad_norm, or check the estimator's inputs and "
-                "the rewards; the weights were not updated by these steps."
-            )
-
-    def check_weights(self, grad_norm: float) -> None:
-        """After an optimiser step: a non-finite weight stops the run before anything is
-        sampled, checkpointed or exported with it."""
-        params = scale.trainable(self.policy)
-        if bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):
-            return
-        raise NonFiniteWeights(
-            f"rollout step {self.rollout_step + 1}: the policy's weights became non-finite "
-            f"(NaN or inf) in an optimiser step whose loss and gradient norm ({grad_norm:.3g}) "
-            f"were finite; the likely cause is a learning rate too large for this model "
-            f"(--lr {self.cfg.lr:g}, --dtype {self.cfg.dtype}): lower --lr. Nothing was saved "
-            "or exported after this step."
-        )
+        """``ppo_epochs × minibatches`` optimiser steps on the rollout (``updates.ppo_update``)."""
+        return updates.ppo_update(self, rollout, adv, seed)
 
     # ----------------------------------------------------------------- metrics and state
     def log_step(
