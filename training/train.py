@@ -22,6 +22,7 @@ import lightning as L
 
 from .config import ConfigError, RLConfig, validate
 from .resume import (
+    Resume,
     check_fresh,
     check_name,
     remove_leftovers,
@@ -121,35 +122,19 @@ def train(
     the settings cannot work. ``before``: the held-out counts of the starting weights under the
     same settings and seed, measured by an earlier run (an experiment's other arms), so the
     "before" evaluation is not repeated; the evaluation is seeded, so it would give the same."""
-    from . import logs, models, scale
-    from .evaluate import held_out_items, write
+    from . import models, scale
+    from .evaluate import held_out_items
     from .heldout import HeldOut
     from .logs import quiet_libraries, step_bar
     from .module import RLModule
 
     quiet_libraries()
-    validate(cfg)
-    scale.check_trainer(cfg, {**TRAINER_DEFAULTS, **(trainer_args or {})})
-    check_name(name)
-    folder = run_folder(cfg, name)
+    folder, point = _check_start(cfg, trainer_args, name, resume)
     ckpt = folder / "checkpoints" / "last.ckpt"
-    if resume and name is None:
-        raise ConfigError("--resume needs --name: the run folder under --out to continue")
-    point = resume_point(cfg, folder) if resume else None
-    if point is None and is_rank_zero():  # DDP's other ranks start after rank 0 made the folder
-        check_fresh(folder)
     model_path = models.folder(cfg.model)  # a GGUF file becomes a plain folder, once
     L.seed_everything(cfg.seed, verbose=False)
     module = RLModule(cfg, model_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    if is_rank_zero():
-        remove_leftovers(folder)  # a killed run's temporary files
-        record = {"rl": asdict(cfg), "trainer": trainer_args or {}, "model_path": model_path}
-        write_config(folder, record, point)
-        if point is not None:
-            for key, (was, now) in point.changes.items():
-                print(f"resume: --{key} {was} -> {now} from step {point.step}", flush=True)
-            print(f"resume: step {point.step} of {cfg.steps}", flush=True)
+    _record(folder, cfg, trainer_args, model_path, point)
     items = held_out_items(cfg, module.source)
     do_eval = evaluate and bool(items) and not resume
     if do_eval and before is not None and len(before) != len(items):
@@ -177,16 +162,69 @@ def train(
     try:
         _fit(trainer, module, ckpt if resume else None, checkpointer)
         if trainer.is_global_zero:
-            if do_eval:
-                write(curves, folder, "passk")
-                (folder / "passk_counts.json").write_text(
-                    json.dumps({"samples": cfg.eval_samples, **counts})
-                )
-            logs.plot_metrics(folder)
-            scale.export(module, folder, cfg.lora_export)  # last: merging changes the policy
+            _finish(module, folder, cfg, curves if do_eval else None, counts)
     finally:
         module.scorer.close()  # the reward workers end with the run, however it ends
     return folder
+
+
+def _check_start(
+    cfg: RLConfig, trainer_args: dict[str, Any] | None, name: str | None, resume: bool
+) -> tuple[Path, Resume | None]:
+    """Every check that needs no model; the run's folder and, with ``resume``, where it stops."""
+    from . import scale
+
+    validate(cfg)
+    scale.check_trainer(cfg, {**TRAINER_DEFAULTS, **(trainer_args or {})})
+    check_name(name)
+    folder = run_folder(cfg, name)
+    if resume and name is None:
+        raise ConfigError("--resume needs --name: the run folder under --out to continue")
+    point = resume_point(cfg, folder) if resume else None
+    if point is None and is_rank_zero():  # DDP's other ranks start after rank 0 made the folder
+        check_fresh(folder)
+    return folder, point
+
+
+def _record(
+    folder: Path,
+    cfg: RLConfig,
+    trainer_args: dict[str, Any] | None,
+    model_path: str,
+    point: Resume | None,
+) -> None:
+    """The run folder and its config.json (rank 0), saying what a resume changed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if not is_rank_zero():
+        return
+    remove_leftovers(folder)  # a killed run's temporary files
+    record = {"rl": asdict(cfg), "trainer": trainer_args or {}, "model_path": model_path}
+    write_config(folder, record, point)
+    if point is not None:
+        for key, (was, now) in point.changes.items():
+            print(f"resume: --{key} {was} -> {now} from step {point.step}", flush=True)
+        print(f"resume: step {point.step} of {cfg.steps}", flush=True)
+
+
+def _finish(
+    module: Any,
+    folder: Path,
+    cfg: RLConfig,
+    curves: dict[str, dict[int, float]] | None,
+    counts: dict[str, list[int]],
+) -> None:
+    """After the fit, on rank 0: the held-out curves (``curves`` None: no evaluation), the
+    metrics plot, and the exported model (last: merging LoRA changes the policy)."""
+    from . import logs, scale
+    from .evaluate import write
+
+    if curves is not None:
+        write(curves, folder, "passk")
+        (folder / "passk_counts.json").write_text(
+            json.dumps({"samples": cfg.eval_samples, **counts})
+        )
+    logs.plot_metrics(folder)
+    scale.export(module, folder, cfg.lora_export)
 
 
 def _fit(trainer: L.Trainer, module: Any, ckpt: Path | None, checkpointer: Checkpointer) -> None:
