@@ -38,12 +38,12 @@ from torch import Tensor
 from advest.spec.tolerances import pair
 
 from ._checks import check_rewards
+from ._hista_memory import CHUNK_BYTES as CHUNK_BYTES  # the budget's default, public here
+from ._hista_memory import _compute_dtype, _distance_chunks, _pool_rows
+from ._hista_memory import memory_plan as memory_plan
 from .registry import register
 
 __all__ = ["hista"]
-
-CHUNK_BYTES = 1 << 27
-"""Default working-memory budget per chunk (128 MiB)."""
 
 
 class Pooled(NamedTuple):
@@ -51,10 +51,6 @@ class Pooled(NamedTuple):
 
     blocks: Tensor  # [B, G, M, D]: block b of rollout i at [i, b]; rows past ⌈L_i/w⌉ are ignored
     w: int
-
-
-def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype == torch.float64 else torch.float32
 
 
 def _check_w(w: object) -> int:
@@ -86,13 +82,6 @@ def _where(row: int, lead: tuple[int, ...]) -> str:
         index.append(row % size)
         row //= size
     return f"row {tuple(reversed(index))} ("
-
-
-def _pool_rows(m: int, w: int, t: int, d: int, elt: int, gather_elt: int, budget: int) -> int:
-    """Rollouts pooled per chunk: a float buffer [c, M·w, D] plus, for masks that are not a prefix,
-    a gathered copy [c, T, D] in the input dtype."""
-    per_row = m * w * d * elt + t * d * gather_elt
-    return max(1, budget // max(per_row, 1))
 
 
 def pool_hidden(
@@ -156,16 +145,6 @@ def _raise_non_finite(
     raise ValueError(
         f"hidden has a non-finite value in {_where(row, lead)}, token {int(tokens[0])})"
     )
-
-
-def _distance_chunks(b: int, n: int, g: int, d: int, elt: int, budget: int) -> tuple[int, int]:
-    """(groups, rows) per distance chunk: half the budget for the centred blocks of the groups
-    [groups, N, D], half for one row chunk's Gram slice [groups, rows, N] and gathered nearest
-    blocks [groups, rows, G, D] (plus their int64 indices)."""
-    groups = max(1, min(b, (budget // 2) // max(n * d * elt, 1)))
-    per_row = groups * ((n + g * d) * elt + 2 * g * 8)
-    rows = max(1, min(n, (budget // 2) // max(per_row, 1)))
-    return groups, rows
 
 
 def _row_minima(blocks: Tensor, present: Tensor, chunk_bytes: int) -> Tensor:
@@ -359,45 +338,3 @@ def _device(hidden: object) -> torch.device:
             f"hidden must be a torch.Tensor [B, G, T, D] or a Pooled; got {type(hidden)}"
         )
     return hidden.device
-
-
-def memory_plan(
-    B: int,
-    G: int,
-    T: int,
-    D: int,
-    *,
-    w: int = 16,
-    dtype: torch.dtype = torch.bfloat16,
-    chunk_bytes: int = CHUNK_BYTES,
-) -> dict[str, int]:
-    """Bytes ``hista`` allocates beyond its inputs for full-length, right-padded rollouts, from
-    the same chunk rules the code uses. Keys: the live tensors of each stage and ``peak``.
-
-    blocks [B, G, M, D] live throughout; the pooling chunk, the distance chunk and the float64
-    ``[B, G, M, G]`` stage follow one another; the token stage holds a few ``[B, G, T]`` tensors.
-    """
-    M = -(-T // w)
-    N = G * M
-    elt = torch.finfo(_compute_dtype(dtype)).bits // 8
-    c = min(B * G, _pool_rows(M, w, T, D, elt, 0, chunk_bytes))
-    groups, rows = _distance_chunks(B, N, G, D, elt, chunk_bytes)
-    plan = {
-        "blocks": B * G * M * D * elt,
-        # buffer [c, M·w, D], its block sums and their means [c, M, D]
-        "pool_chunk": c * M * w * D * elt + 2 * c * M * D * elt,
-        # centred blocks [bs, N, D]; Gram slice [bs, r, N]; nearest blocks [bs, r, G, D];
-        # minima, indices and distances [bs, r, G]; the row minima of every group [B, N, G]
-        "distance_chunk": groups * N * D * elt
-        + groups * rows * (N + G * D) * elt
-        + groups * rows * G * (3 * elt + 8)
-        + B * N * G * elt,
-        # about a dozen float64 / int64 [B, G, M, G] tensors (row minima, prefix sums, sort)
-        "values": 12 * B * G * M * G * 8,
-        # positions, block index, baseline and advantages [B, G, T]
-        "tokens": 4 * B * G * T * 8,
-    }
-    plan["peak"] = plan["blocks"] + max(
-        plan["pool_chunk"], plan["distance_chunk"], plan["values"], plan["tokens"]
-    )
-    return plan
