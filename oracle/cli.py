@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .calling import Convention, OracleError, OutOfScope, load
-from .properties import NON_FINITE
+from .properties import NON_FINITE, Finding
 from .report import as_json, check, table
 from .tolerance import DTYPES, rule
 
@@ -159,7 +159,6 @@ def command(args: Any) -> int:
     report in which the estimator returned NaN or inf for finite rewards; 2 a usage, import or
     call error; 3 no answer within ``--timeout`` seconds (the estimator hangs), or the child
     process died."""
-    import json
     import sys
 
     target: str = args.target
@@ -196,6 +195,15 @@ def command(args: Any) -> int:
         print(f"advest check: {payload}", file=sys.stderr)
         return 2
     findings, convention = payload
+    return _report(target, args, findings, convention)
+
+
+def _report(target: str, args: Any, findings: list[Finding], convention: str) -> int:
+    """Print the report of ``findings`` (and write ``--json``); 1 when the estimator returned
+    NaN or inf for finite rewards, else 0."""
+    import json
+    import sys
+
     ns = sorted({f.n for f in findings if f.n is not None})
     print(f"advest check {target} (family {args.family}, K={args.k}, N={ns}, {convention})")
     dtypes = list(dict.fromkeys(f.dtype for f in findings if f.dtype))

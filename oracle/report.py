@@ -104,21 +104,9 @@ def _run_dtype(
     ]
     if family == "maxk" and k_obj < n:
         checks.append(lambda: find.relation_to_canonical(watch, used, k_obj, tol))
-    findings = []
-    for run in checks:
-        before = len(watch.seen)
-        finding = run()
-        if len(watch.seen) > before:  # NaN compares false to every bound: never a "yes"
-            finding.verdict, finding.evidence = NON_FINITE, watch.seen[before]
-        findings.append(finding)
+    findings = _judged(watch, checks)
     if family == "maxk" and k_obj >= n:
         findings.append(Finding("relation to canonical", "not checked", "canonical needs K < N"))
-    findings.insert(
-        0,
-        Finding("finite output", NON_FINITE, watch.seen[0])
-        if watch.seen
-        else Finding("finite output", "yes", "every output finite for finite rewards"),
-    )
     for f in findings:
         f.dtype, f.n = name, n
         if skipped:
@@ -126,6 +114,25 @@ def _run_dtype(
         if refused:
             f.evidence += f"; refused by the estimator: {', '.join(sorted(refused))}"
     return findings
+
+
+def _judged(watch: Watch, checks: list[Callable[[], Finding]]) -> list[Finding]:
+    """Run each check, then the "finite output" finding first: a check during which the
+    estimator gave a non-finite output is reported as such (NaN compares false to every bound,
+    so it must never read as a "yes")."""
+    findings = []
+    for run in checks:
+        before = len(watch.seen)
+        finding = run()
+        if len(watch.seen) > before:
+            finding.verdict, finding.evidence = NON_FINITE, watch.seen[before]
+        findings.append(finding)
+    finite = (
+        Finding("finite output", NON_FINITE, watch.seen[0])
+        if watch.seen
+        else Finding("finite output", "yes", "every output finite for finite rewards")
+    )
+    return [finite, *findings]
 
 
 FLOAT32_EXCESS = torch.finfo(torch.float32).eps / torch.finfo(torch.float64).eps

@@ -80,29 +80,10 @@ def unbiasedness(
     what = f"for {objective}" if harmonic else f"for {objective} (K={k})"
     if 3**n > BANDIT_MAX_ROWS:
         return Finding("unbiased", "not checked", f"3^{n} reward tuples is too many to enumerate")
-    ratios, residuals, deltas = [], [], []
-    shifted = 0
-    for pi, r in BANDITS:
-        rr = [Fraction(int(x > Fraction(1, 2))) for x in r] if binary else r
-        grad_q = _objective_gradient(pi, rr, n, k, harmonic)
-        grad = torch.tensor([float(g) for g in grad_q], dtype=torch.float64)
-        try:
-            got, bound = _expected(est, pi, rr, n, dtype, tol)
-        except OracleError:
-            raise
-        except ValueError:
-            rr = [x - min(rr) for x in rr]
-            got, bound = _expected(est, pi, rr, n, dtype, tol)
-            shifted += 1
-        if not bool(got.isfinite().all()):
-            return Finding("unbiased", "no: NaN or inf in the advantages", f"{what}, N={n}")
-        norm = float(grad.norm())
-        if norm == 0:
-            continue
-        c = float(got @ grad) / norm**2
-        ratios.append(c)
-        residuals.append(float((got - c * grad).norm()) / norm)
-        deltas.append(float(bound.norm()) / norm + 1e-12)
+    per = _per_bandit(est, n, k, binary, dtype, tol, harmonic)
+    if per is None:
+        return Finding("unbiased", "no: NaN or inf in the advantages", f"{what}, N={n}")
+    ratios, residuals, deltas, shifted = per
     data = {"c": ratios, "residual": residuals, "bound": deltas, "N": n, "K": k}
     precision = f"exact enumeration, {len(ratios)} bandits, error bound up to {max(deltas):.1e}"
     if shifted:
@@ -124,6 +105,44 @@ def unbiasedness(
         return Finding("unbiased", f"inconclusive {what}", f"c ≈ 0 within {precision}", data=data)
     shown = _simplest(ratios[0], max(deltas) + 1e-9 * abs(ratios[0]))
     return Finding("unbiased", f"yes, E[ĝ] = {shown}·∇J {what}", precision, data=data)
+
+
+def _per_bandit(
+    est: Estimator,
+    n: int,
+    k: int,
+    binary: bool,
+    dtype: torch.dtype,
+    tol: torch.dtype,
+    harmonic: bool,
+) -> tuple[list[float], list[float], list[float], int] | None:
+    """For each bandit with ∇J ≠ 0: c = ⟨E[ĝ], ∇J⟩/‖∇J‖², the off-direction residual and the
+    error bound, both relative to ‖∇J‖; and how many bandits were shifted to rewards >= 0.
+    None when an expectation is not finite."""
+    ratios, residuals, deltas = [], [], []
+    shifted = 0
+    for pi, r in BANDITS:
+        rr = [Fraction(int(x > Fraction(1, 2))) for x in r] if binary else r
+        grad_q = _objective_gradient(pi, rr, n, k, harmonic)
+        grad = torch.tensor([float(g) for g in grad_q], dtype=torch.float64)
+        try:
+            got, bound = _expected(est, pi, rr, n, dtype, tol)
+        except OracleError:
+            raise
+        except ValueError:
+            rr = [x - min(rr) for x in rr]
+            got, bound = _expected(est, pi, rr, n, dtype, tol)
+            shifted += 1
+        if not bool(got.isfinite().all()):
+            return None
+        norm = float(grad.norm())
+        if norm == 0:
+            continue
+        c = float(got @ grad) / norm**2
+        ratios.append(c)
+        residuals.append(float((got - c * grad).norm()) / norm)
+        deltas.append(float(bound.norm()) / norm + 1e-12)
+    return ratios, residuals, deltas, shifted
 
 
 def _simplest(x: float, tol: float) -> str:
