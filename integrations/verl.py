@@ -233,6 +233,28 @@ def check_config(config: Any) -> None:
         raise ValueError(f"algorithm.adv_estimator={name} ({settings}): {error}") from None
 
 
+def _gdpo_keys(
+    config: Any, norm_adv_by_std_in_grpo: bool, non_tensor_batch: dict[str, Any] | None
+) -> list[str]:
+    """The reward keys of verl's GDPO config, refused where verl would fall back silently."""
+    keys = _setting(config, "gdpo_reward_keys", None)
+    if not keys or non_tensor_batch is None:
+        raise ValueError(
+            "advest's gdpo reads each reward's own score: set algorithm.gdpo_reward_keys to the "
+            "keys your reward function returns and pass non_tensor_batch (verl's own gdpo would "
+            "fall back to the summed reward, which is GDPO of one reward)"
+        )
+    if not norm_adv_by_std_in_grpo or not _setting(config, "norm_adv_by_std_in_grpo", True):
+        raise ValueError(
+            "algorithm.norm_adv_by_std_in_grpo=False has no meaning for advest's gdpo: the group "
+            "std of each reward is GDPO's normalisation"
+        )
+    missing = [k for k in keys if k not in non_tensor_batch]
+    if missing:
+        raise ValueError(f"gdpo reward keys {missing} are not in non_tensor_batch")
+    return list(keys)
+
+
 def gdpo(
     token_level_rewards: Tensor,
     response_mask: Tensor,
@@ -255,21 +277,8 @@ def gdpo(
     reward alone), ``norm_adv_by_std_in_grpo=False``, prompts with different numbers of
     samples. ``batch`` (verl's prompts and attention mask, used to place each score on the last
     valid token) is not needed: the score is the sample's."""
-    keys = _setting(config, "gdpo_reward_keys", None)
-    if not keys or non_tensor_batch is None:
-        raise ValueError(
-            "advest's gdpo reads each reward's own score: set algorithm.gdpo_reward_keys to the "
-            "keys your reward function returns and pass non_tensor_batch (verl's own gdpo would "
-            "fall back to the summed reward, which is GDPO of one reward)"
-        )
-    if not norm_adv_by_std_in_grpo or not _setting(config, "norm_adv_by_std_in_grpo", True):
-        raise ValueError(
-            "algorithm.norm_adv_by_std_in_grpo=False has no meaning for advest's gdpo: the group "
-            "std of each reward is GDPO's normalisation"
-        )
-    missing = [k for k in keys if k not in non_tensor_batch]
-    if missing:
-        raise ValueError(f"gdpo reward keys {missing} are not in non_tensor_batch")
+    keys = _gdpo_keys(config, norm_adv_by_std_in_grpo, non_tensor_batch)
+    assert non_tensor_batch is not None  # _gdpo_keys refuses a batch without it
     weights = _setting(config, "gdpo_reward_weights", None)
     device = token_level_rewards.device
     scores = torch.stack(

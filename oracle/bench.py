@@ -189,6 +189,39 @@ def _measure(
     return out
 
 
+def _print_table(
+    B: int, G: int, k: int, times: dict[str, dict[str, float]], names: list[str], maxk: list[str]
+) -> None:
+    """One shape's table: ms, × grpo and × plain per input kind, then the summary lines."""
+    print(f"\nB={B}, G={G}, K={k}")
+    print(f"{'':<24}" + "".join(f"{kind:>30}" for kind in INPUTS))
+    print(f"{'estimator':<24}" + f"{'ms':>10}{'× grpo':>10}{'× plain':>10}" * len(INPUTS))
+    for name in [PLAIN, *names, DENSE, LOOP]:
+        row = f"{name:<24}"
+        for kind in INPUTS:
+            t = times[kind].get(name)
+            if t is None:
+                row += f"{'—':>10}" * 3
+                continue
+            grpo, plain = times[kind]["grpo"], times[kind][PLAIN]
+            row += f"{t * 1e3:>10.3f}{t / grpo:>10.2f}{t / plain:>10.2f}"
+        print(row)
+    for kind in INPUTS:
+        worst = max(maxk, key=lambda n: times[kind][n])
+        print(
+            f"  {kind}: slowest max@K estimator {worst}, "
+            f"{times[kind][worst] / times[kind]['grpo']:.2f}× grpo; "
+            f"grpo {times[kind]['grpo'] / times[kind][PLAIN]:.2f}× plain mean/std"
+        )
+    if LOOP in times["general"]:
+        fast_t = times["general"]["canonical"]
+        print(
+            f"  fast canonical speed-up over: python loop "
+            f"{times['general'][LOOP] / fast_t:.1f}×, dense O(G²) "
+            f"{times['general'][DENSE] / fast_t:.1f}×"
+        )
+
+
 def run(
     repeats: int = 15,
     quick: bool = False,
@@ -230,31 +263,5 @@ def run(
         k = _k_for(G)
         times = _measure(_inputs((B, G), gen, dev), k, repeats, dev)
         results[(B, G)] = times
-        print(f"\nB={B}, G={G}, K={k}")
-        print(f"{'':<24}" + "".join(f"{kind:>30}" for kind in INPUTS))
-        print(f"{'estimator':<24}" + f"{'ms':>10}{'× grpo':>10}{'× plain':>10}" * len(INPUTS))
-        for name in [PLAIN, *names, DENSE, LOOP]:
-            row = f"{name:<24}"
-            for kind in INPUTS:
-                t = times[kind].get(name)
-                if t is None:
-                    row += f"{'—':>10}" * 3
-                    continue
-                grpo, plain = times[kind]["grpo"], times[kind][PLAIN]
-                row += f"{t * 1e3:>10.3f}{t / grpo:>10.2f}{t / plain:>10.2f}"
-            print(row)
-        for kind in INPUTS:
-            worst = max(maxk, key=lambda n: times[kind][n])
-            print(
-                f"  {kind}: slowest max@K estimator {worst}, "
-                f"{times[kind][worst] / times[kind]['grpo']:.2f}× grpo; "
-                f"grpo {times[kind]['grpo'] / times[kind][PLAIN]:.2f}× plain mean/std"
-            )
-        if LOOP in times["general"]:
-            fast_t = times["general"]["canonical"]
-            print(
-                f"  fast canonical speed-up over: python loop "
-                f"{times['general'][LOOP] / fast_t:.1f}×, dense O(G²) "
-                f"{times['general'][DENSE] / fast_t:.1f}×"
-            )
+        _print_table(B, G, k, times, names, maxk)
     return results
