@@ -23,7 +23,7 @@ TARGETS = {"ktae": 0.02, "covariance_weights": 0.02, "hista": 0.10}
 
 
 def _estimator_call(name: str, r: Rollout) -> Callable[[], Any]:
-    base = registry.get("grpo")(r.rewards)  # what a reweighter gets from its base estimator
+    base = plan("grpo").per_sample(r)  # what a reweighter gets from its base estimator
     resolved = plan(name)
     return lambda: resolved.output(r, base)
 
