@@ -24,7 +24,7 @@ def list_parser() -> Parser:
         "Every registered estimator: family, kind, inputs, K domain, unbiasedness scale and spec "
         "page, read from its registry entry.",
     )
-    p.add_argument("--markdown", action="store_true", help="a Markdown table (the docs' page)")
+    switch(p, "markdown", False, "a Markdown table (the docs' Estimators page)")
     return p
 
 
