@@ -126,7 +126,7 @@ def record(folder: Path, seed: int, group_size: int) -> Record:
     """A finished run folder → its ``Record`` (read from ``passk_counts.json`` and
     ``metrics.csv``)."""
     counts = json.loads((folder / "passk_counts.json").read_text())
-    rows = list(csv.DictReader((folder / "metrics.csv").open()))
+    rows = list(csv.DictReader((folder / "metrics.csv").read_text().splitlines()))
     phases = ("generate", "reward", "forward", "advantage", "update")
     seconds = [sum(float(r.get(f"time/{p}") or 0) for p in phases) for r in rows]
     return {
@@ -164,6 +164,7 @@ def parser() -> Any:
     p.add_argument("--tasks", type=str, nargs="+", choices=list(TASKS), default=["chain_sum"])
     p.add_argument("--arms", type=str, nargs="+", choices=list(ARMS), default=CPU_ARMS)
     p.add_argument("--seeds", type=int, default=3, help="seeds per (task, arm)")
+    p.add_argument("--first_seed", type=int, default=0, help="seeds first_seed, first_seed + 1, …")
     p.add_argument("--steps", type=int, default=20, help="rollout steps per run")
     p.add_argument("--prompts", type=int, default=4, help="prompts per step (× G)")
     p.add_argument("--tokens", type=int, default=24, help="--max_new_tokens")
@@ -187,12 +188,16 @@ def main(argv: list[str]) -> int:
         "tasks": {t: TASKS[t] for t in args.tasks},
         "arms": {a: ARMS[a] for a in args.arms},
         "seeds": args.seeds,
+        "first_seed": args.first_seed,
         "base": asdict(base),
     }
     (args.out_path / "config.json").write_text(json.dumps(config, indent=1, default=str))
-    results: dict[str, dict[str, list[Record]]] = {t: {a: [] for a in args.arms} for t in args.tasks}
+    results: dict[str, dict[str, list[Record]]] = {
+        t: {a: [] for a in args.arms} for t in args.tasks
+    }
     start = time.monotonic()
-    for seed in range(args.seeds):  # seed-major: a partial experiment covers every arm
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    for seed in seeds:  # seed-major: a partial experiment covers every arm
         for task in args.tasks:
             before: list[int] | None = None  # the starting weights' counts, shared by arms
             for arm in args.arms:
