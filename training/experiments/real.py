@@ -22,6 +22,7 @@ import csv
 import json
 import shutil
 import time
+import traceback
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -201,7 +202,12 @@ def main(argv: list[str]) -> int:
         for task in args.tasks:
             before: list[int] | None = None  # the starting weights' counts, shared by arms
             for arm in args.arms:
-                rec = run(task, arm, seed, base, before)
+                try:
+                    rec = run(task, arm, seed, base, before)
+                except Exception:  # one arm's failure must not stop a night's grid
+                    print(f"{task}-{arm}-seed{seed}: FAILED, the grid goes on:\n"
+                          f"{traceback.format_exc()}", flush=True)  # fmt: skip
+                    continue
                 before = rec["before"]
                 results[task][arm].append(rec)
                 (args.out_path / "metrics.json").write_text(json.dumps(results, indent=1))
