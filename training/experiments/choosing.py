@@ -117,17 +117,39 @@ def ranking_lines(real: dict[str, Any]) -> list[str]:
     return out
 
 
+def separation_lines(real: dict[str, Any], ref: str = "grpo") -> list[str]:
+    """Per task and k ∈ {1, 8, 64}: the arms whose 95% interval after training lies above
+    ``ref``'s, below it, or overlaps it (not separated)."""
+    out = []
+    for task, arms in real["summary"].items():
+        if ref not in arms:
+            continue
+        for k in (1, 8, 64):
+            r = arms[ref]["after"][k - 1]
+            groups: dict[str, list[str]] = {"above": [], "below": [], "not separated": []}
+            for arm, e in arms.items():
+                if arm == ref:
+                    continue
+                v = e["after"][k - 1]
+                key = "above" if v[1] > r[2] else "below" if v[2] < r[1] else "not separated"
+                groups[key].append(arm)
+            said = "; ".join(f"{g}: {', '.join(a) or '—'}" for g, a in groups.items())
+            out.append(f"* `{task}`, pass@{k} after, against `{ref}`: {said}")
+    return out
+
+
 def level_lines(real: dict[str, Any]) -> list[str]:
     out = []
     for task, arms in real["summary"].items():
         for arm, e in arms.items():
             lv = e["level_off"]
             seq = ", ".join(f"{m:.2f}" for m in lv["means"])
-            when = (
-                f"levels off at step {lv['step']}"
-                if lv["step"] is not None
-                else f"still rising at step {lv['steps']}"
-            )
+            if len(lv["means"]) < 2:
+                when = f"{lv['steps']} steps: too few windows to tell"
+            elif lv["step"] is not None:
+                when = f"levels off at step {lv['step']}"
+            else:
+                when = f"still rising at step {lv['steps']}"
             out.append(f"* `{task}` {arm}: {seq} → {when}")
     return out
 
@@ -279,6 +301,7 @@ def page(data: dict[str, Any], theorem_text: str, peer_text: str) -> str:
     if real:
         out += ["## The real model", "", real_setup(real), "", real_table(real)]
         out += [
+            *separation_lines(real),
             *ranking_lines(real),
             "",
             "Training pass@1 (the mean reward of each step's own "
@@ -303,7 +326,8 @@ def readme_block(data: dict[str, Any]) -> str:
     out = [BEGIN, ""]
     if data["real"]:
         real = data["real"]
-        out += [real_setup(real), "", real_table(real), *ranking_lines(real), "",
+        out += [real_setup(real), "", real_table(real), *separation_lines(real),
+                *ranking_lines(real), "",
                 "![held-out pass@k after training](docs/real_passk.png)", "",
                 f"Training pass@1 ({WINDOW_TEXT}):", "", *level_lines(real), ""]  # fmt: skip
     if data["values"]:
