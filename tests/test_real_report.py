@@ -78,3 +78,45 @@ def test_parts_run_side_by_side_merge_into_one_experiment(tmp_path: Path) -> Non
     merged = json.loads((tmp_path / "all" / "metrics.json").read_text())
     assert [r["after"] for r in merged["chain_sum"]["grpo"]] == [[0], [1]]  # seeds in order
     assert json.loads((tmp_path / "all" / "config.json").read_text())["seeds"] == 2
+
+
+def test_a_rerun_reuses_finished_runs_restarts_unfinished_ones_and_refuses_other_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``advest experiment real`` resumes by run folder; the trainer is replaced by one that
+    writes what a finished run leaves (the real trainer is tested in test_real_model.py)."""
+    from dataclasses import asdict, replace
+    from types import SimpleNamespace
+
+    from advest.training import train as train_module
+    from advest.training.experiments import real
+
+    calls: list[str] = []
+
+    def fake_train(cfg: object, opts: object, *, name: str, before: object) -> Path:
+        folder = Path(cfg.out) / name  # type: ignore[attr-defined]
+        assert not folder.exists() or not any(folder.iterdir())  # a fresh folder, as train wants
+        folder.mkdir(parents=True, exist_ok=True)
+        calls.append(name)
+        (folder / "config.json").write_text(json.dumps({"rl": asdict(cfg)}))  # type: ignore[call-overload]
+        (folder / "passk_counts.json").write_text(
+            json.dumps({"samples": 8, "before": [1], "after": [2]})
+        )
+        (folder / "metrics.csv").write_text("step,pass@1,time/generate\n1,0.5,2.0\n")
+        return folder
+
+    monkeypatch.setattr(train_module, "train", fake_train)
+    args = SimpleNamespace(model="m", steps=2, prompts=4, tokens=8, lr=1e-4, eval_prompts=1,
+                           samples=8, out_path=tmp_path)  # fmt: skip
+    base = real.base_config(args)
+    rec = real.run("chain_sum", "grpo", 0, base, None)
+    assert rec["after"] == [2] and rec["train_pass1"] == [0.5] and rec["seconds_per_step"] == 2.0
+    real.run("chain_sum", "grpo", 0, base, None)
+    assert calls == ["chain_sum-grpo-seed0"]  # the second call reused the finished run
+    partial = tmp_path / "runs" / "chain_sum-maxpo-seed0"
+    partial.mkdir(parents=True)
+    (partial / "config.json").write_text("{}")  # killed before it finished
+    real.run("chain_sum", "maxpo", 0, base, None)
+    assert calls[-1] == "chain_sum-maxpo-seed0"
+    with pytest.raises(SystemExit, match="other settings"):
+        real.run("chain_sum", "grpo", 0, replace(base, lr=2e-4), None)
