@@ -25,6 +25,8 @@ if [ -n "$WHEELS" ]; then
 fi
 mkdir -p "$OUT/parts"
 ADVEST="python3 -m advest.training.cli"
+# a GGUF file becomes a plain folder once, here, not in 13 processes at the same time
+MODEL=$(python3 -c 'import sys; from advest.training import models; print(models.folder(sys.argv[1]))' "$MODEL")
 GRID=(--model "$MODEL" --steps 40 --prompts 8 --tokens 32 --eval_prompts 64 --samples 64)
 HALF1=(grpo maxpo pkpo_sloo rloo chen_passk maxrl dr_grpo)
 HALF2=(numca hista ktae kae covariance_weights maxpo_k8 pkpo_sloo_k8)
