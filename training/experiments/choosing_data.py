@@ -30,6 +30,9 @@ def real(out: Path, dest: Path) -> None:
     and finished) and ``dest/real_passk.png``."""
     from advest.training.experiments import real_report
 
+    if not (out / "metrics.json").is_file():
+        print(f"{out}: no run has finished yet; docs/results/real.json is left as it is")
+        return
     summary = real_report.write(out)
     config = json.loads((out / "config.json").read_text())
     planned = config["seeds"] * len(config["tasks"]) * len(config["arms"])
@@ -53,6 +56,9 @@ def real(out: Path, dest: Path) -> None:
 def values(out: Path, dest: Path) -> None:
     """``advest experiment values``'s folder → ``dest/values.json`` (its scores and settings,
     without the per-state rows)."""
+    if not (out / "metrics.json").is_file():
+        print(f"{out}: the benchmark has not finished; docs/results/values.json is left as it is")
+        return
     metrics = json.loads((out / "metrics.json").read_text())
     config = json.loads((out / "config.json").read_text())
     states = {k: v for k, v in metrics["states"].items() if k != "rows"}
