@@ -181,40 +181,10 @@ def values_table(values: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def answer(data: dict[str, Any], rows: list[tuple[str, str]]) -> list[str]:
-    """The page's first lines: 0/1 rewards and pass@8 — what to use, with the evidence."""
-    real, bandit, oracle = data["real"], data["bandit"] or {}, data["oracle"] or {}
-    head = "**I train with verifiable 0/1 rewards and want pass@8: what do I use?**"
-    if not real or not real["summary"]:
-        return [head, "", "No real-model results yet: run the command at the end of this page."]
-    task, arms = next(iter(real["summary"].items()))
-    best = max(arms, key=lambda a: arms[a]["after"][7][0])
-    tied = [a for a in arms if a != best and overlap(arms[a]["after"][7], arms[best]["after"][7])]
-    passk = [a for a in [best, *tied] if ESTIMATORS[a].passk]
-    if ESTIMATORS[best].passk:
-        rec = f"Use `{best}`: it gave the best held-out pass@8, and it targets pass@K by design."
-    elif passk:
-        rec = (
-            f"The real model does not separate `{best}` (the measured best) from the pass@K "
-            f"estimator{'s' if len(passk) > 1 else ''} {', '.join(f'`{a}`' for a in passk)} "
-            f"on pass@8; choose `{passk[0]}` when pass@K is what you want (it is proved to "
-            f"follow ∇pass@K, below), `{best}` when pass@1 matters as much."
-        )
-    else:
-        rec = (
-            f"On this model and budget the mean-reward `{best}` gave the best held-out pass@8, "
-            "and no pass@K estimator came within its interval: the pass@K estimators' proved "
-            "unbiasedness for ∇pass@K did not turn into better pass@8 here."
-        )
-    e = arms[best]
-    lines = [head, "", rec, "", "The evidence:", ""]
-    lines.append(
-        f"* Real model (`{task}`, {e['seeds']} seed{'s' if e['seeds'] > 1 else ''}, "
-        f"{status(real)}): best pass@8 after training `{best}` {cell(e['after'][7])} (from "
-        f"{cell(e['before'][7])}); within its 95% interval: "
-        + (", ".join(f"`{a}` {cell(arms[a]['after'][7])}" for a in tied) or "no other arm") + "."
-    )  # fmt: skip
-    pk = [a for a in arms if ESTIMATORS[a].passk]
+def theory_lines(data: dict[str, Any], rows: list[tuple[str, str]], pk: list[str]) -> list[str]:
+    """The evidence besides the real model for the pass@K arms ``pk``: Coq, bandit, oracle."""
+    bandit, oracle = data["bandit"] or {}, data["oracle"] or {}
+    lines = []
     proved = [f"`{a}`: " + ", ".join(f"`{t}`" for t in proofs(a, rows) if "unbiased" in t)
               for a in pk if any("unbiased" in t for t in proofs(a, rows))]  # fmt: skip
     if proved:
@@ -231,6 +201,50 @@ def answer(data: dict[str, Any], rows: list[tuple[str, str]]) -> list[str]:
     if verdicts:
         lines.append("* Oracle (`advest check`, K = 4): " + "; ".join(verdicts) + ".")
     return lines
+
+
+def recommendation(arms: dict[str, Any], best: str, tied: list[str]) -> str:
+    passk = [a for a in [best, *tied] if ESTIMATORS[a].passk]
+    if ESTIMATORS[best].passk:
+        return f"Use `{best}`: it gave the best held-out pass@8, and it targets pass@K by design."
+    if passk:
+        return (
+            f"The real model does not separate `{best}` (the measured best) from the pass@K "
+            f"estimator{'s' if len(passk) > 1 else ''} {', '.join(f'`{a}`' for a in passk)} "
+            f"on pass@8; choose `{passk[0]}` when pass@K is what you want (it is proved to "
+            f"follow ∇pass@K, below), `{best}` when pass@1 matters as much."
+        )
+    return (
+        f"On this model and budget the mean-reward `{best}` gave the best held-out pass@8, "
+        "and no pass@K estimator came within its interval: the pass@K estimators' proved "
+        "unbiasedness for ∇pass@K did not turn into better pass@8 here."
+    )
+
+
+def answer(data: dict[str, Any], rows: list[tuple[str, str]]) -> list[str]:
+    """The page's first lines: 0/1 rewards and pass@8 — what to use, with the evidence."""
+    real = data["real"]
+    head = "**I train with verifiable 0/1 rewards and want pass@8: what do I use?**"
+    if not real or not real["summary"]:
+        pk = [a for a, e in ESTIMATORS.items() if e.passk and not a.endswith("_k8")]
+        said = ", ".join(f"`{a}`" for a in pk)
+        return [head, "", f"A pass@K estimator ({said}, with K ≤ G − 1): they target pass@K by "
+                "construction; what is proved and measured of each is below. No real-model run "
+                "has finished yet, so whether one beats `grpo`'s pass@8 on a real model is not "
+                "measured here.", "", "The evidence:", "",
+                *theory_lines(data, rows, pk)]  # fmt: skip
+    task, arms = next(iter(real["summary"].items()))
+    best = max(arms, key=lambda a: arms[a]["after"][7][0])
+    tied = [a for a in arms if a != best and overlap(arms[a]["after"][7], arms[best]["after"][7])]
+    e = arms[best]
+    lines = [head, "", recommendation(arms, best, tied), "", "The evidence:", ""]
+    lines.append(
+        f"* Real model (`{task}`, {e['seeds']} seed{'s' if e['seeds'] > 1 else ''}, "
+        f"{status(real)}): best pass@8 after training `{best}` {cell(e['after'][7])} (from "
+        f"{cell(e['before'][7])}); within its 95% interval: "
+        + (", ".join(f"`{a}` {cell(arms[a]['after'][7])}" for a in tied) or "no other arm") + "."
+    )  # fmt: skip
+    return lines + theory_lines(data, rows, [a for a in arms if ESTIMATORS[a].passk])
 
 
 def section(arm: str, data: dict[str, Any], rows: list[tuple[str, str]], peer_text: str) -> str:
@@ -333,6 +347,9 @@ def readme_block(data: dict[str, Any]) -> str:
     if data["values"]:
         out += ["Value estimation on SmolLM2's own traces (`advest experiment values`):", "",
                 values_table(data["values"])]  # fmt: skip
+    if not data["real"] and not data["values"]:
+        out += ["No run of `advest experiment real` or `values` had finished when this block was "
+                "generated.", ""]  # fmt: skip
     out += [f"Regenerate this block and `docs/choosing.md`: `{COMMAND}`.", "", END]
     return "\n".join(out)
 
