@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The full grid of `advest experiment real` (2 tasks × 14 arms × 3 seeds, K = 4 with G = 8 and
 # K = 8 with G = 16) and `advest experiment values`, on one GPU, sized for about 8 minutes on an
-# H100/H200 (HF `generate` is bound by Python overhead at this model size, so 12 experiment
-# processes share the GPU: one per (task, seed, half of the arms)). Not yet run: the numbers in
-# the README come from the CPU configuration (`advest experiment real` defaults).
+# H200 (an estimate, not a measurement: it has not run yet). HF `generate` is bound by Python
+# overhead at this model size, so 12 experiment processes share the GPU, one per (task, seed,
+# half of the arms), beside the values benchmark; each holds a KV cache of up to 2048 held-out
+# samples (about 10 GB in float32), which is why it wants an H200's memory rather than an H100's.
+# If it runs long, lower --steps in GRID: every finished run is kept, and running the script
+# again with the same OUT reuses them. The numbers in the README come from the CPU configuration
+# (`advest experiment real` defaults).
 #
 #   bash scripts/real_gpu.sh MODEL OUT [WHEELS]
 #
@@ -45,8 +49,8 @@ for task in chain_sum products; do
 done
 $ADVEST experiment values --model "$MODEL" --data reasoning_gym:chain_sum \
   --data_options '{"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}' \
-  --data_size 100 --reward reasoning_gym --max_new_tokens 32 --problems 64 --group 16 \
-  --states 8 --mc 64 --iterations 8 --hista_w 4 --out "$OUT/values" > "$OUT/values.log" 2>&1 &
+  --data_size 100 --reward reasoning_gym --max_new_tokens 32 --problems 32 --group 16 \
+  --states 6 --mc 48 --iterations 6 --hista_w 4 --out "$OUT/values" > "$OUT/values.log" 2>&1 &
 pids+=($!)
 failed=0
 for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
