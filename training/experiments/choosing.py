@@ -22,6 +22,7 @@ from advest.training.experiments.choosing_facts import (
     peers,
     proofs,
     theorems,
+    unproved,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -247,8 +248,11 @@ def answer(data: dict[str, Any], rows: list[tuple[str, str]]) -> list[str]:
     return lines + theory_lines(data, rows, [a for a in arms if ESTIMATORS[a].passk])
 
 
-def section(arm: str, data: dict[str, Any], rows: list[tuple[str, str]], peer_text: str) -> str:
-    """One estimator's entry: objective, oracle, proofs, bandit, real model, cost, peers."""
+def section(arm: str, data: dict[str, Any], texts: tuple[str, str]) -> str:
+    """One estimator's entry: objective, oracle, proofs, bandit, real model, cost, peers.
+    ``texts``: ``docs/theorems.md`` and ``docs/integrations.md``."""
+    theorem_text, peer_text = texts
+    rows = theorems(theorem_text)
     e, name = ESTIMATORS[arm], arm.removesuffix("_k8")
     oracle, bandit = (data["oracle"] or {}).get(name), (data["bandit"] or {}).get("estimators", {})
     lines = [f"### `{arm}`", "", f"* **Optimises**: {e.optimises} ({e.source})."]
@@ -264,6 +268,9 @@ def section(arm: str, data: dict[str, Any], rows: list[tuple[str, str]], peer_te
     names = proofs(arm, rows)
     lines.append("* **Proved in Coq** ([theorems](theorems.md)): " + (
         ", ".join(f"`{t}`" for t in names) if names else "nothing") + ".")  # fmt: skip
+    caveat = unproved(arm, theorem_text)
+    if caveat:
+        lines[-1] = lines[-1][:-1] + f"; the theorems page: “{caveat}”"
     if name in bandit:
         b, s = bandit[name], data["bandit"]["settings"]
         lines.append(
@@ -327,7 +334,7 @@ def page(data: dict[str, Any], theorem_text: str, peer_text: str) -> str:
     if data["values"]:
         out += ["## State values on the real model's traces", "", values_table(data["values"])]
     arms = list(ESTIMATORS)
-    out += ["## Each estimator", ""] + [section(a, data, rows, peer_text) for a in arms]
+    out += ["## Each estimator", ""] + [section(a, data, (theorem_text, peer_text)) for a in arms]
     out += ["## Regenerate", "", "```bash", COMMAND, "```", ""]
     return "\n".join(out)
 
