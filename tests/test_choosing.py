@@ -88,6 +88,9 @@ def test_proofs_and_peer_settings_are_read_from_the_docs() -> None:
     assert not any("minus_one" in t for t in sloo)
     assert "Unbiased.grpo_is_biased" in choosing.proofs("grpo", rows)
     assert choosing.proofs("numca", rows) == []
+    theorem_text = (ROOT / "docs" / "theorems.md").read_text()
+    assert "Hista's unbiasedness" in (choosing.unproved("hista", theorem_text) or "")
+    assert choosing.unproved("maxpo", theorem_text) is None
     text = (ROOT / "docs" / "integrations.md").read_text()
     assert any("Passk_Training" in p for p in choosing.peers("chen_passk", text))
     assert any('scale_rewards="none"' in p for p in choosing.peers("dr_grpo", text))
