@@ -57,10 +57,12 @@ def status(real: dict[str, Any]) -> str:
 def real_setup(real: dict[str, Any]) -> str:
     s = real["settings"]
     tasks = ", ".join(f"`{t}` {json.dumps(o)}" for t, o in real["tasks"].items())
+    arms = {a for t in real["summary"].values() for a in t}
+    k8 = "(G = 16 for the K = 8 arms) " if any(a.endswith("_k8") for a in arms) else ""
     return (
         f"SmolLM2-135M-Instruct (GGUF, LoRA r = {s['lora_r']}), reasoning-gym {tasks}; "
         f"{s['steps']} rollout steps of {s['prompts_per_step']} prompts × G = {s['group_size']} "
-        f"(G = 16 for the K = 8 arms) × {s['max_new_tokens']} new tokens, lr {s['lr']:g}; "
+        f"{k8}× {s['max_new_tokens']} new tokens, lr {s['lr']:g}; "
         f"held-out pass@k from {s['eval_prompts']} unseen prompts × {s['eval_samples']} samples "
         "(the unbiased estimator), mean over seeds, 95% bootstrap intervals over prompts. "
         f"Status: {status(real)}."
