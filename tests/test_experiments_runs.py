@@ -71,31 +71,3 @@ def test_values_takes_a_reasoning_gym_task_and_its_held_out_prompts(
     config = json.loads((out / "config.json").read_text())
     assert config["data"] == "reasoning_gym:chain_sum"
     assert json.loads((out / "metrics.json").read_text())["states"]["rows"]
-
-
-def test_real_summarises_before_after_intervals_and_plots(tmp_path: Path) -> None:
-    """The experiment's table and plot from per-prompt counts (its runs train the real model,
-    which test_real_model.py trains; here the counts are given)."""
-    from advest.training.experiments.real import plot, summarise
-
-    results = {
-        "chain_sum": {
-            "grpo": [{"before": [1, 0, 2, 0], "after": [3, 0, 2, 1]}] * 2,
-            "maxpo": [{"before": [1, 0, 2, 0], "after": [2, 2, 2, 2]}] * 2,
-        }
-    }
-    table = summarise(results, samples=8)
-    rows = [r for r in table.splitlines() if r.startswith("| chain_sum |")]
-    assert len(rows) == 2
-    # grpo after: pass@1 = (3 + 0 + 2 + 1) / 32
-    assert "| chain_sum | grpo | 0.094 [" in rows[0] and "| 0.188 [" in rows[0]
-    plot(results, 8, tmp_path)
-    assert (tmp_path / "passk.png").stat().st_size > 0
-
-
-def test_the_bootstrap_interval_is_of_the_mean_over_prompts() -> None:
-    from advest.training.experiments.real import bootstrap
-
-    point, lo, hi = bootstrap([[8, 0, 8, 0]], samples=8, k=1)
-    assert point == 0.5 and lo < 0.5 < hi and lo >= 0 and hi <= 1
-    assert bootstrap([[4, 4, 4, 4]], samples=8, k=1) == (0.5, 0.5, 0.5)  # no spread, no width

@@ -1,24 +1,29 @@
 """``advest experiment real``: SmolLM2-135M-Instruct (the real GGUF model) trained on reasoning-gym
-tasks with grpo, rloo, maxpo (K = 4), pkpo_sloo (K = 4) and maxrl, same seeds, steps and sampling;
-held-out pass@1 and pass@K before and after, with 95% bootstrap intervals over prompts.
+tasks with every seed paper's estimator, same seeds, steps, prompts and sampling; held-out pass@k
+for k = 1..64 before and after, with 95% bootstrap intervals over prompts.
 
-LoRA, not full fine-tuning: on CPU a full AdamW step over 135 M weights and a 1.6 GB checkpoint
-per save cost more than the rollout itself, and at equal wall time LoRA takes several times more
-rollout steps; the adapters (r = 16 on the attention projections) are what the estimators move.
+Arms: the mean-reward baselines (grpo, rloo, dr_grpo, maxrl), the pass@K / max@K estimators
+(maxpo, pkpo_sloo, chen_passk at K = 4 with G = 8; maxpo_k8 and pkpo_sloo_k8 at K = 8 with
+G = 16) and the token and state estimators (ktae, hista, numca, covariance_weights over grpo,
+kae). LoRA, not full fine-tuning: on CPU a full AdamW step over 135 M weights and a 1.6 GB
+checkpoint per save cost more than the rollout itself; the adapters (r = 16 on the attention
+projections) are what the estimators move.
 
 Each (task, seed) pair shares one held-out set and one "before" evaluation (the same model for
-every arm); each arm then trains from the same weights with the same prompts. Sized for about
-two hours on 2 CPU cores by default; ``--quick`` is a smoke run, and the GPU form of the same
-command is in the README.
+every arm); each arm then trains from the same weights with the same prompts. Runs go seed by
+seed (every arm's seed 0 first), so a stopped experiment has the most arms covered; running the
+same command again reuses the finished runs and restarts an unfinished one. The report
+(``real_report``) reads ``metrics.json``, which is rewritten after every run.
 """
 
 from __future__ import annotations
 
+import csv
 import json
-import random
-import statistics
+import shutil
 import time
-from dataclasses import replace
+import traceback
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,46 +31,44 @@ from advest.training.config import RLConfig
 
 ARMS: dict[str, dict[str, Any]] = {
     "grpo": {"estimator": "grpo"},
-    "rloo": {"estimator": "rloo"},
     "maxpo": {"estimator": "maxpo", "k": 4},
     "pkpo_sloo": {"estimator": "pkpo_sloo", "k": 4},
+    "rloo": {"estimator": "rloo"},
+    "chen_passk": {"estimator": "chen_passk", "k": 4},
     "maxrl": {"estimator": "maxrl"},
+    "dr_grpo": {"estimator": "dr_grpo", "loss_aggregation": "dr-grpo"},
+    "numca": {"estimator": "numca"},
+    "hista": {"estimator": "hista", "estimator_options": {"w": 4}},
+    "ktae": {"estimator": "ktae"},
+    "kae": {"estimator": "kae"},
+    "covariance_weights": {"estimator": "covariance_weights", "base_estimator": "grpo"},
+    "maxpo_k8": {"estimator": "maxpo", "k": 8, "group_size": 16},
+    "pkpo_sloo_k8": {"estimator": "pkpo_sloo", "k": 8, "group_size": 16},
 }
-"""Arm → settings over the experiment's base config (K = 4 for the pass@K estimators). ``maxrl``
-is the p-normalised form trainers ship. GDPO has no arm: these tasks have one verifiable reward,
-and GDPO of one reward is ``grpo`` whitened over the batch; a second reward would change what
-is being learned, not only the estimator."""
+"""Arm → settings over the experiment's base config, in the order they run (the comparisons a
+user asks first come first). ``maxrl`` is the p-normalised form trainers ship; ``dr_grpo`` uses
+its own loss aggregation; ``hista`` pools blocks of w = 4 tokens (answers are a few dozen
+tokens); ``kae`` keeps its history across steps (the training rows recur every
+``data_size / prompts`` steps). GDPO has no arm: these tasks have one verifiable reward, and GDPO
+of one reward is ``grpo`` whitened over the batch."""
+
+CPU_ARMS = [a for a in ARMS if not a.endswith("_k8")]
+"""The default: every arm but the K = 8 ones, whose G = 16 doubles a step's cost."""
 
 TASKS: dict[str, dict[str, Any]] = {
     "chain_sum": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1},
     "products": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1},
 }
 """reasoning-gym task → its options: one-digit sums and products, where the untrained model
-starts at about 5% and 7% pass@1 (measured with 32 prompts × 8 samples, 24 new tokens)."""
+starts at about 7% and 14% pass@1. Both hold numbers in their reasoning (Numca's milestones)."""
 
 SIZES = {"chain_sum": 100, "products": 30}
 """Training rows per task: the one-digit tasks have 200 and 100 distinct questions, and the
 held-out prompts must be new ones."""
 
-
-def bootstrap(
-    counts: list[list[int]], samples: int, k: int, reps: int = 2000
-) -> tuple[float, float, float]:
-    """Mean pass@k over seeds and prompts, and its 95% percentile interval from resampling the
-    prompts (the same resampled prompts in every seed). ``counts[s][i]``: how many of
-    ``samples`` completions of prompt i passed in seed s."""
-    from advest.training.metrics import pass_at_k
-
-    rng = random.Random(0)
-    n = len(counts[0])
-    table = [[pass_at_k(samples, c, k) for c in seed] for seed in counts]
-    point = statistics.fmean(v for seed in table for v in seed)
-    means = []
-    for _ in range(reps):
-        pick = [rng.randrange(n) for _ in range(n)]
-        means.append(statistics.fmean(seed[i] for seed in table for i in pick))
-    means.sort()
-    return point, means[int(0.025 * reps)], means[int(0.975 * reps) - 1]
+Record = dict[str, Any]
+"""One run: ``seed``, ``samples``, ``before`` and ``after`` (passes per held-out prompt),
+``train_pass1`` (pass@1 of each step's own samples), ``seconds_per_step``, ``group_size``."""
 
 
 def base_config(args: Any) -> RLConfig:
@@ -80,24 +83,17 @@ def base_config(args: Any) -> RLConfig:
         lr=args.lr,
         lora_r=16,
         lora_alpha=32,
+        lora_export="adapter",  # a merged 135 M model per run would fill the disk
         eval_prompts=args.eval_prompts,
-        eval_samples=8,
+        eval_samples=args.samples,
         checkpoint_every=0,
         mask_truncated=False,
         out=str(args.out_path / "runs"),
     )
 
 
-def run(
-    task: str, arm: str, seed: int, base: RLConfig, before: list[int] | None
-) -> dict[str, list[int]]:
-    """One arm's run, or the finished run already in ``runs/`` under the same settings (an
-    experiment that stopped is continued by running the same command again)."""
-    from dataclasses import asdict
-
-    from advest.training.train import train
-
-    cfg = replace(
+def arm_config(base: RLConfig, task: str, arm: str, seed: int) -> RLConfig:
+    return replace(
         base,
         data=f"reasoning_gym:{task}",
         data_options=TASKS[task],
@@ -105,23 +101,52 @@ def run(
         seed=seed,
         **ARMS[arm],
     )
+
+
+def run(task: str, arm: str, seed: int, base: RLConfig, before: list[int] | None) -> Record:
+    """One arm's run, or the finished run already in ``runs/`` under the same settings (an
+    experiment that stopped is continued by running the same command again; a run it stopped
+    in the middle has no checkpoint and starts again)."""
+    from advest.training.train import train
+
+    cfg = arm_config(base, task, arm, seed)
     name = f"{task}-{arm}-seed{seed}"
-    done = finished(Path(cfg.out) / name, asdict(cfg))
-    if done is not None:
+    folder = Path(cfg.out) / name
+    if finished(folder, asdict(cfg)):
         print(f"{name}: finished earlier, its counts are reused", flush=True)
-        return done
-    opts = {"enable_progress_bar": False}
-    folder = train(cfg, opts, name=name, before=before)
-    counts: dict[str, list[int]] = json.loads((folder / "passk_counts.json").read_text())
-    return counts
+    else:
+        if folder.exists():
+            print(f"{name}: unfinished earlier, started again", flush=True)
+            shutil.rmtree(folder)
+        print(f"{name}: training", flush=True)
+        folder = train(cfg, {"enable_progress_bar": False}, name=name, before=before)
+    return record(folder, seed, cfg.group_size)
 
 
-def finished(folder: Path, settings: dict[str, Any]) -> dict[str, list[int]] | None:
-    """The held-out counts of a finished run in ``folder`` whose settings are ``settings`` (the
-    output folder aside), else None; a folder with other settings is refused, not mixed in."""
+def record(folder: Path, seed: int, group_size: int) -> Record:
+    """A finished run folder → its ``Record`` (read from ``passk_counts.json`` and
+    ``metrics.csv``)."""
+    counts = json.loads((folder / "passk_counts.json").read_text())
+    rows = list(csv.DictReader((folder / "metrics.csv").read_text().splitlines()))
+    phases = ("generate", "reward", "forward", "advantage", "update")
+    seconds = [sum(float(r.get(f"time/{p}") or 0) for p in phases) for r in rows]
+    return {
+        "seed": seed,
+        "samples": counts["samples"],
+        "group_size": group_size,
+        "before": counts["before"],
+        "after": counts["after"],
+        "train_pass1": [float(r["pass@1"]) for r in rows if r.get("pass@1")],
+        "seconds_per_step": sum(seconds) / max(len(seconds), 1),
+    }
+
+
+def finished(folder: Path, settings: dict[str, Any]) -> bool:
+    """Whether ``folder`` holds a finished run whose settings are ``settings`` (the output
+    folder aside); a finished folder with other settings is refused, not mixed in."""
     counts, config = folder / "passk_counts.json", folder / "config.json"
     if not counts.is_file():
-        return None
+        return False
     was = {k: v for k, v in json.loads(config.read_text())["rl"].items() if k != "out"}
     now = {k: v for k, v in json.loads(json.dumps(settings)).items() if k != "out"}
     if was != now:
@@ -129,8 +154,7 @@ def finished(folder: Path, settings: dict[str, Any]) -> dict[str, list[int]] | N
         raise SystemExit(
             f"{folder} holds a run with other settings ({', '.join(diff)}); give another --out"
         )
-    got: dict[str, list[int]] = json.loads(counts.read_text())
-    return got
+    return True
 
 
 def parser() -> Any:
@@ -138,15 +162,17 @@ def parser() -> Any:
 
     p = new_parser("advest experiment real", __doc__ or "")
     p.add_argument("--model", type=str, default="smollm2-135m-instruct", help="--model to train")
-    p.add_argument("--tasks", type=str, nargs="+", choices=list(TASKS), default=list(TASKS))
-    p.add_argument("--arms", type=str, nargs="+", choices=list(ARMS), default=list(ARMS))
-    p.add_argument("--seeds", type=int, default=2, help="seeds per (task, arm)")
-    p.add_argument("--steps", type=int, default=10, help="rollout steps per run")
-    p.add_argument("--prompts", type=int, default=4, help="prompts per step (× G = 8)")
+    p.add_argument("--tasks", type=str, nargs="+", choices=list(TASKS), default=["chain_sum"])
+    p.add_argument("--arms", type=str, nargs="+", choices=list(ARMS), default=CPU_ARMS)
+    p.add_argument("--seeds", type=int, default=3, help="seeds per (task, arm)")
+    p.add_argument("--first_seed", type=int, default=0, help="seeds first_seed, first_seed + 1, …")
+    p.add_argument("--steps", type=int, default=20, help="rollout steps per run")
+    p.add_argument("--prompts", type=int, default=4, help="prompts per step (× G)")
     p.add_argument("--tokens", type=int, default=24, help="--max_new_tokens")
     p.add_argument("--lr", type=float, default=2e-4, help="LoRA learning rate")
-    p.add_argument("--eval_prompts", type=int, default=32, help="held-out prompts (× 8 samples)")
-    switch(p, "quick", False, "1 task, 2 arms, 1 seed, 2 steps, 8 held-out prompts: a smoke run")
+    p.add_argument("--eval_prompts", type=int, default=16, help="held-out prompts per task")
+    p.add_argument("--samples", type=int, default=64, help="held-out samples per prompt (pass@k)")
+    switch(p, "quick", False, "1 task, 2 arms, 1 seed, 2 steps, 4 × 8 held-out: a smoke run")
     p.add_argument("--out", type=str | None, default=None, help="default runs/real/<timestamp>")
     return p
 
@@ -156,76 +182,42 @@ def main(argv: list[str]) -> int:
     args.out_path = Path(args.out or f"runs/real/{time.strftime('%Y%m%d-%H%M%S')}")
     if args.quick:
         args.tasks, args.arms, args.seeds = args.tasks[:1], ["grpo", "maxpo"], 1
-        args.steps, args.eval_prompts = 2, 8
+        args.steps, args.eval_prompts, args.samples = 2, 4, 8
     args.out_path.mkdir(parents=True, exist_ok=True)
     base = base_config(args)
     config = {
         "tasks": {t: TASKS[t] for t in args.tasks},
         "arms": {a: ARMS[a] for a in args.arms},
         "seeds": args.seeds,
-        "base": base.__dict__,
+        "first_seed": args.first_seed,
+        "base": asdict(base),
     }
     (args.out_path / "config.json").write_text(json.dumps(config, indent=1, default=str))
-    results: dict[str, dict[str, list[dict[str, list[int]]]]] = {}
-    for task in args.tasks:
-        results[task] = {}
-        before: dict[int, list[int]] = {}  # seed -> the starting weights' counts, shared by arms
-        for arm in args.arms:
-            results[task][arm] = []
-            for seed in range(args.seeds):
-                counts = run(task, arm, seed, base, before.get(seed))
-                before.setdefault(seed, counts["before"])
-                results[task][arm].append(counts)
+    results: dict[str, dict[str, list[Record]]] = {
+        t: {a: [] for a in args.arms} for t in args.tasks
+    }
+    start = time.monotonic()
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    for seed in seeds:  # seed-major: a partial experiment covers every arm
+        for task in args.tasks:
+            before: list[int] | None = None  # the starting weights' counts, shared by arms
+            for arm in args.arms:
+                try:
+                    rec = run(task, arm, seed, base, before)
+                except Exception:  # one arm's failure must not stop a night's grid
+                    print(f"{task}-{arm}-seed{seed}: FAILED, the grid goes on:\n"
+                          f"{traceback.format_exc()}", flush=True)  # fmt: skip
+                    continue
+                before = rec["before"]
+                results[task][arm].append(rec)
                 (args.out_path / "metrics.json").write_text(json.dumps(results, indent=1))
-    table = summarise(results, base.eval_samples)
-    (args.out_path / "summary.md").write_text(f"# advest experiment real\n\n{table}")
-    plot(results, base.eval_samples, args.out_path)
-    print(table)
+                done = sum(len(r) for t in results.values() for r in t.values())
+                total = args.seeds * len(args.tasks) * len(args.arms)
+                left = (time.monotonic() - start) / done * (total - done)
+                print(f"[{done}/{total} runs] {task} {arm} seed {seed}; ~{left / 60:.0f} min left",
+                      flush=True)  # fmt: skip
+    from advest.training.experiments import real_report  # imported at the end: a long run
+    # picks up the report as it is when the runs finish
+
+    real_report.write(args.out_path)
     return 0
-
-
-def summarise(results: dict[str, dict[str, list[dict[str, list[int]]]]], samples: int) -> str:
-    lines = [
-        "| task | arm | pass@1 before | pass@1 after | pass@4 before | pass@4 after |",
-        "|---|---|---|---|---|---|",
-    ]
-    for task, arms in results.items():
-        for arm, runs in arms.items():
-            cells = []
-            for k in (1, 4):
-                for when in ("before", "after"):
-                    m, lo, hi = bootstrap([r[when] for r in runs], samples, k)
-                    cells.append(f"{m:.3f} [{lo:.3f}, {hi:.3f}]")
-            lines.append(f"| {task} | {arm} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-Results = dict[str, dict[str, list[dict[str, list[int]]]]]
-"""task → arm → one record per seed: ``{"before": counts, "after": counts}``."""
-
-
-def plot(results: Results, samples: int, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from advest.training.evaluate import curve_of
-
-    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 3.6), squeeze=False)
-    for ax, (task, arms) in zip(axes[0], results.items(), strict=True):
-        first = next(iter(arms.values()))
-        before = [curve_of(r["before"], samples) for r in first]
-        ks = list(range(1, samples + 1))
-        ax.plot(ks, [statistics.fmean(c[k] for c in before) for k in ks], "k--", label="before")
-        for arm, runs in arms.items():
-            after = [curve_of(r["after"], samples) for r in runs]
-            ax.plot(ks, [statistics.fmean(c[k] for c in after) for k in ks], label=arm)
-        ax.set_title(task)
-        ax.set_xlabel("k")
-        ax.set_ylabel("held-out pass@k")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "passk.png", dpi=120)
-    plt.close(fig)
