@@ -1,0 +1,120 @@
+"""The token oracle's whole report (``check_tokens``): which checks run at which group size and
+dtype, for an estimator in advest's ``[B, G, T]`` form or verl's token-level convention. The
+findings render with ``report.table``. Definitions of every row: spec/oracle.md, "Token-level
+estimators"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from . import token_checks as find
+from . import token_padding as pad
+from .calling import Convention, Guard, OracleError
+from .properties import Finding
+from .token_trees import TREES, enumerate_groups, inputs
+from .tokens import Declared, TokenEstimator, VerlTokens, cast
+
+GROUP_SIZES = (2, 3)
+"""G for every check: 2 and 3 rollouts (3375 groups of the 15-response tree at G = 3)."""
+
+
+class PerGroup:
+    """``est`` called on one group at a time: for an estimator whose groups are coupled (verl's
+    batch whitening), the checks judge each group as a batch of its own."""
+
+    def __init__(self, est: TokenEstimator) -> None:
+        self.est, self.name = est, est.name
+
+    def __call__(self, fields: dict[str, Any]) -> Tensor:
+        B = fields["mask"].shape[0]
+        parts = []
+        for b in range(B):
+            one = {
+                k: (v[b : b + 1] if isinstance(v, Tensor) else v[b : b + 1])
+                for k, v in fields.items()
+            }
+            parts.append(self.est(one))
+        return torch.cat(parts)
+
+
+def coupling(est: TokenEstimator) -> Finding:
+    """Does group 0's advantage change when the other groups are left out?"""
+    groups, r, _, _ = enumerate_groups(TREES[0], 3)
+    fields = cast(inputs(TREES[0], groups[:32], r[:32]), torch.float64)
+    A = est(fields).double()
+    alone = est({k: v[:1] for k, v in fields.items()}).double()
+    diff = float((A[:1] - alone).abs().max())
+    if diff > float(find.allowed(fields["rewards"][:1], alone, dtype=torch.float64).max()):
+        return Finding(
+            "couples groups",
+            "yes: judged one group per batch",
+            f"group 0 alone vs beside 31 others: up to {diff:.3g} apart",
+        )
+    return Finding("couples groups", "no", f"group 0 alone vs beside 31 others: {diff:.3g}")
+
+
+def bind(
+    fn: Callable[..., Any], convention: Convention, options: dict[str, Any], guard: Guard
+) -> TokenEstimator:
+    if convention == "verl":
+        return VerlTokens(fn, guard)
+    return Declared(fn, guard, options)
+
+
+def check_tokens(
+    fn: Callable[..., Any],
+    *,
+    convention: Convention = "plain",
+    options: dict[str, Any] | None = None,
+    extends: str | None = None,
+    dtypes: Sequence[str] = ("float32", "bfloat16"),
+) -> list[Finding]:
+    """Every token-level finding for ``fn``: properties in float64 at G = 2 and 3, accuracy in
+    each of ``dtypes`` against float64, and (``extends``, a registered sequence estimator)
+    agreement with it when no token discriminates. OracleError for unusable outputs."""
+    guard = Guard()
+    est = bind(fn, convention, dict(options or {}), guard)
+    couple = coupling(est)
+    if couple.verdict.startswith("yes"):
+        est = PerGroup(est)
+    f64 = torch.float64
+    findings = [couple]
+    for G in GROUP_SIZES:
+        fields = find.test_fields(G, f64)
+        rows = [
+            find.unbiasedness(est, G, f64),
+            find.centred(est, fields, f64),
+            *find.shift_scale(est, fields, f64),
+            find.permutation(est, fields, f64),
+            *(find.accuracy(est, fields, getattr(torch, d)) for d in dtypes),
+            *pad.layouts(est, G, f64),
+            pad.all_equal(est, G, f64),
+            *pad.padding_rows(est, G, f64),
+        ]
+        if extends is not None:
+            rows.append(find.extends(est, extends, G, torch.float32))
+        for f in rows:
+            f.dtype, f.n = "float64", G
+        findings += rows
+    own = find.reads_own_tokens(est, 3, f64)
+    own.dtype, own.n = "float64", 3
+    findings.insert(1, own)
+    mutated = guard.mutations
+    verdict = "yes: every check ran on copies" if mutated else "no"
+    findings.insert(
+        0,
+        Finding("modifies its inputs", verdict, "; ".join(mutated) or "compared after every call"),
+    )
+    return findings
+
+
+def safe_check(fn: Callable[..., Any], **options: Any) -> list[Finding] | str:
+    """``check_tokens``, or the one-line reason it could not judge ``fn``."""
+    try:
+        return check_tokens(fn, **options)
+    except OracleError as error:
+        return str(error)
