@@ -103,8 +103,10 @@ def _variants(y: Seq, T: int) -> list[tuple[int, Seq]]:
 def reads_own_tokens(est: TokenEstimator, G: int, dtype: torch.dtype) -> Finding:
     """Perturbation analysis: change token u of rollout 0 (every other token, EOS included, so
     lengths change too), hold every reward and every other rollout fixed, and see which A_{0,t}
-    move. A baseline may read the prefix y_<t and other rollouts; one that moves with token u ≥ t
-    reads its own action (u = t) or later tokens (u > t)."""
+    move: ``data["pairs"]`` holds (t, u) for A_t moved when the tokens from u on changed (u
+    alone for a swap of symbols; u and what follows when EOS moves). A baseline may read the
+    prefix y_<t and other rollouts; one that moves with u ≥ t reads its own action (u = t) or
+    later tokens (u > t)."""
     tree = TREES[-1]
     base_groups, r = _probe_groups(tree, G)
     pairs: set[tuple[int, int]] = set()
