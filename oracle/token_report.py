@@ -33,10 +33,7 @@ class PerGroup:
         B = fields["mask"].shape[0]
         parts = []
         for b in range(B):
-            one = {
-                k: (v[b : b + 1] if isinstance(v, Tensor) else v[b : b + 1])
-                for k, v in fields.items()
-            }
+            one = {k: v[b : b + 1] for k, v in fields.items()}  # tensors and texts alike
             parts.append(self.est(one))
         return torch.cat(parts)
 
@@ -118,3 +115,70 @@ def safe_check(fn: Callable[..., Any], **options: Any) -> list[Finding] | str:
         return check_tokens(fn, **options)
     except OracleError as error:
         return str(error)
+
+
+ADVEST: list[tuple[str, str]] = [
+    ("ktae", "grpo"),
+    ("hista", "rloo"),
+    ("numca", "rloo"),
+    ("covariance_weights", "grpo"),
+    ("optimal_token_baseline", "dr_grpo"),
+]
+"""advest's token-level estimators and the sequence estimator each reduces to when no token
+discriminates (spec/ktae.md, hista.md, numca.md, covariance.md, otb.md)."""
+
+COLUMNS = {
+    "unbiased": "unbiased",
+    "reads its own tokens": "reads own rollout",
+    "centred": "centred",
+    "shift invariant": "shift",
+    "scale equivariant": "scale",
+    "permutation equivariant": "permutation",
+    "accurate in float32": "float32",
+    "accurate in bfloat16": "bfloat16",
+    "left padding": "left pad",
+    "holes in the mask": "holes",
+    "extra right padding": "extra pad",
+    "padding values ignored": "pad values",
+    "0 at padding": "0 at pad",
+    "all-equal groups": "all-equal",
+    "empty response": "empty row",
+    "all-padding group": "padding group",
+    "extends": "extends",
+}
+
+
+def cell(findings: list[Finding], prop: str) -> str:
+    """One property's verdict, merged over G where the group sizes agree."""
+    got = [f for f in findings if f.prop == prop or (prop == "extends" and f.prop.startswith(prop))]
+    verdicts = list(dict.fromkeys(f.verdict for f in got))
+    if prop == "unbiased" and all(f.verdict == f"yes, E[ĝ] = {f.n}·∇J" for f in got):
+        return "yes, E[ĝ] = G·∇J"
+    if len(verdicts) == 1:
+        return verdicts[0].replace("|", "\\|")
+    return "; ".join(f"G={f.n}: {f.verdict}" for f in got).replace("|", "\\|")
+
+
+def verdict_table(rows: list[tuple[str, list[Finding] | str]]) -> str:
+    """The estimator × property table; a row that could not be judged says why."""
+    lines = [
+        "| estimator | " + " | ".join(COLUMNS.values()) + " |",
+        "|---" * (1 + len(COLUMNS)) + "|",
+    ]
+    for name, found in rows:
+        if isinstance(found, str):
+            lines.append(f"| `{name}` | out of scope: {found} |" + " |" * (len(COLUMNS) - 1))
+            continue
+        lines.append(f"| `{name}` | " + " | ".join(cell(found, p) for p in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def advest_table() -> str:
+    """``verdict_table`` of advest's token-level estimators (``ADVEST``), as spec/oracle.md
+    shows it."""
+    from advest.fast import registry
+
+    rows: list[tuple[str, list[Finding] | str]] = [
+        (name, safe_check(registry.get(name), extends=seq)) for name, seq in ADVEST
+    ]
+    return verdict_table(rows)

@@ -35,7 +35,7 @@ Layout = Literal["right", "left", "holes", "wide"]
 the row (``left``), in every other column (``holes`` in the mask), or right-padded with two extra
 columns (``wide``)."""
 GARBAGE = {"token_ids": 1, "logprobs": -0.5, "sum_pi_squared": 0.5, "hidden": 3.0, "values": 5.0}
-"""What ``inputs(..., garbage=True)`` writes at padding: finite values an estimator must not read."""
+"""What ``inputs(..., garbage=True)`` writes at padding: finite values no estimator may read."""
 
 
 @dataclass(frozen=True)

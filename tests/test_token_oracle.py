@@ -221,3 +221,13 @@ def test_the_whole_report_couples_and_marks_copies() -> None:
     assert rows[("unbiased", 3)] == "yes, E[ĝ] = 3·∇J" and rows[("extends rloo", 2)].startswith(
         "yes"
     )
+
+
+def test_spec_oracle_md_shows_the_token_table_the_oracle_computes_now() -> None:
+    from pathlib import Path
+
+    from advest.oracle.token_report import advest_table
+
+    page = (Path(__file__).resolve().parents[1] / "spec" / "oracle.md").read_text()
+    shown = page.split("<!-- token-table -->\n")[1].split("\n<!-- /token-table -->")[0]
+    assert shown == advest_table(), "regenerate the table in spec/oracle.md: advest_table()"
