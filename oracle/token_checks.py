@@ -68,9 +68,9 @@ def unbiasedness(est: TokenEstimator, G: int, dtype: torch.dtype) -> Finding:
         return Finding("unbiased", "no", f"{evidence}; {where}", data=data)
     if min(abs(c) for c in ratios) <= max(deltas):
         return Finding("unbiased", "inconclusive", f"c ≈ 0; {where}", data=data)
-    c = _simplest(ratios[0], max(deltas) + 1e-9 * abs(ratios[0]))
+    shown_c = _simplest(ratios[0], max(deltas) + 1e-9 * abs(ratios[0]))
     return Finding(
-        "unbiased", f"yes, E[ĝ] = {c}·∇J", f"{where}, bound {max(deltas):.1e}", data=data
+        "unbiased", f"yes, E[ĝ] = {shown_c}·∇J", f"{where}, bound {max(deltas):.1e}", data=data
     )
 
 

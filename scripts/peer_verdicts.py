@@ -310,8 +310,19 @@ def render(strict: bool = True) -> str:
     from token_verdicts import token_section  # scripts/ is the working directory (main)
 
     return "\n".join(
-        [*INTRO, *lines, "", '## Why each "no"', "", *why, "", *SCOPE, *out_of_scope, ""]
-        + token_section()
+        [
+            *INTRO,
+            *lines,
+            "",
+            '## Why each "no"',
+            "",
+            *why,
+            "",
+            *SCOPE,
+            *out_of_scope,
+            "",
+            *token_section(),
+        ]
     )
 
 
