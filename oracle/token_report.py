@@ -117,15 +117,18 @@ def safe_check(fn: Callable[..., Any], **options: Any) -> list[Finding] | str:
         return str(error)
 
 
-ADVEST: list[tuple[str, str]] = [
-    ("ktae", "grpo"),
-    ("hista", "rloo"),
-    ("numca", "rloo"),
-    ("covariance_weights", "grpo"),
-    ("optimal_token_baseline", "dr_grpo"),
+ADVEST: list[tuple[str, str, str, dict[str, Any]]] = [
+    ("ktae", "ktae", "grpo", {}),
+    ("hista", "hista", "rloo", {}),
+    ("hista (w = 1)", "hista", "rloo", {"w": 1}),
+    ("numca", "numca", "rloo", {}),
+    ("covariance_weights", "covariance_weights", "grpo", {}),
+    ("optimal_token_baseline", "optimal_token_baseline", "dr_grpo", {}),
 ]
-"""advest's token-level estimators and the sequence estimator each reduces to when no token
-discriminates (spec/ktae.md, hista.md, numca.md, covariance.md, otb.md)."""
+"""advest's token-level estimators as the table shows them: (row, registered name, the sequence
+estimator it reduces to when no token discriminates (spec/ktae.md, hista.md, numca.md,
+covariance.md, otb.md), options). Hista's default window (w = 16) spans every response of the
+trees, so its baseline is the others' mean; w = 1 gives a baseline at every token."""
 
 COLUMNS = {
     "unbiased": "unbiased",
@@ -179,6 +182,7 @@ def advest_table() -> str:
     from advest.fast import registry
 
     rows: list[tuple[str, list[Finding] | str]] = [
-        (name, safe_check(registry.get(name), extends=seq)) for name, seq in ADVEST
+        (row, safe_check(registry.get(name), extends=seq, options=options))
+        for row, name, seq, options in ADVEST
     ]
     return verdict_table(rows)

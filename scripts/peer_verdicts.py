@@ -321,7 +321,7 @@ def render(strict: bool = True) -> str:
             *SCOPE,
             *out_of_scope,
             "",
-            *token_section(),
+            *token_section(strict),
         ]
     )
 
