@@ -24,10 +24,14 @@ from .unbiased import _simplest
 def allowed(rewards: Tensor, *outs: Tensor, dtype: torch.dtype) -> Tensor:
     """``[B, 1, 1]``: the error each advantage of a group may carry, the sequence rule of
     spec/oracle.md (G·u·(m/s)·|A|, m/s from the rewards' magnitude over their spread) with the
-    group's G·T advantages as its terms (a token advantage may sum over the group's tokens)."""
+    group's G·T advantages as its terms (a token advantage may sum over the group's tokens).
+    m/s is taken as at least 1: a token advantage also reads inputs other than the rewards (log
+    π, Σπ², a critic's values), so G·T·u·|A| is allowed even where the rewards are constant."""
     B, G, T = outs[0].shape
     flat = [o.reshape(B, G * T) for o in outs]
-    return (T * allowance(rewards, *flat, dtype=dtype))[..., None]
+    a = torch.stack([o.to(torch.float64).abs().amax(-1, keepdim=True) for o in flat]).amax(0)
+    floor = G * T * torch.finfo(dtype).eps / 2 * a  # [B, 1]
+    return torch.maximum(T * allowance(rewards, *flat, dtype=dtype), floor)[..., None]
 
 
 def _excess(err: Tensor, bound: Tensor) -> float:

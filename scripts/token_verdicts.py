@@ -23,9 +23,56 @@ OTB_BIAS = (
     "B_t is computed from the group, each response's own reward and weight included "
     "(spec/otb.md, claim 5)"
 )
+WHITEN_CENTRE = "whitened over the group's tokens: a response weighs by its length"
+WHITEN_ROUNDING = (
+    "the whitening divides by the spread of the token advantages R − V(y_<t) (0.2 where the "
+    "rewards are equal), which amplifies rounding beyond the rewards' m/s"
+)
+OTB_CENTRE = "centred in W-weighted form, not in plain sums"
+OTB_SHIFT = "ε = 1e-8 in B_t's denominator: a shift by c moves B_t by c·ε/(ΣW + ε)"
+OTB_TAIL = "the zero tail: a unique longest response gets A = R past the second-longest"
+OTB_LEFT = (
+    "B_t is taken over a column of the batch: left padding puts different response positions "
+    "in one column"
+)
+OTB_ROUNDING = (
+    "computes in the input dtype: in a group of equal rewards float64 gives R·ε/(ΣW + ε) ≈ 1e-8 "
+    "and float32 0 (ε is below its resolution), the whole of that group's advantage"
+)
 WHITEN_BIAS = "whitened by the group's token mean and std, which include the rollout's own reward"
 WHITEN_READS = "the whitening's mean and std run over every token of the rollout, later ones too"
 TOKEN_REASONS: dict[tuple[str, str], str] = {
+    ("verl:gae", UNB): WHITEN_BIAS,
+    ("verl:gae", READS): WHITEN_READS,
+    ("verl:gae", CEN): WHITEN_CENTRE,
+    ("verl:gae", SCA): "the critic's values are held while the rewards scale: A = R − V(y_<t) "
+    "does not scale with R",
+    ("verl:gae", "accurate in float32"): WHITEN_ROUNDING,
+    ("verl:gae", "accurate in bfloat16"): WHITEN_ROUNDING,
+    ("verl:gae", "0 at padding"): "masked_whiten writes whitened values at every position, and "
+    "gae does not mask them afterwards",
+    ("verl:gae", "all-equal groups"): "the critic's values are the tree's, not those of equal "
+    "rewards: A = R − V(y_<t) is not 0, then whitened",
+    ("verl:gae", "empty response"): "masked_whiten gives the padding row whitened values",
+    ("verl:reinforce_plus_plus", UNB): WHITEN_BIAS,
+    ("verl:reinforce_plus_plus", READS): WHITEN_READS,
+    ("verl:reinforce_plus_plus", CEN): WHITEN_CENTRE,
+    ("verl:reinforce_plus_plus", SCA): "the whitening adds 1e-8 to the variance: invariant "
+    "only up to that floor",
+    **{
+        (f"verl:{n}", prop): reason
+        for n in ("optimal_token_baseline", "tir_optimal_token_baseline")
+        for prop, reason in (
+            (UNB, OTB_BIAS),
+            (READS, OTB_OWN),
+            (CEN, OTB_CENTRE),
+            (SHI, OTB_SHIFT),
+            ("accurate in float32", OTB_ROUNDING),
+            ("accurate in bfloat16", OTB_ROUNDING),
+            ("all-equal groups", OTB_TAIL),
+        )
+    },
+    ("verl:optimal_token_baseline", "left padding"): OTB_LEFT,
     ("ktae", UNB): "GRPO's division by the group's std, plus κ of the token's own id",
     ("ktae", READS): "κ is a function of the token's own id (u = t), and its tf term counts the "
     "rollout's tokens, later ones included",
@@ -44,13 +91,10 @@ TOKEN_REASONS: dict[tuple[str, str], str] = {
     "differ between positions when every rollout holds the same response",
     ("optimal_token_baseline", UNB): OTB_BIAS,
     ("optimal_token_baseline", READS): OTB_OWN,
-    ("optimal_token_baseline", CEN): "centred in W-weighted form, not in plain sums",
-    ("optimal_token_baseline", SHI): "ε = 1e-8 in B_t's denominator: a shift by c moves B_t by "
-    "c·ε/(ΣW + ε)",
-    ("optimal_token_baseline", "left padding"): "B_t is taken over a column of the batch: left "
-    "padding puts different response positions in one column",
-    ("optimal_token_baseline", "all-equal groups"): "the zero tail: a unique longest response "
-    "gets A = R past the second-longest",
+    ("optimal_token_baseline", CEN): OTB_CENTRE,
+    ("optimal_token_baseline", SHI): OTB_SHIFT,
+    ("optimal_token_baseline", "left padding"): OTB_LEFT,
+    ("optimal_token_baseline", "all-equal groups"): OTB_TAIL,
 }
 """(row, column) -> why that cell says "no" (or reads more than its prefix)."""
 
