@@ -231,3 +231,22 @@ def test_spec_oracle_md_shows_the_token_table_the_oracle_computes_now() -> None:
     page = (Path(__file__).resolve().parents[1] / "spec" / "oracle.md").read_text()
     shown = page.split("<!-- token-table -->\n")[1].split("\n<!-- /token-table -->")[0]
     assert shown == advest_table(), "regenerate the table in spec/oracle.md: advest_table()"
+
+
+def test_advest_check_family_token_reports_a_later_token_baseline(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command, end to end (its child process included), on a planted estimator."""
+    import argparse
+    from pathlib import Path
+
+    from advest.oracle.cli import add_arguments, command
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    target = "tests.test_token_oracle:next_token_baseline"
+    assert command(parser.parse_args([target, "--family", "token", "--extends", "rloo"])) == 0
+    out = capsys.readouterr().out
+    assert "| reads its own tokens | later tokens (N = 3) |" in out
+    assert "| unbiased | no (N = 2, 3) |" in out
