@@ -149,7 +149,7 @@ def reads_own_tokens(est: TokenEstimator, G: int, dtype: torch.dtype) -> Finding
     )
 
 
-def test_fields(G: int, dtype: torch.dtype) -> dict[str, Any]:
+def probe_fields(G: int, dtype: torch.dtype) -> dict[str, Any]:
     """The groups the identity checks run on: every group of G rollouts of the first tree,
     rewards on a 1/4 grid (exact in every dtype, and after a shift by 0.75 or scaling by 2, 1/8)."""
     tree = TREES[0]

@@ -57,6 +57,7 @@ def coupling(est: TokenEstimator) -> Finding:
 def bind(
     fn: Callable[..., Any], convention: Convention, options: dict[str, Any], guard: Guard
 ) -> TokenEstimator:
+    """``fn`` as a ``TokenEstimator`` in its ``convention`` (``options``: advest's form only)."""
     if convention == "verl":
         return VerlTokens(fn, guard)
     return Declared(fn, guard, options)
@@ -81,7 +82,7 @@ def check_tokens(
     f64 = torch.float64
     findings = [couple]
     for G in GROUP_SIZES:
-        fields = find.test_fields(G, f64)
+        fields = find.probe_fields(G, f64)
         rows = [
             find.unbiasedness(est, G, f64),
             find.centred(est, fields, f64),

@@ -64,6 +64,7 @@ class Tree:
 
     @cached_property
     def nodes(self) -> list[Seq]:
+        """Every prefix with its own π (shortest first): the policy's parameter blocks."""
         return sorted(self.pi, key=lambda y: (len(y), y))
 
     def scores(self) -> Tensor:
@@ -148,6 +149,7 @@ def columns(length: int, T: int, layout: Layout) -> list[int]:
 
 
 def width(T: int, layout: Layout) -> int:
+    """The row width a ``layout`` needs for responses of up to ``T`` tokens."""
     return {"right": T, "left": T, "holes": 2 * T, "wide": T + 2}[layout]
 
 

@@ -159,7 +159,7 @@ def test_reads_own_tokens_names_the_later_positions_a_baseline_reads() -> None:
 
 
 def test_identity_checks_pass_rloo_and_fail_each_planted_break() -> None:
-    fields = find.test_fields(3, F64)
+    fields = find.probe_fields(3, F64)
     good = declared(rloo_tokens)
     assert find.centred(good, fields, F64).verdict == "yes"
     assert find.centred(declared(token_mean_baseline), fields, F64).verdict == "no"
