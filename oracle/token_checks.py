@@ -120,8 +120,9 @@ def reads_own_tokens(est: TokenEstimator, G: int, dtype: torch.dtype) -> Finding
         groups = [group] + [[y2, *group[1:]] for _, y2 in variants]
         rewards = r[b : b + 1].expand(len(groups), G)
         fields = cast(inputs(tree, groups, rewards), dtype)
-        A = est(fields).double()[:, 0]  # [1 + V', T]: rollout 0's advantages
-        tol = allowed(fields["rewards"], est(fields).double(), dtype=dtype)[:, 0]  # [1 + V', 1]
+        whole = est(fields).double()  # [1 + V', G, T]
+        A = whole[:, 0]  # [1 + V', T]: rollout 0's advantages
+        tol = allowed(fields["rewards"], whole, dtype=dtype)[:, 0]  # [1 + V', 1]
         for j, (u, y2) in enumerate(variants, 1):
             for t in range(min(u + 1, len(y2))):
                 moved = abs(float(A[j, t] - A[0, t]))

@@ -36,8 +36,9 @@ OTB_LEFT = (
     "in one column"
 )
 OTB_ROUNDING = (
-    "computes in the input dtype: in a group of equal rewards float64 gives R·ε/(ΣW + ε) ≈ 1e-8 "
-    "and float32 0 (ε is below its resolution), the whole of that group's advantage"
+    "computes in the input dtype, where ε = 1e-8 is below the resolution of ΣW: a group of equal "
+    "rewards gets 0 where float64 gives R·ε/(ΣW + ε) ≈ 1e-8, that group's whole advantage "
+    "(groups of varied rewards are within the allowance)"
 )
 WHITEN_BIAS = "whitened by the group's token mean and std, which include the rollout's own reward"
 WHITEN_READS = "the whitening's mean and std run over every token of the rollout, later ones too"
