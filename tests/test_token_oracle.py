@@ -133,6 +133,24 @@ def squared(rewards: Tensor, mask: Tensor) -> Tensor:
     return (d * d.abs())[..., None] * mask
 
 
+def padded_length_norm(rewards: Tensor, mask: Tensor) -> Tensor:
+    """Token- vs sequence-level aggregation folded into the advantage, planted: RLOO · L_i / T,
+    T the padded width of the batch (a loss normalised by the longest row, not the response)."""
+    L = mask.sum(-1, keepdim=True).to(rewards.dtype)
+    return rloo(rewards)[..., None] * L / mask.shape[-1] * mask
+
+
+def reads_padding(rewards: Tensor, mask: Tensor, logprobs: Tensor) -> Tensor:
+    """A baseline from the mean log-probability over every column, padding included."""
+    return (rloo(rewards)[..., None] - logprobs.mean(-1, keepdim=True)) * mask
+
+
+def in_place(rewards: Tensor, mask: Tensor) -> Tensor:
+    """Centres the caller's rewards in place."""
+    rewards -= rewards.mean(-1, keepdim=True)
+    return rewards[..., None] * mask
+
+
 # --- the verdicts, both ways --------------------------------------------------------------------
 
 
@@ -250,3 +268,20 @@ def test_advest_check_family_token_reports_a_later_token_baseline(
     out = capsys.readouterr().out
     assert "| reads its own tokens | later tokens (N = 3) |" in out
     assert "| unbiased | no (N = 2, 3) |" in out
+
+
+def test_extra_padding_and_padding_values_fail_for_estimators_that_read_the_padded_width() -> None:
+    width = {f.prop: f.verdict for f in pad.layouts(declared(padded_length_norm), 2, F64)}
+    assert width["extra right padding"] == "no: valid tokens moved"
+    values = {f.prop: f.verdict for f in pad.layouts(declared(reads_padding), 2, F64)}
+    assert values["padding values ignored"] == "no: valid tokens moved"
+    assert values["extra right padding"] == "no: valid tokens moved"
+
+
+def test_coupled_groups_and_input_changes_are_reported() -> None:
+    from advest.oracle.token_report import coupling
+
+    assert coupling(declared(batch_scaled)).verdict == "yes: judged one group per batch"
+    assert coupling(declared(rloo_tokens)).verdict == "no"
+    rows = {(f.prop, f.n): f.verdict for f in check_tokens(in_place)}
+    assert rows[("modifies its inputs", None)] == "yes: every check ran on copies"
