@@ -18,6 +18,9 @@ One module per role; the names below are the public API (``oracle.check``, ``ora
 * ``properties`` and ``unbiased``: the property checks, each returning a ``Finding``;
 * ``report``: which checks run at which N and dtype (``check``), the verdict table and JSON;
 * ``cli``: the ``advest check`` command, with its child process and ``--timeout``.
+* token level (``--family token``): ``token_trees`` (exact token trees and the rollout fields
+  built from them), ``tokens`` (advest's and verl's token-level conventions), ``token_checks``
+  and ``token_padding`` (the checks), ``token_report`` (``check_tokens`` and its table).
 """
 
 from __future__ import annotations

@@ -28,10 +28,17 @@ def add_arguments(parser: Any) -> None:
     )
     parser.add_argument(
         "--family",
-        choices=["outcome", "maxk", "maxrl"],
+        choices=["outcome", "maxk", "maxrl", "token"],
         default="outcome",
         help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K; "
-        "maxrl: unbiasedness for MaxRL's Σ_{k≤N} (1/k)·pass@k, on pass/fail rewards",
+        "maxrl: unbiasedness for MaxRL's Σ_{k≤N} (1/k)·pass@k, on pass/fail rewards; token: "
+        "per-token advantages [B, G, T] judged on exact token trees (spec/oracle.md)",
+    )
+    parser.add_argument(
+        "--extends",
+        default=None,
+        help="--family token: the registered sequence estimator it claims to extend (e.g. grpo), "
+        "compared where no token discriminates",
     )
     parser.add_argument("--k", type=int, default=2, help="K for the max@K family (2)")
     parser.add_argument(
@@ -103,7 +110,12 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     convention = forced or convention
     conn.send(("stage", f"calling {target} (the checks)"))
     try:
-        findings = check(fn, convention=convention, **options)
+        if options["family"] == "token":  # the token oracle: oracle/token_report.py
+            from .token_report import check_tokens
+
+            findings = check_tokens(fn, convention=convention, extends=options.get("extends"))
+        else:
+            findings = check(fn, convention=convention, **options)
     except OutOfScope as error:
         conn.send(("oracle", f"{target} is out of scope: {error}"))
         return
@@ -176,6 +188,8 @@ def command(args: Any) -> int:
         "dtype": args.dtype,
         "convention": args.convention,
     }
+    if args.family == "token":
+        options["extends"] = getattr(args, "extends", None)
     kind, payload, stage = run_in_child(target, options, timeout)
     if kind == "timeout":
         print(

@@ -307,8 +307,22 @@ def render(strict: bool = True) -> str:
     stale = sorted(k for k in REASONS if k not in needed)
     if strict and (missing or stale):
         raise ValueError(f"REASONS: no reason for {missing}; reasons for no 'no': {stale}")
+    from token_verdicts import token_section  # scripts/ is the working directory (main)
+
     return "\n".join(
-        [*INTRO, *lines, "", '## Why each "no"', "", *why, "", *SCOPE, *out_of_scope, ""]
+        [
+            *INTRO,
+            *lines,
+            "",
+            '## Why each "no"',
+            "",
+            *why,
+            "",
+            *SCOPE,
+            *out_of_scope,
+            "",
+            *token_section(strict),
+        ]
     )
 
 
@@ -336,7 +350,7 @@ OTB_NOTE = (
     "float32, tests/verl/check_otb.py), and its claims are decided by exact enumeration of token "
     "trees with the real π in [spec/otb.md](spec/otb.md): no constant baseline adds bias, the "
     "cumulative weight minimises the prefix estimator, and the group's own estimate is biased "
-    "for n ≥ 2."
+    "for n ≥ 2. The token oracle judges it with the real π: see Token level below."
 )
 SCOPE_NOTES = {"optimal_token_baseline": OTB_NOTE, "tir_optimal_token_baseline": OTB_NOTE}
 """What the oracle's one-line reason cannot say, per out-of-scope estimator."""
