@@ -88,7 +88,7 @@ class Declared:
                     f"{', '.join(n for n in MADE if n not in NOT_MADE)})"
                 )
             inputs = tuple(n for n in asked if n in MADE and n not in NOT_MADE)
-            made = registry.Entry(self.name, "token", fn, needs_k=False, inputs=inputs)
+            made = registry.Entry(self.name, "token", fn, inputs, tolerance={})
             base = registry.entry("grpo") if "advantages" in inputs else None
             fields = frozenset(inputs) | frozenset(base.inputs if base else ())
             self.plan = calling.Plan(made, base, fn, options, fields)

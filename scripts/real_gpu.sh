@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The full grid of `advest experiment real` (2 tasks × 14 arms × 3 seeds, K = 4 with G = 8 and
 # K = 8 with G = 16) and `advest experiment values`, on one GPU, sized for about 8 minutes on an
-# H200 (an estimate, not a measurement: it has not run yet). HF `generate` is bound by Python
-# overhead at this model size, so 12 experiment processes share the GPU, one per (task, seed,
-# half of the arms), beside the values benchmark; each holds a KV cache of up to 2048 held-out
-# samples (about 10 GB in float32), which is why it wants an H200's memory rather than an H100's.
+# H200 (an estimate). HF `generate` is bound by Python overhead at this model size, so several
+# experiment processes share the GPU, one per (task, seed, half of the arms), beside the values
+# benchmark, at most JOBS at a time (default 6). Measured on an H200 (2026-11-26): all 12 at once
+# ran out of its 140 GB (each process held 10 to 14.5 GB: a KV cache of up to 4096 held-out
+# samples in float32), and no arm finished in 400 s; JOBS=6 keeps the peak near 90 GB.
 # If it runs long, lower --steps in GRID: every finished run is kept, and running the script
 # again with the same OUT reuses them. The numbers in the README come from the CPU configuration
 # (`advest experiment real` defaults).
@@ -39,6 +40,7 @@ pids=()
 for task in chain_sum products; do
   for seed in 0 1 2; do
     for half in 1 2; do
+      while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-6}" ]; do sleep 2; done
       name="$task-s$seed-h$half"
       if [ "$half" = 1 ]; then arms=("${HALF1[@]}"); else arms=("${HALF2[@]}"); fi
       $ADVEST experiment real "${GRID[@]}" --tasks "$task" --arms "${arms[@]}" \
