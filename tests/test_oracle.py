@@ -380,3 +380,15 @@ def test_a_singleton_group_returning_the_raw_reward_is_a_no() -> None:
     assert v["singleton group"] == "no: A = r, the raw reward"
     zero = {f.prop: f.verdict for f in oracle.check(_whitened, "outcome", ns=[3])}
     assert zero["singleton group"].startswith("yes")
+
+
+def test_an_estimator_whose_shift_is_not_checked_gets_its_whole_report() -> None:
+    """maxrl refuses the shifted batches (negative rewards), so its shift finding carries no
+    measured excess; the float64 column's working-precision rule must not need one (it raised
+    KeyError: 'excess' for maxrl and chen_passk)."""
+    from advest.fast import maxrl as fast_maxrl
+
+    findings = oracle.check(fast_maxrl.maxrl, "maxrl", ns=[3])
+    verdicts = {(f.prop, f.dtype): f.verdict for f in findings}
+    assert verdicts[("shift invariant", "float64")] == "not checked"
+    assert verdicts[("centred", "float64")] == "yes"
