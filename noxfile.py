@@ -93,7 +93,10 @@ def _side(venv: Venv) -> None:
 
     run.__doc__ = f"advest inside its peer, in .nox/{venv.session} (the [{venv.extra}] extra)."
     python = _interpreter(venv.python) if venv.python else None
-    nox.session(python=python, name=venv.session)(run)
+    # `python -m venv`, whose pip (ensurepip's: 23.2.1 with Python 3.11.7 and 3.12.1) resolves
+    # verl's hydra-core 1.3 beside advest's math-verify[antlr4_13_2]; pip 26, which virtualenv
+    # seeds, backtracks to hydra-core 0.11.3 and omegaconf 1.4.1, which verl cannot import.
+    nox.session(python=python, name=venv.session, venv_backend="venv")(run)
 
 
 for _venv in SIDE:
