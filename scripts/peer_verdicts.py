@@ -1,8 +1,8 @@
 """The oracle's verdicts on every advantage estimator verl 0.9.1 registers and on TRL 1.16.0's
 GRPO and RLOO conventions, written to docs/peer_verdicts.md.
 
-    .venv-verl/bin/python scripts/peer_verdicts.py           # write docs/peer_verdicts.md
-    .venv-verl/bin/python scripts/peer_verdicts.py --check   # exit 1 if the page is stale
+    .nox/verl/bin/python scripts/peer_verdicts.py           # write docs/peer_verdicts.md
+    .nox/verl/bin/python scripts/peer_verdicts.py --check   # exit 1 if the page is stale
 
 Runs in the verl environment (tests/test_verl.py runs ``--check`` there, so the committed page
 cannot go stale). Each estimator is checked as ``advest check`` checks it: in a child process
@@ -368,7 +368,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.check:
         if PAGE.read_text() != page:
-            print(f"{PAGE} is stale: run scripts/peer_verdicts.py in .venv-verl", file=sys.stderr)
+            print(
+                f"{PAGE} is stale: run scripts/peer_verdicts.py in .nox/verl (nox -s verl)",
+                file=sys.stderr,
+            )
             return 1
         return 0
     PAGE.write_text(page)

@@ -23,6 +23,7 @@ def test_bench_prints_every_estimator_on_general_binary_and_few_valued_input(
     assert "binary: slowest max@K estimator" in out
 
 
+@pytest.mark.slow  # a benchmark run in a child process: tens of seconds on 2 cores
 def test_the_retain_allocator_mode_runs_and_is_reported() -> None:
     """``--malloc retain`` is process-wide, so it runs in a child process here."""
     import subprocess

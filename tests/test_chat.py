@@ -91,6 +91,7 @@ def test_rollout_logprobs_equal_a_fresh_forward_pass_on_the_same_sequences(
     assert gap < 1e-4, f"rollout and forward log-probs differ by {gap} nats"
 
 
+@pytest.mark.slow  # trains a chat model: tens of seconds on 2 cores
 def test_a_chat_model_trains_on_message_prompts_with_the_math_reward(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import advest.fast.group
@@ -9,6 +10,7 @@ import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
 
 
+@pytest.mark.slow  # torch.compile's first compile: tens of seconds on 2 cores
 def test_canonical_compiles_and_matches_eager() -> None:
     torch._dynamo.reset()
     compiled = torch.compile(fast.maxk.canonical)

@@ -19,13 +19,18 @@ from advest.spec.maxk_weights import BinomRatio
 
 ROOT = Path(__file__).parents[1]
 
+# The tests that run coqc are marked `coq` (nox -s coq, where Coq is installed); the rest read
+# the .v files, the pins and the spec, and run in the core loop.
 
+
+@pytest.mark.coq
 def test_coq_is_installed() -> None:
     """CI installs Coq with apt-get (README test command); a missing coqc is a failure, not a
     skip."""
     assert coq.coqc() is not None, "coqc not found: apt-get install coq libcoq-mathcomp-..."
 
 
+@pytest.mark.coq
 def test_every_coq_theorem_is_closed_under_the_global_context() -> None:
     records = coq.check_shipped()
     assert len(records) == len(coq.THEOREMS) >= 8
@@ -52,6 +57,7 @@ def _planted(
     return tmp_path
 
 
+@pytest.mark.coq
 def test_a_planted_admitted_or_axiom_is_not_counted_as_proved(tmp_path: Path) -> None:
     """One copy with both holes (one coqc run): an Admitted proof and a proof by an Axiom."""
     _planted(tmp_path, "maxpo_equals_canonical", "Admitted.")
@@ -75,6 +81,7 @@ def _replace_theorem(path: Path, theorem: str, replacement: str) -> None:
     path.write_text(text[:start] + replacement + text[end:])
 
 
+@pytest.mark.coq
 def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
     tmp_path: Path,
 ) -> None:
@@ -125,6 +132,7 @@ def test_a_planted_tautology_or_weakened_statement_is_not_counted_as_proved(
     assert all(r.status == "proved" for r in others)
 
 
+@pytest.mark.coq
 def test_a_changed_definition_unpins_every_theorem(tmp_path: Path) -> None:
     """The statements name definitions (canonical, E, grad, ...): a definition whose printed body
     differs from the pinned one leaves no theorem proved. Planted: Sorted's coefficient `one`
@@ -155,6 +163,7 @@ def test_the_pinned_statements_list_every_theorem_and_definition_with_its_claim(
     assert set(pins["definitions"]) == set(coq.definitions())
 
 
+@pytest.mark.coq
 def test_a_proof_that_does_not_compile_proves_nothing(tmp_path: Path) -> None:
     source = _planted(tmp_path, "pkpo_sloo_closed_form", "by [].\nQed.")
     records = coq.check(source)
@@ -322,6 +331,7 @@ def test_the_weights_the_coq_theorems_use_are_the_weights_of_spec_maxk_weights()
         assert re.search(rf"^Definition {name} : R := {re.escape(coq_text)}\.$", text, re.M), name
 
 
+@pytest.mark.coq
 def test_sorted_binz_is_the_binomial_coq_computes() -> None:
     """The transcription ``_binz`` agrees with Coq's own evaluation of Sorted.binz."""
     cases = [

@@ -19,6 +19,9 @@ import yaml
 
 ROOT = Path(__file__).parents[1]
 
+# needs the [docs] extra: runs in its own session (nox -s docs)
+pytestmark = pytest.mark.docs
+
 
 def _hooks() -> ModuleType:
     spec = importlib.util.spec_from_file_location("advest_docs_hooks", ROOT / "docs" / "hooks.py")

@@ -100,6 +100,7 @@ def test_a_reward_raising_system_exit_is_a_failed_call_not_the_end_of_the_run(
     assert scorer.failures == {"SystemExit": 2}
 
 
+@pytest.mark.slow  # a real run in a child process: tens of seconds on 2 cores
 def test_ctrl_c_stops_the_run_in_words_keeping_its_last_checkpoint(
     model: str,  # noqa: F811
     tmp_path: Path,

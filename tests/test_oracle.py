@@ -103,6 +103,7 @@ def test_bad_input_behaviour_is_reported() -> None:
     assert v["on an all-equal group"] == "NaN in the output"
 
 
+@pytest.mark.slow  # a real run in a child process: tens of seconds on 2 cores
 def test_check_command_prints_a_table_writes_json_and_uses_exit_codes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -130,7 +130,9 @@ def test_the_wheel_installs_as_users_do_beside_their_own_spec_fast_and_training(
     ours."""
     # Build from a copy: setuptools writes build/ and *.egg-info/ beside the sources.
     source = tmp_path / "source"
-    skip = shutil.ignore_patterns(".git", "build", "runs", ".venv*", "*.egg-info", "__pycache__")
+    skip = shutil.ignore_patterns(
+        ".git", "build", "runs", ".venv*", ".nox", "*.egg-info", "__pycache__"
+    )
     shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
     dist = tmp_path / "dist"
     subprocess.run(

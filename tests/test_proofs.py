@@ -10,6 +10,7 @@ from advest.proofs.run import jobs, run, summary_rows
 from advest.spec import maxk_weights
 
 
+@pytest.mark.coq  # the Coq theorems (general N) are part of the run
 def test_every_claim_has_its_expected_status_over_the_ci_range() -> None:
     """N <= 7 for every claim except the measured exceptions of bounded.CI_EXCLUDED; the Coq
     theorems (general N) are part of the run."""

@@ -64,6 +64,7 @@ def _cfg(model: str, out: Path, **over: Any) -> RLConfig:
     return RLConfig(**{**base, **over})
 
 
+@pytest.mark.slow  # the real SmolLM2 GGUF, converted and run: minutes on 2 cores
 def test_the_short_name_is_the_installed_gguf_file_and_becomes_a_plain_folder(
     folder: str,
 ) -> None:
@@ -75,6 +76,7 @@ def test_the_short_name_is_the_installed_gguf_file_and_becomes_a_plain_folder(
     assert (Path(folder) / "chat_template.jinja").is_file()  # the GGUF's template came along
 
 
+@pytest.mark.slow  # the real SmolLM2 GGUF, converted and run: minutes on 2 cores
 def test_rollout_logprobs_equal_a_forward_pass_of_transformers_own_gguf_load(
     folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -111,6 +113,7 @@ def test_rollout_logprobs_equal_a_forward_pass_of_transformers_own_gguf_load(
     module.scorer.close()
 
 
+@pytest.mark.slow  # the real SmolLM2 GGUF, converted and run: minutes on 2 cores
 @pytest.mark.parametrize("lora_r", [8, 0], ids=["lora", "full"])
 def test_one_step_on_a_reasoning_gym_task_exports_a_folder_that_loads_and_generates(
     folder: str, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lora_r: int

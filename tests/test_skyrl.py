@@ -1,11 +1,16 @@
 """advest inside SkyRL, run for real: SkyRL needs Python ≥ 3.12 (``skyrl`` 0.3.0 declares 3.11
 but does not import there), so its tests (tests/skyrl/check_skyrl.py) run in a second
-environment, ``.venv-skyrl`` (or the interpreter in ``$ADVEST_SKYRL_PYTHON``), which the
-README's test command builds (``tests/venvs.py``)."""
+environment, ``.nox/skyrl`` (or the interpreter in ``$ADVEST_SKYRL_PYTHON``), which ``nox -s skyrl``
+builds before it runs this file (``tests/venvs.py``)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.venvs import SKYRL
+
+# runs in the nox session of the same name, which builds the environment (noxfile.py)
+pytestmark = pytest.mark.skyrl
 
 
 def test_skyrl_checks_pass_in_the_skyrl_environment() -> None:

@@ -1,15 +1,20 @@
 """The oldest TRL advest supports, run for real: ``tests/test_trl.py`` (TRL's own trainer, two
-steps, the advantages that reached the loss) in a second environment, ``.venv-trl-oldest`` (or
-the interpreter in ``$ADVEST_TRL_OLDEST_PYTHON``), built by the README's test command with the
-``[trl-oldest]`` extra. The main environment runs the same file with the newest supported TRL,
-so both ends of the ``[trl]`` range are tested. A missing environment fails with the command
-that builds it; nothing is skipped."""
+steps, the advantages that reached the loss) in a second environment, ``.nox/trl_oldest`` (or
+the interpreter in ``$ADVEST_TRL_OLDEST_PYTHON``), which ``nox -s trl_oldest`` builds with the
+``[trl-oldest]`` extra before it runs this file. The main environment runs the same file with
+the newest supported TRL, so both ends of the ``[trl]`` range are tested. A missing
+environment fails with the command that builds it; nothing is skipped."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.venvs import TRL_OLDEST
+
+# runs in the nox session of the same name, which builds the environment (noxfile.py)
+pytestmark = pytest.mark.trl_oldest
 
 ROOT = Path(__file__).resolve().parents[1]
 OLDEST = "0.29.1"

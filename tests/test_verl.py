@@ -1,10 +1,16 @@
 """advest inside verl 0.9.1, run for real: verl pins its own transformers, so its tests
-(tests/verl/check_*.py) run in a second environment, ``.venv-verl`` (or the interpreter in
-``$ADVEST_VERL_PYTHON``), which the README's test command builds (``tests/venvs.py``)."""
+(tests/verl/check_*.py) run in a second environment, ``.nox/verl`` (or the interpreter in
+``$ADVEST_VERL_PYTHON``), which ``nox -s verl`` builds before it runs this
+file (``tests/venvs.py``)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.venvs import VERL
+
+# runs in the nox session of the same name, which builds the environment (noxfile.py)
+pytestmark = pytest.mark.verl
 
 CHECKS = [
     "tests/verl/check_verl.py",

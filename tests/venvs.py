@@ -1,7 +1,10 @@
 """The second environments some integration tests run in, one record each: a peer that pins
 its own dependencies (verl's transformers) or a second version of one (the oldest TRL) gets a
-venv of its own, built by the README's test command with the extra of the same name. A test that
-needs one fails, with the command that builds it, when it is missing: nothing is skipped."""
+venv of its own, which the nox session of the same name builds (``noxfile.py``: torch first,
+then the extra of the same name) and then runs the record's test files with its interpreter
+named in ``variable``. A test that needs one fails, with the command that builds it, when it is
+missing: nothing is skipped, and only that session's tests need it (``nox -s core`` deselects
+them by their marker, which is the session's name)."""
 
 from __future__ import annotations
 
@@ -16,37 +19,37 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @dataclass(frozen=True)
 class Venv:
-    folder: str
-    """The venv's folder in the repository root (ignored by git)."""
+    session: str
+    """The nox session that builds it and runs its tests; also the tests' pytest marker."""
     extra: str
     """The pyproject extra it installs (``pip install -e ".[extra]"``)."""
     variable: str
-    """An environment variable naming another interpreter to use instead."""
-    pyenv: str | None = None
-    """The pyenv Python that builds it, where the peer needs another Python than 3.11."""
+    """The environment variable naming its interpreter (the nox session sets it)."""
+    tests: tuple[str, ...]
+    """The test files that run in it (each marks itself with ``session``)."""
+    python: str | None = None
+    """The Python version it needs, where the peer needs another than the main environment's."""
 
     @property
     def build(self) -> str:
-        """The README's commands that build it (torch first: the CPU build)."""
-        pip = f"{self.folder}/bin/pip"
-        # python3.12 (pyenv's shim), not python: a 3.11 venv on PATH would shadow `python`
-        minor = ".".join(self.pyenv.split(".")[:2]) if self.pyenv else ""
-        python = f"PYENV_VERSION={self.pyenv} python{minor}" if self.pyenv else "python"
-        return (
-            f"{python} -m venv {self.folder} && {pip} install torch==2.13.0 && "
-            f'{pip} install -e ".[{self.extra}]"'
-        )
+        """The command that builds it and runs its tests."""
+        return f"nox -s {self.session}"
 
-    def python(self) -> Path:
+    @property
+    def folder(self) -> Path:
+        """Where nox builds it: ``.nox/<session>`` (ignored by git)."""
+        return ROOT / ".nox" / self.session
+
+    def python_path(self) -> Path:
         """Its interpreter; fails the test, with the build command, when it is missing."""
-        python = Path(os.environ.get(self.variable, ROOT / self.folder / "bin" / "python"))
+        python = Path(os.environ.get(self.variable, self.folder / "bin" / "python"))
         assert python.exists(), f"no {self.extra} environment at {python}; build it: {self.build}"
         return python
 
     def run(self, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         """``python args`` in the repository root, importing this checkout's advest."""
         return subprocess.run(
-            [str(self.python()), *args],
+            [str(self.python_path()), *args],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -68,6 +71,9 @@ class Venv:
         return run
 
 
-VERL = Venv(".venv-verl", "verl", "ADVEST_VERL_PYTHON")
-TRL_OLDEST = Venv(".venv-trl-oldest", "trl-oldest", "ADVEST_TRL_OLDEST_PYTHON")
-SKYRL = Venv(".venv-skyrl", "skyrl", "ADVEST_SKYRL_PYTHON", pyenv="3.12.1")
+VERL = Venv("verl", "verl", "ADVEST_VERL_PYTHON", ("tests/test_verl.py",))
+TRL_OLDEST = Venv(
+    "trl_oldest", "trl-oldest", "ADVEST_TRL_OLDEST_PYTHON", ("tests/test_trl_versions.py",)
+)
+SKYRL = Venv("skyrl", "skyrl", "ADVEST_SKYRL_PYTHON", ("tests/test_skyrl.py",), python="3.12")
+SIDE = (VERL, TRL_OLDEST, SKYRL)

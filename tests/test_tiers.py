@@ -1,0 +1,58 @@
+"""The test command's tiers (noxfile.py): one nox session per pytest marker, ``core`` for the
+unmarked rest, so that every test runs in exactly one session and ``nox`` with no arguments
+runs them all."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import tomllib
+from pathlib import Path
+
+import nox
+import pytest
+
+import noxfile
+from tests.venvs import SIDE, Venv
+
+ROOT = Path(__file__).parents[1]
+
+
+def _markers() -> set[str]:
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    return {line.split(":", 1)[0] for line in ini["markers"]}
+
+
+def test_each_marker_is_a_session_and_each_session_beyond_core_and_lint_a_marker() -> None:
+    sessions = set(nox.registry.get())
+    assert set(noxfile.TIERS) == _markers()
+    assert sessions == {"lint", "core", *noxfile.TIERS}
+
+
+def test_nox_with_no_arguments_runs_every_session() -> None:
+    assert nox.options.sessions is None and nox.options.keywords is None
+    assert nox.options.tags is None
+    assert all(func.default for func in nox.registry.get().values())
+
+
+def test_core_deselects_every_tier() -> None:
+    """A missing coqc, docs tool or side environment must not fail ``core``."""
+    source = inspect.getsource(noxfile.core)
+    assert "not ({' or '.join(TIERS)})" in source
+
+
+def test_the_lint_session_runs_every_gate() -> None:
+    source = inspect.getsource(noxfile.lint)
+    for gate in ('"ruff", "check"', '"ruff", "format", "--check"', '"mypy"', '"lint-imports"'):
+        assert gate in source, gate
+
+
+@pytest.mark.parametrize("venv", SIDE, ids=[venv.session for venv in SIDE])
+def test_each_side_environment_is_built_by_its_session_and_its_tests_carry_its_marker(
+    venv: Venv,
+) -> None:
+    assert venv.session in nox.registry.get()
+    assert venv.build == f"nox -s {venv.session}"
+    for file in venv.tests:
+        module = importlib.import_module(file.removesuffix(".py").replace("/", "."))
+        assert module.pytestmark.name == venv.session, file
