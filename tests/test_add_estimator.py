@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # copies the repository and starts five interpreters (~25 s)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 FAST = '''
