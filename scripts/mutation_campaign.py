@@ -1,0 +1,346 @@
+"""A measured mutation score: a seeded uniform sample of each package's mutants, run cheaply.
+
+    python scripts/mutation_campaign.py run --per-package 200 --seed 33   # resumable
+    python scripts/mutation_campaign.py report                            # scores, 95% intervals
+
+``run`` draws, per package of ``scripts/mutation.toml``'s ``[packages]``, a uniform random
+sample of the package's whole mutant population (``scripts/mutation.py`` enumerates it; a drawn
+mutant that changes nothing is skipped and the next one drawn), writes the draw to the plan file,
+and runs each mutant's targeted tests. One worker process imports torch, pytest and the test
+dependencies once, then per mutant writes the mutated source into a private copy of the
+repository and forks: the child runs ``pytest.main`` there, so a mutant pays for its tests and
+for advest's own modules, never for importing torch. Each outcome is appended to the results
+file as it finishes, so a restarted run skips what is done (a result counts only while its
+module's source is unchanged).
+
+``report`` scores the results against ``tests/mutation_survivors.md``: killed / (mutants −
+equivalent), with Wilson's 95% interval; kills by timeout are counted apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mutation  # the sibling script: enumeration, application, the survivors file
+from mutation import ROOT, Mutant
+
+RESULTS = ROOT / "scripts" / "mutation_results"
+CHILD_FAILED = ".failed"  # where a child writes the first failing test's id
+# third-party modules the tests import: loaded once in the worker, before any fork
+_PRELOAD = ("torch", "numpy", "hypothesis", "pytest", "sympy", "scipy", "lightning", "transformers")
+
+
+def _sha(module: str) -> str:
+    return hashlib.sha256((ROOT / module).read_bytes()).hexdigest()[:16]
+
+
+def _population(package: str) -> list[Mutant]:
+    config = mutation._config()
+    entries: list[str] = config["packages"][package]  # type: ignore[index]
+    modules: list[str] = []
+    excluded = set(config["exclude"]["modules"])  # type: ignore[index]
+    for entry in entries:
+        found = [entry] if entry.endswith(".py") else mutation._modules(config, [entry])
+        modules += [m for m in found if m not in excluded]
+    return list(mutation.enumerate_mutants(modules))
+
+
+def draw(package: str, size: int, seed: int) -> dict[str, object]:
+    """The package's population size and a uniform sample of ``size`` real mutants: the
+    population shuffled by a seeded generator, read in order, no-op mutants skipped."""
+    population = _population(package)
+    order = list(population)
+    random.Random(f"{seed}:{package}").shuffle(order)
+    chosen: list[dict[str, object]] = []
+    no_ops = 0
+    for mutant in order:
+        if len(chosen) == size:
+            break
+        described = mutation.describe(mutant)
+        if described is None:
+            no_ops += 1
+            continue
+        chosen.append(
+            asdict(described)
+            | {"key": described.key, "package": package, "sha": _sha(mutant.module)}
+        )
+    return {"package": package, "population": len(population), "no_ops_drawn": no_ops,
+            "seed": seed, "mutants": chosen}  # fmt: skip
+
+
+def _plan(packages: list[str], size: int, seed: int) -> list[dict[str, object]]:
+    """The draw for each package, from the plan file when it was drawn with these settings."""
+    path = RESULTS / "plan.json"
+    if path.exists():
+        plan: list[dict[str, object]] = json.loads(path.read_text())
+        if [p["package"] for p in plan] == packages and all(
+            p["seed"] == seed and len(p["mutants"]) == size  # type: ignore[arg-type]
+            for p in plan
+        ):
+            return plan
+    plan = [draw(package, size, seed) for package in packages]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(plan, indent=1) + "\n")
+    return plan
+
+
+def results() -> dict[str, dict[str, object]]:
+    """The latest result per mutant key (a rerun appends; the last line wins)."""
+    path = RESULTS / "results.jsonl"
+    latest: dict[str, dict[str, object]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                latest[row["key"]] = row
+    return latest
+
+
+def _append(row: dict[str, object]) -> None:
+    with (RESULTS / "results.jsonl").open("a") as handle:
+        handle.write(json.dumps(row) + "\n")
+
+
+def _preload() -> None:
+    for name in _PRELOAD:
+        with contextlib.suppress(ImportError):
+            __import__(name)
+
+
+def _child(copy: Path, tests: list[str], write_bytecode: bool) -> None:
+    """In the forked child: run the tests in the copy and exit with pytest's status."""
+    import pytest
+
+    os.setpgrp()  # its own group, so that a timeout kills whatever the tests started
+    sys.dont_write_bytecode = not write_bytecode  # a mutant's bytecode must never be cached
+    # the last child's output, kept for reading when a baseline fails
+    log = os.open(RESULTS / "last_child.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+
+    class FirstFailure:
+        def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+            if report.failed and not (copy / CHILD_FAILED).exists():
+                (copy / CHILD_FAILED).write_text(report.nodeid)
+
+        def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+            if report.failed and not (copy / CHILD_FAILED).exists():
+                (copy / CHILD_FAILED).write_text(f"collecting {report.nodeid}")
+
+    try:
+        # hypothesis is preloaded, so pytest cannot rewrite its plugin's asserts: harmless
+        quiet = "ignore::pytest.PytestAssertRewriteWarning"
+        args = ["-x", "-q", "-p", "no:randomly", "-W", quiet, *tests]
+        code = int(pytest.main(args, [FirstFailure()]))
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 3
+    os._exit(code)
+
+
+def run_tests(
+    copy: Path, tests: list[str], timeout: float, write_bytecode: bool
+) -> dict[str, object]:
+    """Fork a child that runs ``tests``; its exit status, seconds and first failure."""
+    (copy / CHILD_FAILED).unlink(missing_ok=True)
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        _child(copy, tests, write_bytecode)
+    status: int | None = None
+    while time.perf_counter() - start < timeout:
+        done, raw = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = os.waitstatus_to_exitcode(raw)
+            break
+        time.sleep(0.05)
+    if status is None:
+        os.killpg(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    failed = copy / CHILD_FAILED
+    return {
+        "rc": status,
+        "seconds": round(time.perf_counter() - start, 2),
+        "first_failure": failed.read_text() if failed.exists() else None,
+    }
+
+
+def _outcome(rc: int | None) -> str:
+    # pytest: 0 passed, 1 a test failed, 2 interrupted (a collection error: the mutated module
+    # raised on import); anything else is the harness's failure, reported apart
+    if rc is None:
+        return "timeout"
+    return {0: "survived", 1: "killed", 2: "killed"}.get(rc, "error")
+
+
+def _round_robin(plan: list[dict[str, object]]) -> Iterator[dict[str, object]]:
+    # package by package in turn, so that an interrupted run has scored every package alike
+    lists: list[list[dict[str, object]]] = [p["mutants"] for p in plan]  # type: ignore[misc]
+    for row in itertools.zip_longest(*lists):
+        yield from (m for m in row if m is not None)
+
+
+def _baseline(copy: Path, tests: list[str], known: dict[str, float]) -> float:
+    key = " ".join(tests)
+    if key not in known:
+        result = run_tests(copy, tests, 3600, write_bytecode=True)
+        if result["rc"] != 0:
+            raise SystemExit(f"the unmutated tests fail ({result}): {key}")
+        known[key] = float(result["seconds"])  # type: ignore[arg-type]
+        _append({"key": f"baseline | {key}", "baseline": True, **result})
+        print(f"baseline {known[key]:.1f}s  {key}", flush=True)
+    return known[key]
+
+
+def _mutate(copy: Path, mutant: Mutant) -> None:
+    """Write the mutant's source into the copy, with no cached bytecode left to shadow it."""
+    target = copy / mutant.module
+    for cached in (target.parent / "__pycache__").glob(f"{target.stem}.*.pyc"):
+        cached.unlink()
+    mutation._apply(copy, mutant)
+
+
+def _restore(copy: Path, module: str) -> None:
+    import py_compile
+
+    shutil.copy2(ROOT / module, copy / module)
+    py_compile.compile(str(copy / module))  # so that the next children load it from bytecode
+
+
+def work(packages: list[str], size: int, seed: int, retry_survivors: bool) -> int:
+    """Run every planned mutant that has no result for its module's current source."""
+    plan = _plan(packages, size, seed)
+    for p in plan:
+        print(f"{p['package']}: {len(p['mutants'])} drawn of {p['population']}", flush=True)  # type: ignore[arg-type]
+    config = mutation._config()
+    done = results()
+    todo = [
+        m
+        for m in _round_robin(plan)
+        if not (
+            (row := done.get(str(m["key"])))
+            and row.get("sha") == _sha(str(m["module"]))
+            and not (retry_survivors and row["outcome"] == "survived")
+        )
+    ]
+    print(f"{len(todo)} mutants to run", flush=True)
+    _preload()
+    copy = mutation._copy_repository()
+    # SIGTERM unwinds like Ctrl-C, so that the private copy is removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.chdir(copy)
+    sys.path.insert(0, str(copy))
+    import importlib.util
+
+    found = importlib.util.find_spec("advest")
+    assert found and str(found.origin).startswith(str(copy)), found  # never the checkout's
+    import compileall
+
+    compileall.compile_dir(copy, quiet=2, workers=1)
+    baselines: dict[str, float] = {}
+    try:
+        for n, m in enumerate(todo, 1):
+            fields = {k: m[k] for k in ("module", "operator", "occurrence", "line", "before")}
+            mutant = Mutant(**fields, after=str(m["after"]))  # type: ignore[arg-type]
+            tests = mutation._tests(config, mutant.module)
+            timeout = 3 * _baseline(copy, tests, baselines) + 30
+            _mutate(copy, mutant)
+            try:
+                result = run_tests(copy, tests, timeout, write_bytecode=False)
+            finally:
+                _restore(copy, mutant.module)
+            outcome = _outcome(result["rc"])  # type: ignore[arg-type]
+            _append({"key": mutant.key, "package": m["package"], "sha": m["sha"],
+                     "outcome": outcome, "tests": tests, **result})  # fmt: skip
+            print(f"[{n}/{len(todo)}] {outcome:8} {result['seconds']:6.1f}s  {mutant.key}",
+                  flush=True)  # fmt: skip
+    finally:
+        os.chdir(ROOT)
+        shutil.rmtree(copy, ignore_errors=True)
+    return 0
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson's score interval for k successes in n trials (95% by default)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def report() -> int:
+    """Per package: the score over the planned mutants with a result, its Wilson interval, the
+    timeouts apart, the seconds per mutant; then every survivor not argued equivalent."""
+    plan: list[dict[str, object]] = json.loads((RESULTS / "plan.json").read_text())
+    done = results()
+    equivalent = mutation.equivalent_keys()
+    failed = False
+    columns = "population | run / drawn | killed (by timeout) | equivalent | score | 95% interval"
+    print(f"| package | {columns} | s/mutant |\n|---|---|---|---|---|---|---|---|")
+    open_survivors: list[str] = []
+    for p in plan:
+        mutants: list[dict[str, object]] = p["mutants"]  # type: ignore[assignment]
+        rows = [done[str(m["key"])] for m in mutants if str(m["key"]) in done]
+        rows = [r for r in rows if r["outcome"] != "error"]
+        outcomes = [str(r["outcome"]) for r in rows]
+        killed = outcomes.count("killed") + outcomes.count("timeout")
+        survived = [str(r["key"]) for r in rows if r["outcome"] == "survived"]
+        eq = [k for k in survived if k in equivalent]
+        open_survivors += [k for k in survived if k not in equivalent]
+        n = len(rows) - len(eq)
+        low, high = wilson(killed, n)
+        seconds = sum(float(str(r["seconds"])) for r in rows) / max(len(rows), 1)
+        partial = "" if len(rows) == len(mutants) else " (partial)"
+        print(
+            f"| {p['package']} | {p['population']} | {len(rows)} / {len(mutants)}{partial} | "
+            f"{killed} ({outcomes.count('timeout')}) | {len(eq)} | {killed}/{n} = "
+            f"{killed / max(n, 1):.1%} | [{low:.1%}, {high:.1%}] | {seconds:.1f} |"
+        )
+        failed |= n > 0 and killed / n < 0.95
+    errors = [k for k, r in done.items() if r.get("outcome") == "error"]
+    print(f"\nharness errors (left out of the score): {len(errors)}")
+    for key in errors:
+        print(f"  ERROR `{key}`")
+    print(f"open survivors: {len(open_survivors)}")
+    for key in open_survivors:
+        print(f"  SURVIVOR `{key}`")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["run", "report"])
+    parser.add_argument("--package", action="append", help="default: every [packages] entry")
+    parser.add_argument("--per-package", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=33)
+    parser.add_argument("--retry-survivors", action="store_true", help="rerun survived mutants")
+    parser.add_argument("--results", type=Path, default=None, help="plan and results folder")
+    args = parser.parse_args(argv)
+    global RESULTS
+    RESULTS = (args.results or RESULTS).resolve()
+    if args.command == "report":
+        return report()
+    packages = args.package or list(mutation._config()["packages"])  # type: ignore[call-overload]
+    return work(packages, args.per_package, args.seed, args.retry_survivors)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
