@@ -164,15 +164,17 @@ def run_tests(
     if pid == 0:
         _child(copy, tests, write_bytecode)
     status: int | None = None
-    while time.perf_counter() - start < timeout:
-        done, raw = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = os.waitstatus_to_exitcode(raw)
-            break
-        time.sleep(0.05)
-    if status is None:
-        os.killpg(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+    try:
+        while time.perf_counter() - start < timeout:
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = os.waitstatus_to_exitcode(raw)
+                break
+            time.sleep(0.05)
+    finally:
+        if status is None:  # a timeout, or the worker itself stopped: no orphaned tests
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
     failed = copy / CHILD_FAILED
     return {
         "rc": status,
@@ -240,6 +242,7 @@ def work(packages: list[str], size: int, seed: int, retry_survivors: bool) -> in
         )
     ]
     print(f"{len(todo)} mutants to run", flush=True)
+    (RESULTS / "worker.pid").write_text(f"{os.getpid()}\n")  # to stop it: kill -TERM <pid>
     _preload()
     copy = mutation._copy_repository()
     # SIGTERM unwinds like Ctrl-C, so that the private copy is removed
