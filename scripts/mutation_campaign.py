@@ -44,8 +44,8 @@ CHILD_FAILED = ".failed"  # where a child writes the first failing test's id
 _PRELOAD = ("torch", "numpy", "hypothesis", "pytest", "sympy", "scipy", "lightning", "transformers")
 
 
-def _sha(module: str) -> str:
-    return hashlib.sha256((ROOT / module).read_bytes()).hexdigest()[:16]
+def _sha(module: str, root: Path = ROOT) -> str:
+    return hashlib.sha256((root / module).read_bytes()).hexdigest()[:16]
 
 
 def _population(package: str) -> list[Mutant]:
@@ -210,64 +210,81 @@ def _baseline(copy: Path, tests: list[str], known: dict[str, float]) -> float:
     return known[key]
 
 
-def _mutate(copy: Path, mutant: Mutant) -> None:
-    """Write the mutant's source into the copy, with no cached bytecode left to shadow it."""
+def _mutate(copy: Path, mutant: Mutant, pristine: str) -> None:
+    """Write the mutant of the copy's own (pristine) source, with no cached bytecode left to
+    shadow it: the checkout may change while a run goes on; the copy does not."""
+    from cosmic_ray.mutating import mutate_code
+
     target = copy / mutant.module
     for cached in (target.parent / "__pycache__").glob(f"{target.stem}.*.pyc"):
         cached.unlink()
-    mutation._apply(copy, mutant)
+    mutated = mutate_code(pristine, mutation._operators()[mutant.operator], mutant.occurrence)
+    assert mutated is not None and mutated != pristine, mutant
+    target.write_text(mutated)
 
 
-def _restore(copy: Path, module: str) -> None:
+def _restore(copy: Path, module: str, pristine: str) -> None:
     import py_compile
 
-    shutil.copy2(ROOT / module, copy / module)
+    (copy / module).write_text(pristine)
     py_compile.compile(str(copy / module))  # so that the next children load it from bytecode
 
 
+def _todo(plan: list[dict[str, object]], copy: Path, retry: bool) -> list[dict[str, object]]:
+    """The planned mutants with no result yet, of modules the copy has as they were drawn (a
+    module changed since the draw needs a new draw: ``--redraw``)."""
+    done = results()
+    todo, stale = [], 0
+    for m in _round_robin(plan):
+        if _sha(str(m["module"]), copy) != m["sha"]:
+            stale += 1
+        elif not ((row := done.get(str(m["key"]))) and row.get("sha") == m["sha"]) or (
+            retry and row["outcome"] == "survived"
+        ):
+            todo.append(m)
+    print(f"{len(todo)} mutants to run; {stale} stale (module changed since the draw)", flush=True)
+    return todo
+
+
+def _start(copy: Path) -> None:
+    """Make the copy this process's working directory and import root, compiled once."""
+    import compileall
+    import importlib.util
+
+    os.chdir(copy)
+    sys.path.insert(0, str(copy))
+    found = importlib.util.find_spec("advest")
+    assert found and str(found.origin).startswith(str(copy)), found  # never the checkout's
+    compileall.compile_dir(copy, quiet=2, workers=1)
+
+
 def work(packages: list[str], size: int, seed: int, retry_survivors: bool) -> int:
-    """Run every planned mutant that has no result for its module's current source."""
+    """Run every planned mutant that has no result for its module's drawn source."""
     plan = _plan(packages, size, seed)
     for p in plan:
         print(f"{p['package']}: {len(p['mutants'])} drawn of {p['population']}", flush=True)  # type: ignore[arg-type]
     config = mutation._config()
-    done = results()
-    todo = [
-        m
-        for m in _round_robin(plan)
-        if not (
-            (row := done.get(str(m["key"])))
-            and row.get("sha") == _sha(str(m["module"]))
-            and not (retry_survivors and row["outcome"] == "survived")
-        )
-    ]
-    print(f"{len(todo)} mutants to run", flush=True)
     (RESULTS / "worker.pid").write_text(f"{os.getpid()}\n")  # to stop it: kill -TERM <pid>
     _preload()
     copy = mutation._copy_repository()
     # SIGTERM unwinds like Ctrl-C, so that the private copy is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.chdir(copy)
-    sys.path.insert(0, str(copy))
-    import importlib.util
-
-    found = importlib.util.find_spec("advest")
-    assert found and str(found.origin).startswith(str(copy)), found  # never the checkout's
-    import compileall
-
-    compileall.compile_dir(copy, quiet=2, workers=1)
+    pristine: dict[str, str] = {}
     baselines: dict[str, float] = {}
     try:
+        _start(copy)
+        todo = _todo(plan, copy, retry_survivors)
         for n, m in enumerate(todo, 1):
             fields = {k: m[k] for k in ("module", "operator", "occurrence", "line", "before")}
             mutant = Mutant(**fields, after=str(m["after"]))  # type: ignore[arg-type]
+            source = pristine.setdefault(mutant.module, (copy / mutant.module).read_text())
             tests = mutation._tests(config, mutant.module)
             timeout = 3 * _baseline(copy, tests, baselines) + 30
-            _mutate(copy, mutant)
+            _mutate(copy, mutant, source)
             try:
                 result = run_tests(copy, tests, timeout, write_bytecode=False)
             finally:
-                _restore(copy, mutant.module)
+                _restore(copy, mutant.module, source)
             outcome = _outcome(result["rc"])  # type: ignore[arg-type]
             _append({"key": mutant.key, "package": m["package"], "sha": m["sha"],
                      "outcome": outcome, "tests": tests, **result})  # fmt: skip
@@ -335,12 +352,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-package", type=int, default=200)
     parser.add_argument("--seed", type=int, default=33)
     parser.add_argument("--retry-survivors", action="store_true", help="rerun survived mutants")
+    parser.add_argument("--redraw", action="store_true", help="draw anew (sources changed)")
     parser.add_argument("--results", type=Path, default=None, help="plan and results folder")
     args = parser.parse_args(argv)
     global RESULTS
     RESULTS = (args.results or RESULTS).resolve()
     if args.command == "report":
         return report()
+    if args.redraw:
+        (RESULTS / "plan.json").unlink(missing_ok=True)
     packages = args.package or list(mutation._config()["packages"])  # type: ignore[call-overload]
     return work(packages, args.per_package, args.seed, args.retry_survivors)
 
