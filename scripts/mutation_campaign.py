@@ -198,16 +198,37 @@ def _round_robin(plan: list[dict[str, object]]) -> Iterator[dict[str, object]]:
         yield from (m for m in row if m is not None)
 
 
-def _baseline(copy: Path, tests: list[str], known: dict[str, float]) -> float:
-    key = " ".join(tests)
-    if key not in known:
-        result = run_tests(copy, tests, 3600, write_bytecode=True)
-        if result["rc"] != 0:
-            raise SystemExit(f"the unmutated tests fail ({result}): {key}")
-        known[key] = float(result["seconds"])  # type: ignore[arg-type]
-        _append({"key": f"baseline | {key}", "baseline": True, **result})
-        print(f"baseline {known[key]:.1f}s  {key}", flush=True)
-    return known[key]
+class Checks:
+    """What the unmutated copy is known to do, learnt as the run goes instead of by a full
+    baseline run per test list (minutes each on a loaded machine, and as many as there are
+    lists): a kill counts only once the test that failed is seen to pass unmutated, and a
+    list's timeout is 3x its slowest surviving run + 30 s (before any survivor, 900 s)."""
+
+    def __init__(self, copy: Path) -> None:
+        self.copy = copy
+        self.passes: dict[str, bool] = {}  # test id (or "collecting <file>") -> passes unmutated
+        self.slowest: dict[str, float] = {}  # test list -> slowest surviving run, seconds
+
+    def timeout(self, tests: list[str]) -> float:
+        slowest = self.slowest.get(" ".join(tests))
+        return 900.0 if slowest is None else 3 * slowest + 30
+
+    def survived(self, tests: list[str], seconds: float) -> None:
+        key = " ".join(tests)
+        self.slowest[key] = max(self.slowest.get(key, 0.0), seconds)
+
+    def fails_unmutated(self, failure: str | None, tests: list[str]) -> bool:
+        """Whether the failure a mutant caused also happens without it (then it is no kill)."""
+        target = failure or " ".join(tests)  # no test named it: a session-wide failure
+        if target not in self.passes:
+            if target.startswith("collecting "):
+                args = [target.removeprefix("collecting ").split("::")[0], "--collect-only"]
+            else:
+                args = [target] if failure else tests
+            result = run_tests(self.copy, args, 3600, write_bytecode=True)
+            self.passes[target] = result["rc"] == 0
+            _append({"key": f"unmutated | {target}", "baseline": True, **result})
+        return not self.passes[target]
 
 
 def _mutate(copy: Path, mutant: Mutant, pristine: str) -> None:
@@ -270,7 +291,7 @@ def work(packages: list[str], size: int, seed: int, retry_survivors: bool) -> in
     # SIGTERM unwinds like Ctrl-C, so that the private copy is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     pristine: dict[str, str] = {}
-    baselines: dict[str, float] = {}
+    checks = Checks(copy)
     try:
         _start(copy)
         todo = _todo(plan, copy, retry_survivors)
@@ -279,13 +300,17 @@ def work(packages: list[str], size: int, seed: int, retry_survivors: bool) -> in
             mutant = Mutant(**fields, after=str(m["after"]))  # type: ignore[arg-type]
             source = pristine.setdefault(mutant.module, (copy / mutant.module).read_text())
             tests = mutation._tests(config, mutant.module)
-            timeout = 3 * _baseline(copy, tests, baselines) + 30
             _mutate(copy, mutant, source)
             try:
-                result = run_tests(copy, tests, timeout, write_bytecode=False)
+                result = run_tests(copy, tests, checks.timeout(tests), write_bytecode=False)
             finally:
                 _restore(copy, mutant.module, source)
             outcome = _outcome(result["rc"])  # type: ignore[arg-type]
+            if outcome == "survived":
+                checks.survived(tests, float(result["seconds"]))  # type: ignore[arg-type]
+            failure = result["first_failure"]
+            if outcome == "killed" and checks.fails_unmutated(failure, tests):  # type: ignore[arg-type]
+                outcome = "error"  # the tests fail without the mutant too: no kill
             _append({"key": mutant.key, "package": m["package"], "sha": m["sha"],
                      "outcome": outcome, "tests": tests, **result})  # fmt: skip
             print(f"[{n}/{len(todo)}] {outcome:8} {result['seconds']:6.1f}s  {mutant.key}",
