@@ -279,7 +279,9 @@ def _start(copy: Path) -> None:
     compileall.compile_dir(copy, quiet=2, workers=1)
 
 
-def work(packages: list[str], size: int, seed: int, retry_survivors: bool) -> int:
+def work(
+    packages: list[str], size: int, seed: int, retry_survivors: bool, only: list[str] | None
+) -> int:
     """Run every planned mutant that has no result for its module's drawn source."""
     plan = _plan(packages, size, seed)
     for p in plan:
@@ -299,7 +301,7 @@ def work(packages: list[str], size: int, seed: int, retry_survivors: bool) -> in
             fields = {k: m[k] for k in ("module", "operator", "occurrence", "line", "before")}
             mutant = Mutant(**fields, after=str(m["after"]))  # type: ignore[arg-type]
             source = pristine.setdefault(mutant.module, (copy / mutant.module).read_text())
-            tests = mutation._tests(config, mutant.module)
+            tests = only or mutation._tests(config, mutant.module)
             _mutate(copy, mutant, source)
             try:
                 result = run_tests(copy, tests, checks.timeout(tests), write_bytecode=False)
@@ -377,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-package", type=int, default=200)
     parser.add_argument("--seed", type=int, default=33)
     parser.add_argument("--retry-survivors", action="store_true", help="rerun survived mutants")
+    parser.add_argument(
+        "--tests", action="append", help="run these for every mutant (a plant check of new tests)"
+    )
     parser.add_argument("--redraw", action="store_true", help="draw anew (sources changed)")
     parser.add_argument("--results", type=Path, default=None, help="plan and results folder")
     args = parser.parse_args(argv)
@@ -387,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.redraw:
         (RESULTS / "plan.json").unlink(missing_ok=True)
     packages = args.package or list(mutation._config()["packages"])  # type: ignore[call-overload]
-    return work(packages, args.per_package, args.seed, args.retry_survivors)
+    return work(packages, args.per_package, args.seed, args.retry_survivors, args.tests)
 
 
 if __name__ == "__main__":
