@@ -43,8 +43,11 @@ def test_every_field_has_the_shape_and_dtype_its_declaration_states() -> None:
     assert len(r.texts) == B and all(len(row) == G for row in r.texts)
 
 
-def test_rewards_are_zero_or_one_vary_in_every_group_and_are_the_weighted_sum_of_parts() -> None:
-    r = synthetic(B, G, T)
+@pytest.mark.parametrize("group_size", [2, 3, G, 7])
+def test_rewards_are_zero_or_one_vary_in_every_group_and_are_the_weighted_sum_of_parts(
+    group_size: int,
+) -> None:
+    r = synthetic(B, group_size, T)
     assert set(r.rewards.unique().tolist()) <= {0.0, 1.0}
     assert bool((r.rewards.amax(-1) > r.rewards.amin(-1)).all())  # no degenerate group
     weighted = (r.reward_parts.double() * r.reward_weights).sum(-1)  # [B, G]
