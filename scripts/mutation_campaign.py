@@ -345,7 +345,8 @@ def report() -> int:
     open_survivors: list[str] = []
     for p in plan:
         mutants: list[dict[str, object]] = p["mutants"]  # type: ignore[assignment]
-        rows = [done[str(m["key"])] for m in mutants if str(m["key"]) in done]
+        # a result counts for the source it ran on: a module changed since has none yet
+        rows = [r for m in mutants if (r := done.get(str(m["key"]))) and r["sha"] == m["sha"]]
         rows = [r for r in rows if r["outcome"] != "error"]
         outcomes = [str(r["outcome"]) for r in rows]
         killed = outcomes.count("killed") + outcomes.count("timeout")
@@ -362,8 +363,14 @@ def report() -> int:
             f"{killed / max(n, 1):.1%} | [{low:.1%}, {high:.1%}] | {seconds:.1f} |"
         )
         failed |= n > 0 and killed / n < 0.95
+    # the cost of a mutant, all in: its own run plus its share of the checks of the unmutated copy
+    every = [r for r in done.values() if "seconds" in r]
+    mutants = sum(1 for r in every if not r.get("baseline"))
+    total = sum(float(str(r["seconds"])) for r in every)
+    print(f"\n{mutants} mutant runs in {total:.0f} s of test runs, checks of the unmutated copy "
+          f"included: {total / max(mutants, 1):.1f} s per mutant")  # fmt: skip
     errors = [k for k, r in done.items() if r.get("outcome") == "error"]
-    print(f"\nharness errors (left out of the score): {len(errors)}")
+    print(f"harness errors (left out of the score): {len(errors)}")
     for key in errors:
         print(f"  ERROR `{key}`")
     print(f"open survivors: {len(open_survivors)}")

@@ -336,6 +336,8 @@ def test_bad_input_is_refused_naming_the_argument() -> None:
             fst.gdpo(**kwargs)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="reward_weights has 1 entries; reward_parts has R = 2"):
         ref.gdpo([[[0, 1], [1, 0]]], [1])
+    with pytest.raises(ValueError, match="reward_parts needs at least one group; got B=0"):
+        ref.gdpo([])  # the reference is defined for B >= 1 (an IndexError would name nothing)
     with pytest.raises(ValueError, match="reward_parts group 1 is not"):
         ref.gdpo([[[0, 1], [1, 0]], [[0], [1]]])
     with pytest.raises(ValueError, match="reward_parts has a non-finite value"):
