@@ -602,6 +602,8 @@ def test_bad_input_raises_clear_errors() -> None:
         ref_hista([[[0.0]]], [1], w=1)
     with pytest.raises(ValueError, match="hidden has 2 rollouts but rewards has 3"):
         ref_hista([[[0.0]], [[1.0]]], [1, 0, 1])
+    with pytest.raises(ValueError, match="hidden has 3 rollouts but rewards has 2"):
+        ref_hista([[[0.0]], [[1.0]], [[2.0]]], [1, 0])  # a rollout with no reward, too
     with pytest.raises(ValueError, match="without valid tokens"):
         ref_hista([[], []], [1, 0])
     with pytest.raises(ValueError, match="block width w >= 1"):
