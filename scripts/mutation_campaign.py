@@ -36,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mutation  # the sibling script: enumeration, application, the survivors file
+import mutation_report  # the sibling script: results and the report
 from mutation import ROOT, Mutant
 
 RESULTS = ROOT / "scripts" / "mutation_results"
@@ -96,18 +97,6 @@ def _plan(packages: list[str], size: int, seed: int) -> list[dict[str, object]]:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(plan, indent=1) + "\n")
     return plan
-
-
-def results() -> dict[str, dict[str, object]]:
-    """The latest result per mutant key (a rerun appends; the last line wins)."""
-    path = RESULTS / "results.jsonl"
-    latest: dict[str, dict[str, object]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                latest[row["key"]] = row
-    return latest
 
 
 def _append(row: dict[str, object]) -> None:
@@ -185,10 +174,11 @@ def run_tests(
 
 def _outcome(rc: int | None) -> str:
     # pytest: 0 passed, 1 a test failed, 2 interrupted (a collection error: the mutated module
-    # raised on import); anything else is the harness's failure, reported apart
+    # raised on import), 4 a conftest failed to import (it imports advest); anything else is
+    # the harness's failure, reported apart. A kill is confirmed against the unmutated copy.
     if rc is None:
         return "timeout"
-    return {0: "survived", 1: "killed", 2: "killed"}.get(rc, "error")
+    return {0: "survived", 1: "killed", 2: "killed", 4: "killed"}.get(rc, "error")
 
 
 def _round_robin(plan: list[dict[str, object]]) -> Iterator[dict[str, object]]:
@@ -219,12 +209,14 @@ class Checks:
 
     def fails_unmutated(self, failure: str | None, tests: list[str]) -> bool:
         """Whether the failure a mutant caused also happens without it (then it is no kill)."""
-        target = failure or " ".join(tests)  # no test named it: a session-wide failure
+        # no test named: the run failed before any test (a conftest's import), so collecting
+        # the same tests unmutated is the check
+        target = failure or "collecting " + " ".join(tests)
         if target not in self.passes:
             if target.startswith("collecting "):
-                args = [target.removeprefix("collecting ").split("::")[0], "--collect-only"]
+                args = [*target.removeprefix("collecting ").split(), "--collect-only"]
             else:
-                args = [target] if failure else tests
+                args = [target]
             result = run_tests(self.copy, args, 3600, write_bytecode=True)
             self.passes[target] = result["rc"] == 0
             _append({"key": f"unmutated | {target}", "baseline": True, **result})
@@ -254,13 +246,15 @@ def _restore(copy: Path, module: str, pristine: str) -> None:
 def _todo(plan: list[dict[str, object]], copy: Path, retry: bool) -> list[dict[str, object]]:
     """The planned mutants with no result yet, of modules the copy has as they were drawn (a
     module changed since the draw needs a new draw: ``--redraw``)."""
-    done = results()
+    done = mutation_report.results(RESULTS)
     todo, stale = [], 0
     for m in _round_robin(plan):
         if _sha(str(m["module"]), copy) != m["sha"]:
             stale += 1
-        elif not ((row := done.get(str(m["key"]))) and row.get("sha") == m["sha"]) or (
-            retry and row["outcome"] == "survived"
+        elif (
+            not ((row := done.get(str(m["key"]))) and row.get("sha") == m["sha"])
+            or row["outcome"] == "error"  # the harness failed: no outcome yet
+            or (retry and row["outcome"] == "survived")
         ):
             todo.append(m)
     print(f"{len(todo)} mutants to run; {stale} stale (module changed since the draw)", flush=True)
@@ -274,6 +268,9 @@ def _start(copy: Path) -> None:
 
     os.chdir(copy)
     sys.path.insert(0, str(copy))
+    # the copy carries no results: tests/test_mutation.py checks the survivors file against
+    # them, which is about the last run, not about the mutated code
+    shutil.rmtree(copy / "scripts" / "mutation_results", ignore_errors=True)
     found = importlib.util.find_spec("advest")
     assert found and str(found.origin).startswith(str(copy)), found  # never the checkout's
     compileall.compile_dir(copy, quiet=2, workers=1)
@@ -323,62 +320,6 @@ def work(
     return 0
 
 
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson's score interval for k successes in n trials (95% by default)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def report() -> int:
-    """Per package: the score over the planned mutants with a result, its Wilson interval, the
-    timeouts apart, the seconds per mutant; then every survivor not argued equivalent."""
-    plan: list[dict[str, object]] = json.loads((RESULTS / "plan.json").read_text())
-    done = results()
-    equivalent = mutation.equivalent_keys()
-    failed = False
-    columns = "population | run / drawn | killed (by timeout) | equivalent | score | 95% interval"
-    print(f"| package | {columns} | s/mutant |\n|---|---|---|---|---|---|---|---|")
-    open_survivors: list[str] = []
-    for p in plan:
-        mutants: list[dict[str, object]] = p["mutants"]  # type: ignore[assignment]
-        # a result counts for the source it ran on: a module changed since has none yet
-        rows = [r for m in mutants if (r := done.get(str(m["key"]))) and r["sha"] == m["sha"]]
-        rows = [r for r in rows if r["outcome"] != "error"]
-        outcomes = [str(r["outcome"]) for r in rows]
-        killed = outcomes.count("killed") + outcomes.count("timeout")
-        survived = [str(r["key"]) for r in rows if r["outcome"] == "survived"]
-        eq = [k for k in survived if k in equivalent]
-        open_survivors += [k for k in survived if k not in equivalent]
-        n = len(rows) - len(eq)
-        low, high = wilson(killed, n)
-        seconds = sum(float(str(r["seconds"])) for r in rows) / max(len(rows), 1)
-        partial = "" if len(rows) == len(mutants) else " (partial)"
-        print(
-            f"| {p['package']} | {p['population']} | {len(rows)} / {len(mutants)}{partial} | "
-            f"{killed} ({outcomes.count('timeout')}) | {len(eq)} | {killed}/{n} = "
-            f"{killed / max(n, 1):.1%} | [{low:.1%}, {high:.1%}] | {seconds:.1f} |"
-        )
-        failed |= n > 0 and killed / n < 0.95
-    # the cost of a mutant, all in: its own run plus its share of the checks of the unmutated copy
-    every = [r for r in done.values() if "seconds" in r]
-    mutants = sum(1 for r in every if not r.get("baseline"))
-    total = sum(float(str(r["seconds"])) for r in every)
-    print(f"\n{mutants} mutant runs in {total:.0f} s of test runs, checks of the unmutated copy "
-          f"included: {total / max(mutants, 1):.1f} s per mutant")  # fmt: skip
-    errors = [k for k, r in done.items() if r.get("outcome") == "error"]
-    print(f"harness errors (left out of the score): {len(errors)}")
-    for key in errors:
-        print(f"  ERROR `{key}`")
-    print(f"open survivors: {len(open_survivors)}")
-    for key in open_survivors:
-        print(f"  SURVIVOR `{key}`")
-    return 1 if failed else 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["run", "report"])
@@ -395,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     global RESULTS
     RESULTS = (args.results or RESULTS).resolve()
     if args.command == "report":
-        return report()
+        return mutation_report.report(RESULTS)
     if args.redraw:
         (RESULTS / "plan.json").unlink(missing_ok=True)
     packages = args.package or list(mutation._config()["packages"])  # type: ignore[call-overload]
