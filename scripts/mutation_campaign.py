@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mutation  # the sibling script: enumeration, application, the survivors file
 import mutation_report  # the sibling script: results and the report
 from mutation import ROOT, Mutant
+from mutation_report import REPOSITORY_CHECKS
 
 RESULTS = ROOT / "scripts" / "mutation_results"
 CHILD_FAILED = ".failed"  # where a child writes the first failing test's id
@@ -133,7 +134,8 @@ def _child(copy: Path, tests: list[str], write_bytecode: bool) -> None:
     try:
         # hypothesis is preloaded, so pytest cannot rewrite its plugin's asserts: harmless
         quiet = "ignore::pytest.PytestAssertRewriteWarning"
-        args = ["-x", "-q", "-p", "no:randomly", "-W", quiet, *tests]
+        skip = [arg for check in REPOSITORY_CHECKS for arg in ("--deselect", check)]
+        args = ["-x", "-q", "-p", "no:randomly", "-W", quiet, *skip, *tests]
         code = int(pytest.main(args, [FirstFailure()]))
     except BaseException:
         import traceback
@@ -254,6 +256,7 @@ def _todo(plan: list[dict[str, object]], copy: Path, retry: bool) -> list[dict[s
         elif (
             not ((row := done.get(str(m["key"]))) and row.get("sha") == m["sha"])
             or row["outcome"] == "error"  # the harness failed: no outcome yet
+            or row.get("first_failure") in REPOSITORY_CHECKS  # before they were left out
             or (retry and row["outcome"] == "survived")
         ):
             todo.append(m)
