@@ -95,3 +95,12 @@ def test_reinforce_pp_verl_convention_fast_equals_reference(G: int) -> None:
     got = fast.group.reinforce_pp(r, lengths, convention="verl-0.9.1")
     flat = [float(x) for row in want for x in row]
     assert got.flatten().tolist() == pytest.approx(flat, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize(("eps", "ddof"), [(1e-4, 1), (1e-6, 0), (1e-6, 2), (0.0, 1)])
+def test_verls_whitening_refuses_any_other_eps_or_ddof(eps: float, ddof: int) -> None:
+    from advest.spec.conventions import check_verl_whiten
+
+    check_verl_whiten("reinforce_pp", 1e-6, 1)  # verl's own: accepted
+    with pytest.raises(ValueError, match="whitens with verl's fixed"):
+        check_verl_whiten("reinforce_pp", eps, ddof)
