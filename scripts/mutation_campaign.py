@@ -249,6 +249,7 @@ def _todo(plan: list[dict[str, object]], copy: Path, retry: bool) -> list[dict[s
     """The planned mutants with no result yet, of modules the copy has as they were drawn (a
     module changed since the draw needs a new draw: ``--redraw``)."""
     done = mutation_report.results(RESULTS)
+    equivalent = mutation.equivalent_keys()  # argued survivors: a retry could not change them
     todo, stale = [], 0
     for m in _round_robin(plan):
         if _sha(str(m["module"]), copy) != m["sha"]:
@@ -257,7 +258,7 @@ def _todo(plan: list[dict[str, object]], copy: Path, retry: bool) -> list[dict[s
             not ((row := done.get(str(m["key"]))) and row.get("sha") == m["sha"])
             or row["outcome"] == "error"  # the harness failed: no outcome yet
             or row.get("first_failure") in REPOSITORY_CHECKS  # before they were left out
-            or (retry and row["outcome"] == "survived")
+            or (retry and row["outcome"] == "survived" and str(m["key"]) not in equivalent)
         ):
             todo.append(m)
     print(f"{len(todo)} mutants to run; {stale} stale (module changed since the draw)", flush=True)
