@@ -242,7 +242,7 @@ def _score_log(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--package", action="append", choices=["fast", "reference", "spec", "proofs"]
+        "--package", action="append", choices=["fast", "reference", "spec", "oracle", "proofs"]
     )
     parser.add_argument("--module", action="append", help="only these files, e.g. fast/maxk.py")
     parser.add_argument("--max-mutants", type=int, help="sample at most N mutants per package")

@@ -78,3 +78,29 @@ def test_reinforce_pp_verl_convention_needs_lengths_and_keeps_verls_constants() 
         fast.group.reinforce_pp(r, lengths)
     with pytest.raises(ValueError, match="lengths must be >= 1; group 1"):
         fast.group.reinforce_pp(r, torch.tensor([[1, 2], [0, 1]]), convention="verl-0.9.1")
+
+
+@pytest.mark.parametrize("G", [1, 2, 5])
+def test_reinforce_pp_verl_convention_fast_equals_reference(G: int) -> None:
+    """The token-weighted whitening of verl's REINFORCE++ (tests/verl/ checks it against verl
+    itself, in verl's environment): fast against the exact reference, a constant group and a
+    group of one included."""
+    from advest.reference import group as reference_group
+
+    gen = torch.Generator().manual_seed(G)
+    r = torch.rand(3, G, generator=gen, dtype=torch.float64)
+    r[1] = 0.5  # a constant group: exact zeros before whitening (G > 1)
+    lengths = torch.randint(1, 6, (3, G), generator=gen)
+    want = reference_group.reinforce_pp(r.tolist(), lengths.tolist(), convention="verl-0.9.1")
+    got = fast.group.reinforce_pp(r, lengths, convention="verl-0.9.1")
+    flat = [float(x) for row in want for x in row]
+    assert got.flatten().tolist() == pytest.approx(flat, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize(("eps", "ddof"), [(1e-4, 1), (1e-6, 0), (1e-6, 2), (0.0, 1)])
+def test_verls_whitening_refuses_any_other_eps_or_ddof(eps: float, ddof: int) -> None:
+    from advest.spec.conventions import check_verl_whiten
+
+    check_verl_whiten("reinforce_pp", 1e-6, 1)  # verl's own: accepted
+    with pytest.raises(ValueError, match="whitens with verl's fixed"):
+        check_verl_whiten("reinforce_pp", eps, ddof)

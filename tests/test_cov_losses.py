@@ -403,6 +403,10 @@ def test_bad_input_raises_clear_errors() -> None:
         ref_kl([[-1.0], [-1.0, -2.0]], [[-1.0], [-1.0]], [1.0, 0.0])
     with pytest.raises(ValueError, match="draws must hold one number per valid token"):
         ref_clip([[-1.0, -2.0]], [[-1.0, -2.0]], [1.0], [[0.5]])
+    with pytest.raises(ValueError, match="draws must hold one number per valid token"):
+        ref_clip([[-1.0, -2.0]], [[-1.0, -2.0]], [1.0], [[0.5, 0.5], [0.5]])  # a rollout too many
+    with pytest.raises(ValueError, match="draws must hold one number per valid token"):
+        ref_clip([[-1.0, -2.0]], [[-1.0, -2.0]], [1.0], [[0.5, 0.5, 0.5]])  # a token too many
     with pytest.raises(ValueError, match=r"kl_cov_fraction must be a fraction in \[0, 1\]"):
         ref_kl([[-1.0]], [[-1.0]], [1.0], kl_cov_fraction=2)
     padded = lp.clone()

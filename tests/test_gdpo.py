@@ -320,6 +320,7 @@ def test_bad_input_is_refused_naming_the_argument() -> None:
         ),
         ({"reward_parts": torch.zeros(2, 3, 2, dtype=torch.long)}, TypeError, "floating-point"),
         ({"reward_parts": torch.zeros(2, 0, 2)}, ValueError, "each group needs >= 1 sample"),
+        ({"reward_parts": torch.zeros(2, 3, 0)}, ValueError, "each sample >= 1 reward"),
         (
             {"reward_parts": torch.tensor([[[0.0], [float("nan")]]])},
             ValueError,
@@ -346,6 +347,8 @@ def test_bad_input_is_refused_naming_the_argument() -> None:
             fst.gdpo(**kwargs)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="reward_weights has 1 entries; reward_parts has R = 2"):
         ref.gdpo([[[0, 1], [1, 0]]], [1])
+    with pytest.raises(ValueError, match="reward_parts needs at least one group; got B=0"):
+        ref.gdpo([])  # the reference is defined for B >= 1 (an IndexError would name nothing)
     with pytest.raises(ValueError, match="reward_parts group 1 is not"):
         ref.gdpo([[[0, 1], [1, 0]], [[0], [1]]])
     with pytest.raises(ValueError, match="reward_parts has a non-finite value"):

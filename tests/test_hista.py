@@ -602,6 +602,8 @@ def test_bad_input_raises_clear_errors() -> None:
         ref_hista([[[0.0]]], [1], w=1)
     with pytest.raises(ValueError, match="hidden has 2 rollouts but rewards has 3"):
         ref_hista([[[0.0]], [[1.0]]], [1, 0, 1])
+    with pytest.raises(ValueError, match="hidden has 3 rollouts but rewards has 2"):
+        ref_hista([[[0.0]], [[1.0]], [[2.0]]], [1, 0])  # a rollout with no reward, too
     with pytest.raises(ValueError, match="without valid tokens"):
         ref_hista([[], []], [1, 0])
     with pytest.raises(ValueError, match="block width w >= 1"):
@@ -620,3 +622,18 @@ def test_a_chunk_is_the_most_rollouts_whose_buffers_fit_the_budget(gather_elt: i
     per_row = m * w * d * 4 + t * d * gather_elt
     rows = _pool_rows(m, w, t, d, 4, gather_elt, budget)
     assert rows * per_row <= budget < (rows + 1) * per_row
+
+
+def test_pooling_takes_any_leading_shape_a_single_rollout_included() -> None:
+    """``pool_hidden`` pools ``[..., T, D]``: one rollout's ``[T, D]`` pools to the same blocks
+    as it does inside a batch (which pads to the batch's block count with empty, zero blocks)."""
+    gen = torch.Generator().manual_seed(5)
+    hidden = torch.randn(2, 3, 5, 4, generator=gen, dtype=torch.float64)
+    mask = torch.rand(2, 3, 5, generator=gen) > 0.3
+    batch = pool_hidden(hidden, mask, 2).blocks  # [2, 3, M, 4]
+    for b, g in product(range(2), range(3)):
+        alone = pool_hidden(hidden[b, g], mask[b, g], 2).blocks  # [M_bg, 4]
+        m = alone.shape[0]
+        assert torch.equal(alone, batch[b, g, :m]) and not bool(batch[b, g, m:].any())
+    with pytest.raises(ValueError, match=r"hidden must have shape \[\.\.\., T, D\]"):
+        pool_hidden(hidden[0, 0, 0], mask[0, 0], 2)

@@ -5,8 +5,12 @@ Each mutant is a known failure mode (spec/maxk.md §Algorithm, spec/group.md §P
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import re
 from collections.abc import Callable
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 import torch
@@ -93,3 +97,51 @@ def test_the_unmutated_estimators_pass_the_same_checks() -> None:
     for name in ("ei", "maxpo", "l2o_baseline", "pkpo_sloo_minus_one", "canonical"):
         assert not _suite_detects(rows(name)[0], G1, [2, 3])
     assert not _suite_detects(rows("ei")[0], [[Fraction(0), Fraction(0), Fraction(1)]], [3])
+
+
+# --- the survivors file against the measured run (scripts/mutation_campaign.py) ------------------
+ROOT = Path(__file__).resolve().parents[1]
+SURVIVORS = ROOT / "tests" / "mutation_survivors.md"
+RESULTS = ROOT / "scripts" / "mutation_results" / "results.jsonl"
+_EQUIVALENT = re.compile(r"^- `(.+?)` — (.+)$")  # what scripts/mutation.py parses
+_LISTED = re.compile(r"^[-*] `(.+?)`")  # any entry: equivalent, killed or open
+
+
+def _current_results() -> list[dict[str, object]]:
+    """The latest outcome of each mutant whose module is unchanged since it ran (the campaign
+    records a hash of the module's source with each outcome)."""
+    latest: dict[str, dict[str, object]] = {}
+    for line in RESULTS.read_text().splitlines() if RESULTS.exists() else []:
+        row = json.loads(line)
+        if not row.get("baseline"):
+            latest[row["key"]] = row
+    return [
+        row
+        for key, row in latest.items()
+        if hashlib.sha256((ROOT / key.split(" | ")[0]).read_bytes()).hexdigest()[:16] == row["sha"]
+    ]
+
+
+def test_every_surviving_mutant_of_the_measured_run_is_argued_in_the_survivors_file() -> None:
+    """A survivor of the committed run is either argued equivalent, or listed as killed or open:
+    the score's denominator never leaves out a mutant silently."""
+    listed = {
+        m.group(1) for line in SURVIVORS.read_text().splitlines() if (m := _LISTED.match(line))
+    }
+    survivors = [str(r["key"]) for r in _current_results() if r["outcome"] == "survived"]
+    assert [key for key in survivors if key not in listed] == []
+
+
+def test_each_equivalent_survivor_names_a_line_its_module_still_has() -> None:
+    """An argument about a line that has since changed argues nothing: each equivalent entry's
+    line (before the mutation) is still, verbatim, a line of its module."""
+    entries = [
+        m.groups() for line in SURVIVORS.read_text().splitlines() if (m := _EQUIVALENT.match(line))
+    ]
+    assert entries
+    for key, reason in entries:
+        module, _operator, change = key.split(" | ", 2)
+        lines = {line.strip() for line in (ROOT / module).read_text().splitlines()}
+        # the line itself may hold " -> " (a return annotation): try each split
+        assert any(change.startswith(line + " -> ") for line in lines if line), key
+        assert len(reason) > 20, key

@@ -443,3 +443,21 @@ def test_detokenizer_matches_a_real_byte_level_bpe() -> None:
     for k, (span, hf) in enumerate(zip(spans, enc.offsets, strict=True)):
         shared_with_next = k + 1 < len(spans) and enc.offsets[k + 1] == hf
         assert span == ((span[0], span[0]) if shared_with_next else hf), k
+
+
+def test_leading_text_outside_every_token_changes_nothing_even_past_float32s_exact_range() -> None:
+    """Characters before the first token hold no number a token can reach, so prefixing every
+    text with N spaces and moving every span by N leaves the advantages unchanged. With 40
+    rollouts of N = 2^20 + 1 leading spaces, the search keys (rollout × width + start) reach
+    4·10^7, where float32 steps by 4: the char → token map must stay integer."""
+    one_char = [["4", " ", "2", " ", "!"], ["7", " ", "4", " ", "2"], ["4", "2", " ", "7", " "],
+                ["1", " ", "1", " ", "."]]  # fmt: skip
+    groups = _tokens([one_char] * 10)  # B = 10 groups of G = 4 single-character rollouts
+    texts, offsets, mask = _pack(groups, 5)
+    r = torch.tensor([[1.0, 0.0, 0.5, 0.25]] * 10, dtype=torch.float64)
+    want = fast_numca(texts, offsets, mask, r)
+    assert bool(want.any())  # milestones and the leave-one-out mean both at work
+    N = 2**20 + 1
+    far = [[" " * N + text for text in row] for row in texts]
+    moved = torch.where(mask.unsqueeze(-1), offsets + N, offsets)
+    assert torch.equal(fast_numca(far, moved, mask, r), want)

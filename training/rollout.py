@@ -56,6 +56,12 @@ def synthetic(B: int, G: int, T: int, D: int = 8, seed: int = 0) -> Rollout:
     gen = torch.Generator().manual_seed(seed)
     alphabet = "0123456789+= "
     chars = torch.randint(len(alphabet), (B, G, T), generator=gen)
+    logprobs = -torch.rand(B, G, T, generator=gen) * 3
+    # Σ_v π(v)² of a distribution that gives the sampled token p = exp(logprob) is p² plus the
+    # rest's (1 − p)² times a share between 1/(V − 1) (spread over the other V − 1 ids: 3
+    # special, the alphabet's) and 1 (all on one id); the share is drawn last, after the fields
+    # drawn before it was added
+    p, others = logprobs.exp(), len(alphabet) + 2
     texts = [["".join(alphabet[int(c)] for c in chars[b, g]) for g in range(G)] for b in range(B)]
     starts = torch.arange(T)
     rewards = (torch.arange(G).repeat(B, 1) % 2).float()
@@ -64,7 +70,7 @@ def synthetic(B: int, G: int, T: int, D: int = 8, seed: int = 0) -> Rollout:
         token_ids=chars + 3,
         mask=torch.ones(B, G, T, dtype=torch.bool),
         rewards=rewards,
-        logprobs=-torch.rand(B, G, T, generator=gen) * 3,
+        logprobs=logprobs,
         texts=texts,
         offsets=torch.stack([starts, starts + 1], -1).expand(B, G, T, 2).contiguous(),
         reward_parts=rewards.unsqueeze(-1),
@@ -76,7 +82,8 @@ def synthetic(B: int, G: int, T: int, D: int = 8, seed: int = 0) -> Rollout:
         entropy=torch.rand(B, G, T, generator=gen),
         truncated=torch.zeros(B, G, dtype=torch.bool),
         hidden=torch.randn(B, G, T, D, generator=gen),
-        sum_pi_squared=torch.rand(B, G, T, generator=gen) * 0.5 + 0.5,
+        sum_pi_squared=p**2
+        + (1 - p) ** 2 * (1 / others + (1 - 1 / others) * torch.rand(B, G, T, generator=gen)),
     )
 
 
