@@ -145,3 +145,32 @@ def test_each_equivalent_survivor_names_a_line_its_module_still_has() -> None:
         # the line itself may hold " -> " (a return annotation): try each split
         assert any(change.startswith(line + " -> ") for line in lines if line), key
         assert len(reason) > 20, key
+
+
+def test_the_mutation_map_runs_each_familys_own_tests_on_its_modules() -> None:
+    """The mutation benchmark's map (scripts/mutation.toml, with its fall-back by name) against
+    the registry: the mutants of fast/<family>.py and reference/<family>.py run the family's
+    own test file, wherever one exists, so a new family needs no entry in the map."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    from advest.fast import registry
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "scripts"))
+    try:
+        mutation = importlib.import_module("mutation")  # the script, as its sibling imports it
+    finally:
+        sys.path.remove(str(root / "scripts"))
+    config = mutation._config()
+    checked = 0
+    for family in registry.families():
+        own = f"tests/test_{family}.py"
+        if not (root / own).exists():
+            continue
+        for package in ("fast", "reference"):
+            assert own in mutation._tests(config, f"{package}/{family}.py"), (package, family)
+            checked += 1
+    assert checked >= 12
+    assert "tests/test_throwaway.py" not in mutation._tests(config, "fast/throwaway.py")
