@@ -9,7 +9,8 @@ from typing import Any
 
 from .calling import Convention, OracleError, OutOfScope, load
 from .properties import NON_FINITE
-from .report import as_json, check, table
+from .report import check, table
+from . import schema
 from .tolerance import DTYPES, rule
 
 TIMEOUT_S = 300.0
@@ -23,6 +24,8 @@ def add_arguments(parser: Any) -> None:
     """``advest check``'s options, on any argparse-compatible parser (argparse, jsonargparse)."""
     parser.add_argument(
         "target",
+        nargs="?",
+        default=None,
         help="MODULE:FUNCTION (a callable on rewards [B, G], and K for --family maxk), or "
         "verl:NAME for an estimator from verl's registry (implies --convention verl)",
     )
@@ -61,7 +64,19 @@ def add_arguments(parser: Any) -> None:
         help="argument order for --convention plain, e.g. 'rewards, k' (passes K even to a "
         "parameter not named k), 'rewards', 'rewards, k=', 'rewards, lengths'",
     )
-    parser.add_argument("--json", default=None, help="also write the findings to this file")
+    parser.add_argument(
+        "--json",
+        default=None,
+        help="also write the findings to this file (schema advest-check/1, docs/check_json.md)",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        default=None,
+        metavar=("OLD.json", "NEW.json"),
+        help="instead of checking, name every verdict that differs between two --json reports "
+        "(exit 0: none, 1: some)",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -162,6 +177,11 @@ def command(args: Any) -> int:
     import json
     import sys
 
+    if args.compare:
+        return _compare(*args.compare)
+    if args.target is None:
+        print("advest check: give MODULE:FUNCTION, or --compare OLD.json NEW.json", file=sys.stderr)
+        return 2
     target: str = args.target
     timeout = float(args.timeout)
     if not (math.isfinite(timeout) and timeout > 0):
@@ -207,7 +227,8 @@ def command(args: Any) -> int:
         print(f"- {f.prop}{where}: {f.evidence}")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump(as_json(findings), out, indent=1)
+            context = {"target": target, "family": args.family, "k": args.k}
+            json.dump(schema.document(findings, **context, convention=convention), out, indent=1)
     bad = [f for f in findings if f.prop == "finite output" and f.verdict == NON_FINITE]
     if bad:
         print(
@@ -218,3 +239,19 @@ def command(args: Any) -> int:
         )
         return 1
     return 0
+
+
+def _compare(old_path: str, new_path: str) -> int:
+    """``advest check --compare``: every changed verdict, one per line; 1 if any, 2 if a file is
+    not a report."""
+    import sys
+
+    try:
+        changes = schema.compare(schema.load(old_path), schema.load(new_path))
+    except OracleError as error:
+        print(f"advest check: {error}", file=sys.stderr)
+        return 2
+    print(f"{len(changes)} verdict(s) changed from {old_path} to {new_path}")
+    for line in changes:
+        print(f"- {line}")
+    return 1 if changes else 0
