@@ -59,6 +59,7 @@ def assert_estimator(
     """Run the oracle on ``fn`` and raise ``EstimatorMismatch`` listing every property in
     ``expect`` (name -> expected verdict prefix) whose measured verdict differs. Default
     ``expect``: centred and finite, the least a baseline estimator owes. Returns the findings."""
+    __tracebackhide__ = True  # pytest shows the mismatch lines, not this function's body
     if expect is None:
         expect = {"centred": "yes", "finite output": "yes"}
     findings = check(fn, family, k, ns=ns, dtype=dtype, convention=convention)
