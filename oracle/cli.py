@@ -7,10 +7,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from . import schema
 from .calling import Convention, OracleError, OutOfScope, load
 from .properties import NON_FINITE
 from .report import check, table
-from . import schema
 from .tolerance import DTYPES, rule
 
 TIMEOUT_S = 300.0

@@ -42,7 +42,7 @@ def load(path: str | Path) -> dict[str, Any]:
     if isinstance(doc, list):  # the unversioned list that --json wrote before schema 1
         doc = {"schema": SCHEMA, "version": 0, "findings": doc}
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise OracleError(f"{path}: not an advest check report (no \"schema\": \"{SCHEMA}\")")
+        raise OracleError(f'{path}: not an advest check report (no "schema": "{SCHEMA}")')
     if not isinstance(doc.get("version"), int) or doc["version"] > VERSION:
         raise OracleError(
             f"{path}: schema version {doc.get('version')!r}; this advest reads versions "
@@ -50,7 +50,7 @@ def load(path: str | Path) -> dict[str, Any]:
         )
     for i, f in enumerate(doc.get("findings", [])):
         if not isinstance(f, dict) or not {"prop", "verdict"} <= f.keys():
-            raise OracleError(f"{path}: findings[{i}] lacks \"prop\" or \"verdict\"")
+            raise OracleError(f'{path}: findings[{i}] lacks "prop" or "verdict"')
     return doc
 
 

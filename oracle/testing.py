@@ -40,8 +40,7 @@ def mismatches(findings: list[Finding], expect: Mapping[str, str]) -> list[str]:
         for f in seen:
             if not f.verdict.startswith(wanted):
                 lines.append(
-                    f"{prop}{_where(f)}: expected {wanted!r}, measured {f.verdict!r} "
-                    f"({f.evidence})"
+                    f"{prop}{_where(f)}: expected {wanted!r}, measured {f.verdict!r} ({f.evidence})"
                 )
     return lines
 

@@ -65,7 +65,7 @@ def test_compare_names_every_changed_verdict_and_nothing_else(
 def test_a_file_that_is_not_a_report_is_refused_by_name(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"findings": []}')
-    with pytest.raises(OracleError, match="bad.json: not an advest check report"):
+    with pytest.raises(OracleError, match=r"bad\.json: not an advest check report"):
         schema.load(bad)
     bad.write_text(json.dumps({"schema": "advest-check", "version": 99, "findings": []}))
     with pytest.raises(OracleError, match="schema version 99"):
@@ -74,7 +74,11 @@ def test_a_file_that_is_not_a_report_is_refused_by_name(tmp_path: Path) -> None:
 
 def test_the_unversioned_list_of_older_releases_still_compares() -> None:
     findings = check(estimators.grpo, "outcome", ns=[2], float64=False)
-    old = {"schema": "advest-check", "version": 0, "findings": schema.document(findings)["findings"]}
+    old = {
+        "schema": "advest-check",
+        "version": 0,
+        "findings": schema.document(findings)["findings"],
+    }
     assert schema.compare(old, schema.document(findings)) == []
     assert torch.__version__  # the shared env's torch, as the user's venv sees it
 
