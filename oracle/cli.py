@@ -7,9 +7,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from . import schema
 from .calling import Convention, OracleError, OutOfScope, load
 from .properties import NON_FINITE, Finding
-from .report import as_json, check, table
+from .report import check, table
 from .tolerance import DTYPES, rule
 
 TIMEOUT_S = 300.0
@@ -23,6 +24,8 @@ def add_arguments(parser: Any) -> None:
     """``advest check``'s options, on any argparse-compatible parser (argparse, jsonargparse)."""
     parser.add_argument(
         "target",
+        nargs="?",
+        default=None,
         help="MODULE:FUNCTION (a callable on rewards [B, G], and K for --family maxk), or "
         "verl:NAME for an estimator from verl's registry (implies --convention verl)",
     )
@@ -49,6 +52,12 @@ def add_arguments(parser: Any) -> None:
         help="group sizes N to check (several allowed); default N = K, K+1 and max(2K+2, 8) "
         "for maxk, 2, 3 and 8 for outcome",
     )
+    _add_run_options(parser)
+
+
+def _add_run_options(parser: Any) -> None:
+    """How the estimator is called and what the check writes: dtype, convention, signature,
+    --json, --compare and --timeout."""
     parser.add_argument(
         "--dtype",
         choices=list(DTYPES),
@@ -68,7 +77,19 @@ def add_arguments(parser: Any) -> None:
         help="argument order for --convention plain, e.g. 'rewards, k' (passes K even to a "
         "parameter not named k), 'rewards', 'rewards, k=', 'rewards, lengths'",
     )
-    parser.add_argument("--json", default=None, help="also write the findings to this file")
+    parser.add_argument(
+        "--json",
+        default=None,
+        help="also write the findings to this file (schema advest-check/1, docs/testing.md)",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        default=None,
+        metavar=("OLD.json", "NEW.json"),
+        help="instead of checking, name every verdict that differs between two --json reports "
+        "(exit 0: none, 1: some)",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -173,6 +194,11 @@ def command(args: Any) -> int:
     process died."""
     import sys
 
+    if args.compare:
+        return _compare(*args.compare)
+    if args.target is None:
+        print("advest check: give MODULE:FUNCTION, or --compare OLD.json NEW.json", file=sys.stderr)
+        return 2
     target: str = args.target
     timeout = float(args.timeout)
     if not (math.isfinite(timeout) and timeout > 0):
@@ -229,7 +255,8 @@ def _report(target: str, args: Any, findings: list[Finding], convention: str) ->
         print(f"- {f.prop}{where}: {f.evidence}")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump(as_json(findings), out, indent=1)
+            context = {"target": target, "family": args.family, "k": args.k}
+            json.dump(schema.document(findings, **context, convention=convention), out, indent=1)
     bad = [f for f in findings if f.prop == "finite output" and f.verdict == NON_FINITE]
     if bad:
         print(
@@ -240,3 +267,19 @@ def _report(target: str, args: Any, findings: list[Finding], convention: str) ->
         )
         return 1
     return 0
+
+
+def _compare(old_path: str, new_path: str) -> int:
+    """``advest check --compare``: every changed verdict, one per line; 1 if any, 2 if a file is
+    not a report."""
+    import sys
+
+    try:
+        changes = schema.compare(schema.load(old_path), schema.load(new_path))
+    except OracleError as error:
+        print(f"advest check: {error}", file=sys.stderr)
+        return 2
+    print(f"{len(changes)} verdict(s) changed from {old_path} to {new_path}")
+    for line in changes:
+        print(f"- {line}")
+    return 1 if changes else 0

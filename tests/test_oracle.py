@@ -124,7 +124,7 @@ def test_check_command_prints_a_table_writes_json_and_uses_exit_codes(
         == 0
     )
     assert "| relation to canonical | canonical (N = 2, 3, 6)" not in capsys.readouterr().err
-    assert {f["prop"] for f in json.loads(out.read_text())} >= {"centred", "unbiased"}
+    assert {f["prop"] for f in json.loads(out.read_text())["findings"]} >= {"centred", "unbiased"}
     assert main(["check", "no_such_module:fn"]) == 2
     assert "cannot import" in capsys.readouterr().err
     assert (

@@ -1,0 +1,73 @@
+"""``assert_estimator``: the oracle inside a user's own test suite (``advest.testing``). It runs
+``check`` on the user's callable and fails with the expected and the measured verdict of every
+property that does not match, so a CI run names the property a change broke.
+
+An expected verdict is matched against the start of the measured one: ``"yes"`` accepts
+``"yes: exact"``; ``"no"`` accepts ``"no: biased"``. A property not named in ``expect`` is not
+asserted. Each named property must hold in every dtype and at every N where it was checked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .calling import Convention, Family
+from .properties import Finding
+from .report import check
+
+
+class EstimatorMismatch(AssertionError):
+    """The oracle's verdicts differ from the expected ones; ``findings`` holds all of them."""
+
+    def __init__(self, message: str, findings: list[Finding]) -> None:
+        super().__init__(message)
+        self.findings = findings
+
+
+def _where(f: Finding) -> str:
+    at = ", ".join(x for x in (f.dtype, "" if f.n is None else f"N={f.n}") if x)
+    return f" [{at}]" if at else ""
+
+
+def mismatches(findings: list[Finding], expect: Mapping[str, str]) -> list[str]:
+    """One line per expected property whose verdict differs somewhere, or that was never checked."""
+    lines = []
+    for prop, wanted in expect.items():
+        seen = [f for f in findings if f.prop == prop]
+        if not seen:
+            known = sorted({f.prop for f in findings})
+            lines.append(f"{prop}: expected {wanted!r}, not checked (properties: {known})")
+        for f in seen:
+            if not f.verdict.startswith(wanted):
+                lines.append(
+                    f"{prop}{_where(f)}: expected {wanted!r}, measured {f.verdict!r} ({f.evidence})"
+                )
+    return lines
+
+
+def assert_estimator(
+    fn: Callable[..., Any],
+    family: Family = "outcome",
+    expect: Mapping[str, str] | None = None,
+    *,
+    k: int = 2,
+    ns: Sequence[int] | None = None,
+    dtype: str = "float32",
+    convention: Convention = "plain",
+) -> list[Finding]:
+    """Run the oracle on ``fn`` and raise ``EstimatorMismatch`` listing every property in
+    ``expect`` (name -> expected verdict prefix) whose measured verdict differs. Default
+    ``expect``: centred and finite, the least a baseline estimator owes. Returns the findings."""
+    __tracebackhide__ = True  # pytest shows the mismatch lines, not this function's body
+    if expect is None:
+        expect = {"centred": "yes", "finite output": "yes"}
+    findings = check(fn, family, k, ns=ns, dtype=dtype, convention=convention)
+    lines = mismatches(findings, expect)
+    if lines:
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise EstimatorMismatch(
+            f"advest oracle: {name} (family {family}, K={k}) differs from the expected verdicts:\n"
+            + "\n".join(f"  {line}" for line in lines),
+            findings,
+        )
+    return findings

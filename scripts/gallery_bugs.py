@@ -1,0 +1,246 @@
+"""Advantage-estimation bugs that public trackers report, each as a small estimator on rewards
+[B, G] beside its fixed twin. Every pair reproduces the report's arithmetic, not the trainer's
+plumbing; ``Bug.where`` cites the thread. scripts/bug_gallery.py runs the oracle on both."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+Est = Callable[[Tensor], Tensor]
+EPS = 1e-4  # TRL's epsilon
+
+
+@dataclass(frozen=True)
+class Bug:
+    name: str
+    where: str
+    """tracker and number, as cited"""
+    url: str
+    summary: str
+    buggy: Est | None
+    fixed: Est | None
+    why_not: str = ""
+    """for a bug the oracle's [B, G] input cannot express: why"""
+
+
+def _centre(r: Tensor) -> Tensor:
+    return r - r.mean(-1, keepdim=True)
+
+
+def _nanstd(r: Tensor, mean: Tensor) -> Tensor:
+    n = r.isfinite().sum(-1, keepdim=True)
+    return (((r - mean) ** 2).nansum(-1, keepdim=True) / (n - 1)).sqrt()
+
+
+def trl_5773_buggy(r: Tensor) -> Tensor:
+    """NaN marks an unscorable sample (its advantage is 0); nanstd (ddof 1) of a group with one
+    valid reward is NaN, and 0 / NaN poisons the valid sample's advantage."""
+    mean = r.nanmean(-1, keepdim=True)
+    adv = (r - mean) / (_nanstd(r, mean) + EPS)
+    return torch.where(r.isnan(), torch.zeros_like(r), adv)
+
+
+def trl_5773_fixed(r: Tensor) -> Tensor:
+    """TRL #5775's repair: a NaN std becomes 0."""
+    mean = r.nanmean(-1, keepdim=True)
+    adv = (r - mean) / (torch.nan_to_num(_nanstd(r, mean), nan=0.0) + EPS)
+    return torch.where(r.isnan(), torch.zeros_like(r), adv)
+
+
+def trl_5026_buggy(r: Tensor) -> Tensor:
+    """MaxRL's mean normalisation: a negative group mean flips every sign."""
+    m = r.mean(-1, keepdim=True)
+    return (r - m) / (m + EPS)
+
+
+def trl_5026_fixed(r: Tensor) -> Tensor:
+    m = r.mean(-1, keepdim=True)
+    return (r - m) / (m.abs() + EPS)
+
+
+def trl_4662_buggy(r: Tensor) -> Tensor:
+    """std with ddof 1 of a group of one sample (num_generations_eval=1) is NaN."""
+    return _centre(r) / (r.std(-1, keepdim=True) + EPS)
+
+
+def trl_4662_fixed(r: Tensor) -> Tensor:
+    if r.shape[-1] == 1:
+        return torch.zeros_like(r)
+    return _centre(r) / (r.std(-1, keepdim=True) + EPS)
+
+
+def verl_6348_buggy(r: Tensor) -> Tensor:
+    """Vectorised GRPO: one-pass variance floored at 1e-6 inside the std."""
+    g = r.shape[-1]
+    mean = r.mean(-1, keepdim=True)
+    var = ((r * r).sum(-1, keepdim=True) - g * mean * mean) / max(g - 1, 1)
+    return (r - mean) / (var.clamp(min=1e-6).sqrt() + 1e-6)
+
+
+def verl_6348_fixed(r: Tensor) -> Tensor:
+    std = r.std(-1, keepdim=True) if r.shape[-1] > 1 else torch.ones_like(r)
+    return (r - r.mean(-1, keepdim=True)) / (std + 1e-6)
+
+
+def _loo(r: Tensor) -> tuple[Tensor, Tensor]:
+    g = r.shape[-1]
+    total = r.sum(-1, keepdim=True)
+    return (total - r) / (g - 1), total
+
+
+def nemo_4161_buggy(r: Tensor) -> Tensor:
+    """Leave-one-out std as sqrt(E[x²] − E[x]²): fp32 residue instead of 0 for equal others."""
+    g = r.shape[-1]
+    mean, _ = _loo(r)
+    sq = ((r * r).sum(-1, keepdim=True) - r * r) / (g - 1)
+    std = ((sq - mean * mean) * (g - 1) / max(g - 2, 1)).clamp(min=0).sqrt()
+    return torch.where(std > 0, (r - mean) / (std + 1e-6), r - mean)
+
+
+def nemo_4161_fixed(r: Tensor) -> Tensor:
+    g = r.shape[-1]
+    mean, _ = _loo(r)
+    others = r.unsqueeze(-2).expand(*r.shape, g)  # [B, G, G]: row i holds the group
+    keep = ~torch.eye(g, dtype=torch.bool, device=r.device)
+    dev = torch.where(keep, others - mean.unsqueeze(-1), torch.zeros_like(others))
+    std = (dev.pow(2).sum(-1) / max(g - 2, 1)).sqrt()
+    return torch.where(std > 1e-3, (r - mean) / (std + 1e-6), r - mean)
+
+
+def nemo_1518_buggy(r: Tensor) -> Tensor:
+    """Leave-one-out baseline divided by the leave-one-out std + 1e-6: ±1e6 when the others tie."""
+    g = r.shape[-1]
+    mean, _ = _loo(r)
+    others = r.unsqueeze(-2).expand(*r.shape, g)
+    keep = ~torch.eye(g, dtype=torch.bool, device=r.device)
+    dev = torch.where(keep, others - mean.unsqueeze(-1), torch.zeros_like(others))
+    std = (dev.pow(2).sum(-1) / max(g - 2, 1)).sqrt()
+    return (r - mean) / (std + 1e-6)
+
+
+def nemo_1518_fixed(r: Tensor) -> Tensor:
+    """NeMo-RL #1519: skip the division where the std is zero."""
+    g = r.shape[-1]
+    mean, _ = _loo(r)
+    others = r.unsqueeze(-2).expand(*r.shape, g)
+    keep = ~torch.eye(g, dtype=torch.bool, device=r.device)
+    dev = torch.where(keep, others - mean.unsqueeze(-1), torch.zeros_like(others))
+    std = (dev.pow(2).sum(-1) / max(g - 2, 1)).sqrt()
+    return torch.where(std > 0, (r - mean) / (std + 1e-6), r - mean)
+
+
+def skyrl_137_buggy(r: Tensor) -> Tensor:
+    """RLOO: r − (Σ − r)/(G − 1), which divides by zero in a one-sample group."""
+    g = r.shape[-1]
+    return r - (r.sum(-1, keepdim=True) - r) / (g - 1) if g > 1 else r - (r - r) / 0.0
+
+
+def skyrl_137_fixed(r: Tensor) -> Tensor:
+    g = r.shape[-1]
+    if g == 1:
+        return torch.zeros_like(r)
+    return r - (r.sum(-1, keepdim=True) - r) / (g - 1)
+
+
+BUGS = [
+    Bug(
+        "one valid reward in a group gives NaN (nanstd, ddof 1)",
+        "TRL #5773",
+        "https://github.com/huggingface/trl/pull/5773",
+        "a group where 7 of 8 rewards are NaN: nanstd is NaN and poisons the valid sample",
+        trl_5773_buggy,
+        trl_5773_fixed,
+    ),
+    Bug(
+        "MaxRL mean normalisation flips signs when the group mean is < 0",
+        "TRL #5026",
+        "https://github.com/huggingface/trl/pull/5026",
+        "(r − m)/(m + 1e-4) with m < 0 reinforces the worse samples",
+        trl_5026_buggy,
+        trl_5026_fixed,
+    ),
+    Bug(
+        "std of a one-sample group is NaN (num_generations_eval=1)",
+        "TRL #4662",
+        "https://github.com/huggingface/trl/pull/4662",
+        "grouped_rewards.std(dim=1) with G = 1 warns and returns NaN",
+        trl_4662_buggy,
+        trl_4662_fixed,
+    ),
+    Bug(
+        "vectorised GRPO shrinks low-variance groups ±0.005 vs ±0.62",
+        "verl #6348",
+        "https://github.com/verl-project/verl/pull/6348",
+        "one-pass variance floored at 1e-6 in compute_grpo_vectorized_outcome_advantage",
+        verl_6348_buggy,
+        verl_6348_fixed,
+    ),
+    Bug(
+        "fp32 leave-one-out std residue amplifies a singleton ~4000×",
+        "NeMo-RL #4161",
+        "https://github.com/NVIDIA-NeMo/RL/pull/4161",
+        "sqrt(E[x²] − E[x]²) in float32 gives 1.6e-4 instead of 0 for tied others",
+        nemo_4161_buggy,
+        nemo_4161_fixed,
+    ),
+    Bug(
+        "leave-one-out baseline + std normalisation explodes to ±1e6",
+        "NeMo-RL #1518",
+        "https://github.com/NVIDIA-NeMo/RL/issues/1518",
+        "rewards [1, 0, 0, 0]: the others' std is 0, divided by 1e-6 (fixed in #1519)",
+        nemo_1518_buggy,
+        nemo_1518_fixed,
+        "both forms are finite, centred-or-not alike and already not scale equivariant; they "
+        "differ only in magnitude (1e6 vs 1) on a group whose other rewards tie. A magnitude "
+        "bound (advantages at most c·G in size for a standardised estimator) would tell them "
+        "apart; the oracle makes no per-family magnitude claim yet",
+    ),
+    Bug(
+        "RLOO divides by G − 1 = 0 for a one-sample group",
+        "SkyRL #137",
+        "https://github.com/NovaSky-AI/SkyRL/pull/137",
+        "review of compute_rloo_outcome_advantage: single-sample prompts are the bug",
+        skyrl_137_buggy,
+        skyrl_137_fixed,
+    ),
+    Bug(
+        "partial rollout groups mis-grouped by a fixed group_size stride",
+        "AReaL #1419",
+        "https://github.com/areal-project/AReaL/issues/1419",
+        "a group with fewer than group_size rows shifts every later group",
+        None,
+        None,
+        "the oracle's input is a full [B, G] tensor: it cannot hold ragged groups",
+    ),
+    Bug(
+        "unequal group sizes reshaped into equal groups",
+        "slime #1414 (fix #1415)",
+        "https://github.com/THUDM/slime/pull/1415",
+        "reshape(-1, n) instead of per-group_index statistics",
+        None,
+        None,
+        "ragged groups again: not expressible as rewards [B, G]",
+    ),
+    Bug(
+        "a fully rejected response still moves its group's GRPO baseline",
+        "verl #6452",
+        "https://github.com/verl-project/verl/pull/6452",
+        "rows with an all-zero response_mask keep their reward in the group mean",
+        None,
+        None,
+        "needs the response mask: token level, see the token oracle",
+    ),
+    Bug(
+        "zero-action samples shift the group reward baseline",
+        "OpenRLHF #1239",
+        "https://github.com/OpenRLHF/OpenRLHF/pull/1239",
+        "a sibling with action_mask.sum() == 0 still enters the dr_grpo mean",
+        None,
+        None,
+        "needs the action mask: token level, see the token oracle",
+    ),
+]

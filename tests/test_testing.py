@@ -1,0 +1,120 @@
+"""advest.testing as a user meets it: ``assert_estimator``, the pytest11 fixture in a fresh venv
+with the wheel installed, the versioned ``--json`` report and ``advest check --compare``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from advest.oracle import OracleError, check, schema
+from advest.testing import EstimatorMismatch, assert_estimator
+from advest.training.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "user_project"))
+import estimators  # noqa: E402  (the user's project, not a package of ours)
+
+EXPECT = {"centred": "yes", "couples groups": "no", "finite output": "yes"}
+
+
+def test_a_correct_estimator_passes_and_a_broken_one_fails_naming_each_verdict() -> None:
+    assert_estimator(estimators.grpo, expect=EXPECT, ns=[2])
+    with pytest.raises(EstimatorMismatch) as caught:
+        assert_estimator(estimators.broken_grpo, expect=EXPECT, ns=[2])
+    message = str(caught.value)
+    assert "centred [float32, N=2]: expected 'yes', measured 'no'" in message
+    assert "couples groups" in message
+    assert "finite output" not in message
+
+
+def test_an_expected_property_the_oracle_never_checks_is_a_failure() -> None:
+    with pytest.raises(EstimatorMismatch, match="centered: expected 'yes', not checked"):
+        assert_estimator(estimators.grpo, expect={"centered": "yes"}, ns=[2])
+
+
+def _report(tmp_path: Path, name: str, target: str) -> Path:
+    out = tmp_path / name
+    assert main(["check", target, "--n", "2", "--json", str(out)]) in (0, 1)
+    return out
+
+
+def test_compare_names_every_changed_verdict_and_nothing_else(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = _report(tmp_path, "old.json", "estimators:grpo")
+    new = _report(tmp_path, "new.json", "estimators:broken_grpo")
+    doc = json.loads(old.read_text())
+    assert (doc["schema"], doc["version"], doc["target"]) == ("advest-check", 1, "estimators:grpo")
+    capsys.readouterr()
+    assert main(["check", "--compare", str(old), str(old)]) == 0
+    assert "0 verdict(s) changed" in capsys.readouterr().out
+    assert main(["check", "--compare", str(old), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert "- centred [float32, N=2]: 'yes" in out and "-> 'no" in out
+    changed = schema.compare(schema.load(old), schema.load(new))
+    assert len(out.splitlines()) == 1 + len(changed)
+
+
+def test_a_file_that_is_not_a_report_is_refused_by_name(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"findings": []}')
+    with pytest.raises(OracleError, match=r"bad\.json: not an advest check report"):
+        schema.load(bad)
+    bad.write_text(json.dumps({"schema": "advest-check", "version": 99, "findings": []}))
+    with pytest.raises(OracleError, match="schema version 99"):
+        schema.load(bad)
+
+
+def test_the_unversioned_list_of_older_releases_still_compares() -> None:
+    findings = check(estimators.grpo, "outcome", ns=[2], float64=False)
+    old = {
+        "schema": "advest-check",
+        "version": 0,
+        "findings": schema.document(findings)["findings"],
+    }
+    assert schema.compare(old, schema.document(findings)) == []
+    assert torch.__version__  # the shared env's torch, as the user's venv sees it
+
+
+@pytest.mark.slow
+def test_a_fresh_project_with_the_wheel_runs_the_fixture_and_fails_the_broken_estimator(
+    tmp_path: Path,
+) -> None:
+    """The wheel, built from this checkout, installed into a new venv that sees the shared site
+    packages (torch) but not this repository; pytest run in a copy of tests/user_project."""
+    dist, venv, project = tmp_path / "dist", tmp_path / "venv", tmp_path / "project"
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    # built from a copy: setuptools writes build/ and *.egg-info/ beside the sources
+    source = tmp_path / "source"
+    skip = shutil.ignore_patterns(".git", "build", "runs", ".venv*", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
+    subprocess.run([*pip_wheel, "-w", str(dist), str(source)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    (wheel,) = dist.glob("advest-*.whl")
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "--no-deps", "--ignore-installed", str(wheel)]
+    subprocess.run(install, check=True, capture_output=True)
+    shutil.copytree(ROOT / "tests" / "user_project", project)
+    # a user's shell: no PYTHONPATH pointing into this checkout
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run(
+        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore::UserWarning"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "1 failed, 1 passed" in run.stdout, run.stdout
+    assert "broken_grpo (family outcome, K=2) differs from the expected verdicts" in run.stdout
+    where = [python, "-c", "import advest.testing; print(advest.testing.__file__)"]
+    installed = subprocess.run(where, cwd=project, capture_output=True, text=True, env=env)
+    assert installed.stdout.startswith(str(venv)), installed.stdout  # the wheel, not this checkout
