@@ -77,7 +77,7 @@ def report(folder: Path) -> int:
         )
         failed |= n > 0 and killed / n < 0.95
     # the cost of a mutant, all in: its own run plus its share of the checks of the unmutated copy
-    every = [r for r in done.values() if "seconds" in r]
+    every = [r for r in done.values() if "seconds" in r and r.get("outcome") != "error"]
     runs = sum(1 for r in every if not r.get("baseline"))
     total = sum(float(str(r["seconds"])) for r in every)
     print(f"\n{runs} mutant runs in {total:.0f} s of test runs, checks of the unmutated copy "
