@@ -26,6 +26,7 @@ from .coq_theorems import (  # noqa: F401  (re-exported: coq.THEOREMS etc.)
     BASELINES,
     MAXRL,
     MAXRL_SPEC,
+    PREFIX,
     SYMMETRY,
     THEOREMS,
     UNBIASED,
@@ -46,6 +47,7 @@ FILES = (
     "Biased.v",
     "MaxRL.v",
     "Baselines.v",
+    "Prefix.v",
 )  # in dependency order
 CLOSED = "Closed under the global context"
 

@@ -212,6 +212,24 @@ BASELINES: tuple[Theorem, ...] = (
     ),
 )
 
+# Prefix.v: an autoregressive model over any finite alphabet, responses of any length.
+PREFIX: tuple[Theorem, ...] = (
+    Theorem(
+        "Prefix.prefix_baseline_adds_no_bias",
+        "prefix_baseline_adds_no_bias",
+        "tokens drawn from p(·|prefix), Σ_v p(h,v) S(h·v) = 0 for every prefix h: a baseline b at"
+        " step t that reads the prefix y_{<t} only has E[b(y_{<t}) S(y_{≤t})] = 0, every length",
+        "hista.md unbiasedness",
+    ),
+    Theorem(
+        "Prefix.later_token_baseline_can_be_biased",
+        "later_token_baseline_can_be_biased",
+        "Y = bool, p(y0) = 1/2, p(y1 = y0 | y0) = 3/4, s(y0) = ±1: the baseline [y1] read at"
+        " step 0 has E[[y1] s(y0)] = 1/4 ≠ 0",
+        "hista.md unbiasedness",
+    ),
+)
+
 # Every theorem holds for every N and every 0 < K < N (K <= N where the spec allows it), for any
 # numeric field and *any* set function f in place of max (the counting theorems never use max).
 THEOREMS: tuple[Theorem, ...] = (
@@ -308,4 +326,5 @@ THEOREMS: tuple[Theorem, ...] = (
     *UNBIASED,
     *MAXRL,
     *BASELINES,
+    *PREFIX,
 )
