@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import z3
 
-from advest.oracle.catalogue import CATALOGUE
 from advest.spec.maxk_weights import (
     CHEN_FAIL_ALL,
     CHEN_FAIL_REST,
@@ -26,56 +25,14 @@ from advest.spec.maxk_weights import (
     form_rows,
 )
 
-from .definitions import Definitions
+from .bounded_base import Z3Algebra, _all_equal, _defs, _params, _q, _rewards  # noqa: F401
+from .bounded_symmetry import (  # noqa: F401  (re-exported: bounded._all_proved etc.)
+    _all_proved,
+    definitions_are_permutation_equivariant,
+    permutation_generators,
+    shift_rules_hold,
+)
 from .records import Record, z3_prove
-
-
-class Z3Algebra:
-    """Real-valued rewards r0..r{n−1} as z3 variables; max as nested if-then-else."""
-
-    def __init__(self, values: Sequence[Any]) -> None:
-        self.values = list(values)
-        self._max: dict[tuple[int, ...], Any] = {}
-
-    def const(self, q: Fraction) -> Any:
-        return z3.Q(q.numerator, q.denominator)
-
-    def value(self, i: int) -> Any:
-        return self.values[i]
-
-    def max_of(self, items: Sequence[int]) -> Any:
-        key = tuple(sorted(items))
-        if not key:
-            return z3.RealVal(0)
-        if key not in self._max:
-            best = self.values[key[0]]
-            for t in key[1:]:
-                best = z3.If(self.values[t] > best, self.values[t], best)
-            self._max[key] = best
-        return self._max[key]
-
-
-def _rewards(n: int, name: str = "r") -> list[Any]:
-    return [z3.Real(f"{name}{i}") for i in range(n)]
-
-
-def _defs(n: int, k: int, values: Sequence[Any] | None = None) -> Definitions:
-    return Definitions(Z3Algebra(values if values is not None else _rewards(n)), n, k)
-
-
-def _q(x: Fraction) -> Any:
-    return z3.Q(x.numerator, x.denominator)
-
-
-def _all_equal(pairs: list[tuple[Any, Any]]) -> Any:
-    return z3.And([a == b for a, b in pairs])
-
-
-def _params(n: int, k: int) -> dict[str, int]:
-    return {"N": n, "K": k}
-
-
-# --- identities (spec/maxk.md §Claimed properties) --------------------------------------------
 
 
 def canonical_sums_to_zero(n: int, k: int) -> Record:
@@ -264,120 +221,6 @@ def fast_forms_equal_definitions(n: int, k: int) -> Record:
         _params(n, k),
         _all_equal(pairs),
         sorted_ascending(x),
-    )
-
-
-_ESTIMATORS = (
-    "ei",
-    "l2o_baseline",
-    "canonical",
-    "maxpo",
-    "pkpo_s",
-    "pkpo_sloo",
-    "pkpo_sloo_minus_one",
-    "ei_l1o",
-    "m_plus",
-    "m_minus",
-)
-
-
-def _defined(name: str, n: int, k: int) -> bool:
-    needs_minus = name in ("l2o_baseline", "canonical", "maxpo", "pkpo_sloo", "m_minus")
-    return (k <= n - 1 or not needs_minus) and (n >= 2 or name != "ei_l1o")
-
-
-def _all_proved(
-    claim: str, statement: str, spec: str, n: int, k: int, parts: list[Record]
-) -> Record:
-    """One record for a claim proved as several smaller z3 queries (one per estimator).
-
-    Proved only if every part is proved and there is at least one part: nothing is "proved"
-    from zero queries."""
-    seconds = sum(r.seconds for r in parts)
-    failed = [r for r in parts if r.status != "proved"]
-    if parts and not failed:
-        used = [int(r.evidence.split()[-1]) for r in parts if r.evidence.startswith("rlimit")]
-        return Record(
-            claim,
-            statement,
-            spec,
-            "z3 (negation unsat)",
-            _params(n, k),
-            "proved",
-            seconds,
-            evidence=f"{len(parts)} queries, rlimit {sum(used)} (at most {max(used)} per query)",
-        )
-    if not parts:
-        return Record(
-            claim, statement, spec, "z3", _params(n, k), "unknown", 0.0, evidence="no query"
-        )
-    worst = next((r for r in failed if r.status == "refuted"), failed[0])
-    return Record(
-        claim,
-        statement,
-        spec,
-        worst.method,
-        _params(n, k),
-        worst.status,
-        seconds,
-        counterexample=worst.counterexample,
-        evidence=worst.evidence,
-    )
-
-
-def permutation_generators(n: int) -> list[list[int]]:
-    """The transposition (0 1) and the n-cycle, which generate the symmetric group S_n; for
-    n = 1 the identity (S_1 = {id}), so that N = 1 is proved by a query too."""
-    if n == 1:
-        return [[0]]
-    return [[1, 0, *range(2, n)], [*range(1, n), 0]]
-
-
-def definitions_are_permutation_equivariant(n: int, k: int) -> Record:
-    """f(r∘σ)_i = f(r)_σ(i) for the generators σ of S_n (``permutation_generators``), so it holds
-    for every permutation: sorting (fast's first step) changes nothing but the order. One z3
-    query per estimator and generator."""
-    r = _rewards(n)
-    base = _defs(n, k, r)
-    parts = []
-    for sigma in permutation_generators(n):
-        moved = _defs(n, k, [r[t] for t in sigma])
-        for name in _ESTIMATORS:
-            if _defined(name, n, k):
-                f, g = getattr(base, name), getattr(moved, name)
-                goal = _all_equal([(g(i), f(sigma[i])) for i in range(n)])
-                parts.append(z3_prove(name, "", "", _params(n, k), goal))
-    return _all_proved(
-        "definitions_are_permutation_equivariant",
-        "f(r∘σ)_i = f(r)_σ(i) for generators σ of S_N",
-        "maxk.md P1",
-        n,
-        k,
-        parts,
-    )
-
-
-def shift_rules_hold(n: int, k: int) -> Record:
-    """r → r + c moves each estimator by c·shift(N, K), the catalogue's column (I14).
-
-    One bundled query: measured faster at N = 7 than one query per estimator (72 s vs 376 s)."""
-    r, c = _rewards(n), z3.Real("c")
-    base, moved = _defs(n, k, r), _defs(n, k, [x + c for x in r])
-    pairs = []
-    for row in CATALOGUE:
-        if row.k_domain is None or row.shift is None or not hasattr(base, row.name):
-            continue
-        if not _defined(row.name, n, k):
-            continue
-        shift = _q(row.shift(n, k))
-        f, g = getattr(base, row.name), getattr(moved, row.name)
-        pairs += [(g(i), f(i) + c * shift) for i in range(n)]
-    return z3_prove(
-        "shift_rules_hold",
-        "f(r + c)_i = f(r)_i + c·shift(N, K)",
-        "maxk.md I14",
-        _params(n, k),
-        _all_equal(pairs),
     )
 
 

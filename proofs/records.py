@@ -78,41 +78,18 @@ def z3_prove(
     result = solver.check()
     seconds = time.perf_counter() - start
     used = f"rlimit {_rlimit_used(solver)}"
+    # The three answers share every field but the method, the status and what is shown.
+    head = (claim, statement, spec)
     if result == z3.unsat:
+        status: Status = "proved"
         return Record(
-            claim,
-            statement,
-            spec,
-            "z3 (negation unsat)",
-            parameters,
-            "proved",
-            seconds,
-            evidence=used,
-            expected=expected,
+            *head, "z3 (negation unsat)", parameters, status, seconds, None, used, expected
         )
     if result == z3.sat:
         model = solver.model()
         example = {str(d): str(model[d]) for d in sorted(model.decls(), key=str)}
         return Record(
-            claim,
-            statement,
-            spec,
-            "z3 (negation sat)",
-            parameters,
-            "refuted",
-            seconds,
-            counterexample=example,
-            evidence=used,
-            expected=expected,
+            *head, "z3 (negation sat)", parameters, "refuted", seconds, example, used, expected
         )
-    return Record(
-        claim,
-        statement,
-        spec,
-        "z3",
-        parameters,
-        "unknown",
-        seconds,
-        evidence=f"{solver.reason_unknown()} ({used})",
-        expected=expected,
-    )
+    unknown = f"{solver.reason_unknown()} ({used})"
+    return Record(*head, "z3", parameters, "unknown", seconds, None, unknown, expected)
