@@ -182,48 +182,58 @@ def parser() -> Any:
     return p
 
 
+def _checked_items(ns: Any) -> list[Item]:
+    """Every check of ``advest eval``'s settings that needs no model, then the held-out items;
+    raises ``ConfigError`` or ``DataError`` naming the flag."""
+    from . import models, tasks
+    from .config import ConfigError, check_sampling, check_task
+    from .embedded import CONTEXT
+    from .paths import check_model, check_out, check_weights, has_chat_template
+
+    for flag in ("samples", "prompts", "max_new_tokens"):
+        if getattr(ns, flag) < 1:
+            raise ConfigError(f"--{flag} must be at least 1; got {getattr(ns, flag)}")
+    check_sampling(ns.temperature, ns.top_p)
+    check_out(ns.out)
+    if ns.model is not None:
+        ns.model = resolve_model(ns.model)
+        check_model(ns.model, ns.max_new_tokens)
+        if not models.is_gguf(ns.model):
+            check_weights(ns.model)
+    elif ns.max_new_tokens >= CONTEXT:
+        raise ConfigError(
+            f"--max_new_tokens {ns.max_new_tokens} does not fit the embedded model's context "
+            f"of {CONTEXT} tokens; lower --max_new_tokens"
+        )
+    check_task(ns.data, ns.data_options, ns.data_size, ns.reward, held=ns.prompts, seed=ns.seed)
+    if tasks.is_task(ns.data):
+        train = tasks.rows(ns.data, ns.data_options, ns.data_size, ns.seed)
+        rows = tasks.held_out_rows(ns.data, ns.data_options, ns.prompts, ns.seed, train)
+        items = items_of(rows)
+    else:
+        items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)
+    chat = [i for i in items if not isinstance(i.prompt, str)]
+    if chat and (ns.model is None or not has_chat_template(ns.model)):
+        raise ConfigError(
+            f"--data {ns.data}: {len(chat)} rows give chat messages but "
+            f"{ns.model or 'the embedded model'} has no chat template; give text prompts "
+            "or a model whose tokenizer has one"
+        )
+    return items
+
+
 def main(argv: list[str]) -> int:
     """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
-    from . import generation, models, tasks
-    from .config import ConfigError, build_scorer, check_sampling, check_task
+    from . import generation, models
+    from .config import ConfigError, build_scorer
     from .data import DataError
-    from .embedded import CONTEXT
     from .parsing import fail, gather_lists
-    from .paths import check_model, check_out, check_weights, has_chat_template
     from .policy import load_policy
     from .scale import torch_dtype
 
     ns = parser().parse_args(gather_lists(argv))
     try:
-        for flag in ("samples", "prompts", "max_new_tokens"):
-            if getattr(ns, flag) < 1:
-                raise ConfigError(f"--{flag} must be at least 1; got {getattr(ns, flag)}")
-        check_sampling(ns.temperature, ns.top_p)
-        check_out(ns.out)
-        if ns.model is not None:
-            ns.model = resolve_model(ns.model)
-            check_model(ns.model, ns.max_new_tokens)
-            if not models.is_gguf(ns.model):
-                check_weights(ns.model)
-        elif ns.max_new_tokens >= CONTEXT:
-            raise ConfigError(
-                f"--max_new_tokens {ns.max_new_tokens} does not fit the embedded model's context "
-                f"of {CONTEXT} tokens; lower --max_new_tokens"
-            )
-        check_task(ns.data, ns.data_options, ns.data_size, ns.reward, held=ns.prompts, seed=ns.seed)
-        if tasks.is_task(ns.data):
-            train = tasks.rows(ns.data, ns.data_options, ns.data_size, ns.seed)
-            rows = tasks.held_out_rows(ns.data, ns.data_options, ns.prompts, ns.seed, train)
-            items = items_of(rows)
-        else:
-            items = jsonl_items(ns.data) if ns.data else embedded_held_out(ns.prompts)
-        chat = [i for i in items if not isinstance(i.prompt, str)]
-        if chat and (ns.model is None or not has_chat_template(ns.model)):
-            raise ConfigError(
-                f"--data {ns.data}: {len(chat)} rows give chat messages but "
-                f"{ns.model or 'the embedded model'} has no chat template; give text prompts "
-                "or a model whose tokenizer has one"
-            )
+        items = _checked_items(ns)
         dtype, engine = torch_dtype(ns.dtype), generation.get(ns.generator)
         scorer = build_scorer(ns.reward, ns.reward_weights, ns.reward_timeout, ns.reward_workers)
     except (ConfigError, DataError) as error:

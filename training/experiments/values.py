@@ -115,7 +115,51 @@ def _items(a: Any, seed: int) -> list[Item]:
 
 
 @torch.no_grad()
+def _item_baselines(
+    model: Any, tok: Any, a: Any, scorer: Scorer, estimators: dict[str, Any], item: Any
+) -> tuple[Tensor, Tensor, Tensor, Tensor, dict[str, Tensor]]:
+    """One group of G rollouts of ``item``: the prompt ids, ``token_ids [1, G, T]``, ``mask
+    [1, G, T]``, the rewards ``[G]`` and each estimator's baseline ``[G, T]``."""
+    prompt = torch.tensor(prompt_ids(tok, item.prompt))
+    scored = _sample(model, tok, prompt, item.answer, a.group, a.max_new_tokens, a, scorer)
+    T = a.max_new_tokens
+    token_ids = scored.responses.reshape(1, a.group, T)
+    mask = scored.mask.reshape(1, a.group, T)
+    rewards = scored.rewards.double()  # [1, G]
+    texts, offsets = texts_and_offsets(token_ids, mask, tok)
+    seqs = torch.cat([prompt.expand(a.group, -1), token_ids[0]], 1)
+    prompt_mask = torch.ones(a.group, prompt.numel(), dtype=torch.long)
+    logp, entropy, hidden, _ = rollout_forward(
+        model, seqs, prompt_mask, mask[0], temperature=a.temperature, chunks=1, hidden=True
+    )  # hidden: [G, T, D], the state at P−1+t emitted token t
+    assert hidden is not None
+    R = rewards[0]
+    rollout = Rollout(
+        prompt_ids=torch.zeros(1, dtype=torch.long),
+        token_ids=token_ids,
+        mask=mask,
+        rewards=rewards,
+        logprobs=logp.unsqueeze(0),
+        texts=texts,
+        offsets=offsets,
+        reward_parts=scored.parts,
+        reward_weights=torch.tensor(scorer.weights, dtype=torch.float64),
+        sequences=seqs,
+        prompt_mask=prompt_mask,
+        entropy=entropy.unsqueeze(0),
+        truncated=scored.truncated.reshape(1, a.group),
+        hidden=hidden.unsqueeze(0).double(),
+    )
+    base = {  # the baseline each token-level estimator used: b = R_i − A_{i,t}
+        name: R.unsqueeze(-1) - p.output(rollout)[0].double() for name, p in estimators.items()
+    }
+    return prompt, token_ids, mask, R, base
+
+
 def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any]:
+    """Prefixes of the model's own rollouts, each valued by Monte Carlo (``a.mc`` continuations)
+    and by every token-level baseline (b = R_i − A_{i,t}), the group mean and the leave-one-out
+    mean; ``_summary`` scores them."""
     items = _items(a, seed=7)
     rng = random.Random(a.seed)
     torch.manual_seed(a.seed)
@@ -126,39 +170,8 @@ def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, 
         if name in registry.names()
     }
     for item in items:
-        prompt = torch.tensor(prompt_ids(tok, item.prompt))
-        scored = _sample(model, tok, prompt, item.answer, a.group, a.max_new_tokens, a, scorer)
+        prompt, token_ids, mask, R, base = _item_baselines(model, tok, a, scorer, estimators, item)
         T = a.max_new_tokens
-        token_ids = scored.responses.reshape(1, a.group, T)
-        mask = scored.mask.reshape(1, a.group, T)
-        rewards = scored.rewards.double()  # [1, G]
-        texts, offsets = texts_and_offsets(token_ids, mask, tok)
-        seqs = torch.cat([prompt.expand(a.group, -1), token_ids[0]], 1)
-        prompt_mask = torch.ones(a.group, prompt.numel(), dtype=torch.long)
-        logp, entropy, hidden, _ = rollout_forward(
-            model, seqs, prompt_mask, mask[0], temperature=a.temperature, chunks=1, hidden=True
-        )  # hidden: [G, T, D], the state at P−1+t emitted token t
-        assert hidden is not None
-        R = rewards[0]
-        rollout = Rollout(
-            prompt_ids=torch.zeros(1, dtype=torch.long),
-            token_ids=token_ids,
-            mask=mask,
-            rewards=rewards,
-            logprobs=logp.unsqueeze(0),
-            texts=texts,
-            offsets=offsets,
-            reward_parts=scored.parts,
-            reward_weights=torch.tensor(scorer.weights, dtype=torch.float64),
-            sequences=seqs,
-            prompt_mask=prompt_mask,
-            entropy=entropy.unsqueeze(0),
-            truncated=scored.truncated.reshape(1, a.group),
-            hidden=hidden.unsqueeze(0).double(),
-        )
-        base = {  # the baseline each token-level estimator used: b = R_i − A_{i,t}
-            name: R.unsqueeze(-1) - p.output(rollout)[0].double() for name, p in estimators.items()
-        }
         lengths = mask[0].sum(-1)
         for _ in range(a.states):
             i = rng.randrange(a.group)
@@ -177,6 +190,12 @@ def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, 
             })  # fmt: skip
     if not rows:
         raise ValueError("no state had a response of 2+ tokens; raise --max_new_tokens")
+    return _summary(rows, a)
+
+
+def _summary(rows: list[dict[str, Any]], a: Any) -> dict[str, Any]:
+    """Each baseline's error against the Monte Carlo values of the sampled states, with its
+    bootstrap interval, and the rows themselves."""
     truth = np.array([r["v_mc"] for r in rows])
     group = np.array([r["group_mean"] for r in rows])
     result: dict[str, Any] = {
