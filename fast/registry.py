@@ -182,12 +182,21 @@ def modules() -> list[str]:
     )
 
 
+_LOADED: list[str] = []
+"""The family modules imported so far: discovery lists the package's folder once per process,
+not on every ``entry`` lookup (the catalogue resolves a plan on every call)."""
+
+
 def _load() -> None:
     # Importing the family modules runs their @register decorators. The list is discovered, not
     # written down, so a new family module needs no edit here; the production path never loads
     # the exact references or the test catalogue.
-    for module in modules():
+    if _LOADED:
+        return
+    found = modules()
+    for module in found:
         importlib.import_module(f"advest.fast.{module}")
+    _LOADED.extend(found)
 
 
 def families() -> list[str]:
