@@ -157,6 +157,32 @@ def finished(folder: Path, settings: dict[str, Any]) -> bool:
     return True
 
 
+def earlier(out: Path, config: dict[str, Any]) -> dict[str, dict[str, list[Record]]]:
+    """The results an earlier command left in ``out`` (``metrics.json``), so that the experiment
+    grows in pieces: a second command with other arms or seeds adds its runs to the same report
+    (same settings: ``config.json``'s base must match, else a clear error); ``config.json``
+    then lists the union of tasks and arms."""
+    path, conf = out / "metrics.json", out / "config.json"
+    if not path.is_file() or not conf.is_file():
+        conf.write_text(json.dumps(config, indent=1, default=str))
+        return {}
+    was = json.loads(conf.read_text())
+    now = json.loads(json.dumps(config, default=str))
+    if was["base"] != now["base"]:
+        diff = sorted(k for k in now["base"] if was["base"].get(k) != now["base"][k])
+        raise SystemExit(f"{out} holds an experiment with other settings ({', '.join(diff)}); "
+                         "give another --out")  # fmt: skip
+    union = {
+        **now,
+        "tasks": {**was["tasks"], **now["tasks"]},
+        "arms": {**was["arms"], **now["arms"]},
+        "seeds": max(int(was["seeds"]), int(now["seeds"])),
+    }
+    conf.write_text(json.dumps(union, indent=1))
+    results: dict[str, dict[str, list[Record]]] = json.loads(path.read_text())
+    return results
+
+
 def parser() -> Any:
     from advest.training.parsing import new_parser, switch
 
@@ -192,10 +218,10 @@ def main(argv: list[str]) -> int:
         "first_seed": args.first_seed,
         "base": asdict(base),
     }
-    (args.out_path / "config.json").write_text(json.dumps(config, indent=1, default=str))
-    results: dict[str, dict[str, list[Record]]] = {
-        t: {a: [] for a in args.arms} for t in args.tasks
-    }
+    results = earlier(args.out_path, config)
+    for t in args.tasks:
+        for a in args.arms:
+            results.setdefault(t, {}).setdefault(a, [])
     start = time.monotonic()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     for seed in seeds:  # seed-major: a partial experiment covers every arm
@@ -209,7 +235,8 @@ def main(argv: list[str]) -> int:
                           f"{traceback.format_exc()}", flush=True)  # fmt: skip
                     continue
                 before = rec["before"]
-                results[task][arm].append(rec)
+                kept = [r for r in results[task][arm] if r["seed"] != seed]
+                results[task][arm] = sorted([*kept, rec], key=lambda r: int(r["seed"]))
                 (args.out_path / "metrics.json").write_text(json.dumps(results, indent=1))
                 done = sum(len(r) for t in results.values() for r in t.values())
                 total = args.seeds * len(args.tasks) * len(args.arms)
