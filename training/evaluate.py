@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +41,16 @@ def held_out_items(cfg: RLConfig, source: PromptSource) -> list[Item]:
     """A run's held-out prompts (at most ``cfg.eval_prompts``): the embedded task's held-out
     problems, ``--eval_data``, the ``--eval_fraction`` split of ``--data`` (``source.held``), or
     none (a ``--data`` run given neither)."""
+    from .config import eval_sizes
+
+    prompts = eval_sizes(cfg)[0]
     if cfg.data is None:
-        items = embedded_held_out(cfg.eval_prompts, cfg.seed)
+        items = embedded_held_out(prompts, cfg.seed)
     elif cfg.eval_data is not None:
         items = jsonl_items(cfg.eval_data, "--eval_data")
     else:
         items = items_of(source.held)
-    return items[: cfg.eval_prompts]
+    return items[:prompts]
 
 
 def resolve_model(path: str) -> str:
@@ -83,14 +87,17 @@ def pass_counts(
     chat_template: bool = True,
     system_prompt: str | None = None,
     seed: int = 1234,
-    batch_prompts: int = 32,
+    batch_sequences: int = 512,
     engine: Engine | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[int]:
     """How many of ``samples`` completions of each prompt pass: a sample passes when the first
     reward of ``scorer`` (the verifier) gives full credit, as in training's pass@k columns;
     further rewards shape the training reward only. Sampled and scored as training samples
     (``sampling.sample_and_score``), by ``engine`` (``generation.ENGINES``; default
-    ``generate``)."""
+    ``generate``). Prompts are sampled in chunks of at most ``batch_sequences`` completions
+    (at least one prompt): 32 prompts at the embedded model's 16 samples, 8 at 64, so memory and
+    ``progress(prompts done, prompts)`` (called after each chunk) follow the work."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -98,8 +105,9 @@ def pass_counts(
     torch.manual_seed(seed)
     sampling = Sampling(samples, max_new_tokens, temperature, top_p)
     counts: list[int] = []
-    for start in range(0, len(items), batch_prompts):
-        chunk = items[start : start + batch_prompts]
+    per_chunk = max(1, batch_sequences // max(samples, 1))
+    for start in range(0, len(items), per_chunk):
+        chunk = items[start : start + per_chunk]
         ids, attn = encode(
             tokenizer,
             [i.prompt for i in chunk],
@@ -117,6 +125,8 @@ def pass_counts(
             engine=engine or generate,
         )
         counts += [int(c) for c in passes(scored.parts).sum(-1).tolist()]
+        if progress is not None:
+            progress(len(counts), len(items))
     torch.set_rng_state(state)
     model.train(was_training)
     return counts

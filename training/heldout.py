@@ -11,10 +11,13 @@ prompts itself.
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import lightning as L
 
+from .config import eval_sizes
 from .evaluate import curve_of, pass_counts
 from .settings import RLConfig
 
@@ -41,7 +44,7 @@ class HeldOut(L.Callback):
             self.measure(trainer, module, "before")
             return
         self.counts["before"] = list(self.before)
-        self.curves["before"] = curve_of(self.before, self.cfg.eval_samples)
+        self.curves["before"] = curve_of(self.before, eval_sizes(self.cfg)[1])
         if trainer.is_global_zero:
             said = brief(self.curves["before"])
             say(f"held-out before: {said} (measured by an earlier run)")
@@ -55,8 +58,9 @@ class HeldOut(L.Callback):
         self.measure(trainer, module, "after")
 
     def measure(self, trainer: L.Trainer, module: Any, label: str) -> None:
-        got = shared_counts(trainer, module, self.items, self.cfg)
-        self.curves[label] = curve_of(got, self.cfg.eval_samples)
+        clock = Clock(label, trainer.is_global_zero)
+        got = shared_counts(trainer, module, self.items, self.cfg, clock)
+        self.curves[label] = curve_of(got, eval_sizes(self.cfg)[1])
         if label in ("before", "after"):
             self.counts[label] = got
         if trainer.is_global_zero:
@@ -66,7 +70,46 @@ class HeldOut(L.Callback):
             say(f"held-out {said}{tail}")
 
 
-def shared_counts(trainer: L.Trainer, module: Any, items: list[Any], cfg: RLConfig) -> list[int]:
+class Clock:
+    """The held-out evaluation's own progress: a line "held-out before: 8/16 prompts sampled,
+    1 min 40 s so far, about 1 min 40 s left" at most every ``EVERY`` seconds (none for an
+    evaluation shorter than that, the embedded model's). Lines, not a second bar: the run's log
+    keeps one bar, and a line reads the same in a terminal and in a log file."""
+
+    EVERY = 15.0
+
+    def __init__(self, label: str, speaks: bool) -> None:
+        self.label, self.speaks = label, speaks
+        self.start = self.last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.speaks or done >= total or now - self.last < self.EVERY:
+            return
+        self.last = now
+        spent = now - self.start
+        left = spent / done * (total - done)
+        say(f"held-out {self.label}: {done}/{total} prompts sampled, {duration(spent)} so far, "
+            f"about {duration(left)} left")  # fmt: skip
+
+
+def duration(seconds: float) -> str:
+    """4 s, 1 min 40 s, 1 h 5 min."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def shared_counts(
+    trainer: L.Trainer,
+    module: Any,
+    items: list[Any],
+    cfg: RLConfig,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[int]:
     """Passes per prompt of ``items`` (in their order), each rank sampling ``items[rank::world]``
     padded by repeating its last prompt (the padding's counts are dropped)."""
     world, rank = trainer.world_size, trainer.global_rank
@@ -77,7 +120,7 @@ def shared_counts(trainer: L.Trainer, module: Any, items: list[Any], cfg: RLConf
         module.policy,
         module.tokenizer,
         padded,
-        samples=cfg.eval_samples,
+        samples=eval_sizes(cfg)[1],
         max_new_tokens=cfg.max_new_tokens,
         temperature=cfg.temperature,
         top_p=cfg.top_p,
@@ -86,6 +129,9 @@ def shared_counts(trainer: L.Trainer, module: Any, items: list[Any], cfg: RLConf
         system_prompt=cfg.system_prompt,
         seed=cfg.seed + 1234 + rank,
         engine=module.engine,  # --generator, on gathered FSDP shards, LoRA merged
+        progress=None
+        if progress is None
+        else lambda d, t: progress(min(d * world, len(items)), len(items)),
     )[: len(mine)]
     if world == 1:
         return got

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 from argparse import Namespace
 from pathlib import Path
 from typing import Any
@@ -106,20 +107,49 @@ def quiet_libraries() -> None:
 
 def step_bar(keys: tuple[str, ...]) -> Any:
     """The run's one progress bar: rollout steps done of ``--steps`` (a resumed run starts at
-    its checkpoint's step), the step's ``keys`` (reward, pass@k), and the time left."""
-    from lightning.pytorch.callbacks import TQDMProgressBar
+    its checkpoint's step), the step's ``keys`` (reward, pass@k), and the time left.
 
-    class StepBar(TQDMProgressBar):
-        def on_train_epoch_start(self, trainer: Any, *args: Any) -> None:
-            super().on_train_epoch_start(trainer, *args)
-            self.train_progress_bar.set_description("rollout steps")
-            self.train_progress_bar.initial = 0
-            self.train_progress_bar.n = int(getattr(trainer.lightning_module, "rollout_step", 0))
-            self.train_progress_bar.refresh()
+    A ``ProgressBar`` of its own rather than Lightning's ``TQDMProgressBar`` restyled: that one
+    draws "Training: 0/?" and "Epoch 0: 0/N" (N its dataloader's length) before any hook can
+    rename it, and redraws itself on close; this one opens at the first step, with its total."""
+    from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
+    from tqdm import tqdm
 
-        def get_metrics(self, trainer: Any, module: Any) -> dict[str, Any]:
-            shown = super().get_metrics(trainer, module)
-            return {k: shown[k] for k in keys if k in shown}
+    class StepBar(ProgressBar):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bar: Any = None
+            self.enabled = True
+
+        def disable(self) -> None:  # Lightning's call on ranks other than 0
+            self.enabled = False
+
+        def enable(self) -> None:
+            self.enabled = True
+
+        def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
+            if not self.enabled or self.bar is not None:
+                return
+            done = int(getattr(module, "rollout_step", 0))
+            total = int(module.cfg.steps)
+            self.bar = tqdm(total=total, initial=done, desc="rollout steps", dynamic_ncols=True,
+                            file=sys.stdout, smoothing=0.3)  # fmt: skip
+
+        def on_train_batch_end(self, trainer: Any, module: Any, *args: Any) -> None:
+            if self.bar is None:
+                return
+            shown = trainer.progress_bar_metrics
+            self.bar.set_postfix({k: f"{float(shown[k]):.3f}" for k in keys if k in shown},
+                                 refresh=False)  # fmt: skip
+            self.bar.update(int(getattr(module, "rollout_step", 0)) - self.bar.n)
+            if self.bar.n >= self.bar.total:  # closed before the "after" evaluation's lines
+                self.bar.close()
+                self.bar = None
+
+        def on_train_end(self, trainer: Any, module: Any) -> None:
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
 
     return StepBar()
 

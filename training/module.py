@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 from advest.fast.detokenize import texts_and_offsets
 
 from . import generation, metrics, scale, state, updates
-from .config import RLConfig, estimator_plan, scorer
+from .config import RLConfig, estimator_plan, eval_sizes, scorer
 from .data import FromStep, Item, PromptSource, Steps
 from .policy import forward_logprobs, load_policy, load_tokenizer, rollout_forward
 from .prompts import drop_long, encode
@@ -43,7 +43,7 @@ class RLModule(L.LightningModule):
             held_out=cfg.eval_fraction,
             task_options=cfg.data_options,
             task_size=cfg.data_size,
-            task_held=cfg.eval_prompts if cfg.eval_data is None else 0,
+            task_held=eval_sizes(cfg)[0] if cfg.eval_data is None else 0,
         )
         self.scorer = scorer(cfg)
         self.scorer.start()  # the reward workers import the verifiers while the model loads

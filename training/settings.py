@@ -116,10 +116,12 @@ class RLConfig:
     """Linear learning-rate warm-up, in optimiser steps."""
     seed: int = 0
     """Seeds everything random: prompts, sampling (per step and rank), held-out set."""
-    eval_prompts: int = 128
-    """Held-out prompts for the before/after pass@k (0 skips it)."""
-    eval_samples: int = 16
-    """Samples per held-out prompt (pass@k for k = 1..this)."""
+    eval_prompts: int | None = None
+    """Held-out prompts for the before/after pass@k (0 skips it); default: 128 on the embedded
+    model, sized to the run on a real one (``config.sized``)."""
+    eval_samples: int | None = None
+    """Samples per held-out prompt (pass@k for k = 1..this); default: 16 on the embedded model,
+    min(16, --group_size) on a real one."""
     checkpoint_every: int = 20
     """Rollout steps between checkpoints (0: only at the end)."""
     max_bad_steps: int = 3

@@ -20,7 +20,7 @@ from typing import Any
 
 import lightning as L
 
-from .config import ConfigError, RLConfig, validate
+from .config import ConfigError, RLConfig, eval_sizes, sized, validate
 from .resume import (
     Resume,
     check_fresh,
@@ -129,6 +129,7 @@ def train(
     from .module import RLModule
 
     quiet_libraries()
+    given, cfg = cfg, sized(cfg)  # the held-out size, where left out, fits the model and run
     folder, point = _check_start(cfg, trainer_args, name, resume)
     ckpt = folder / "checkpoints" / "last.ckpt"
     model_path = models.folder(cfg.model)  # a GGUF file becomes a plain folder, once
@@ -141,6 +142,8 @@ def train(
         raise ConfigError(f"before: {len(before)} counts for {len(items)} held-out prompts")
     curves: dict[str, dict[int, float]] = {}
     counts: dict[str, list[int]] = {}  # per-prompt passes, for intervals over prompts
+    if do_eval and is_rank_zero() and None in (given.eval_prompts, given.eval_samples):
+        print(_sized_line(cfg, len(items)), flush=True)
     if do_eval:  # every rank takes part (FSDP gathers shards to generate)
         callbacks = [*callbacks, HeldOut(items, cfg, curves, counts, before)]
     checkpointer = Checkpointer(folder / "checkpoints", cfg.checkpoint_every, cfg.lora_export)
@@ -166,6 +169,18 @@ def train(
     finally:
         module.scorer.close()  # the reward workers end with the run, however it ends
     return folder
+
+
+def _sized_line(cfg: RLConfig, prompts: int) -> str:
+    """What ``config.sized`` chose, said once at the start of a run that left it out."""
+    samples = eval_sizes(cfg)[1]
+    why = (
+        "the embedded model's default"
+        if cfg.model is None
+        else ("sized to this run: at most half as many completions as training draws")
+    )
+    return (f"held-out evaluation: {prompts} prompt{'s' * (prompts != 1)} × {samples} samples, "
+            f"before and after ({why}; --eval_prompts and --eval_samples choose)")  # fmt: skip
 
 
 def _check_start(
@@ -221,7 +236,7 @@ def _finish(
     if curves is not None:
         write(curves, folder, "passk")
         (folder / "passk_counts.json").write_text(
-            json.dumps({"samples": cfg.eval_samples, **counts})
+            json.dumps({"samples": eval_sizes(cfg)[1], **counts})
         )
     logs.plot_metrics(folder)
     scale.export(module, folder, cfg.lora_export)

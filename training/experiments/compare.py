@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from advest.training.config import RLConfig
+from advest.training.config import RLConfig, eval_sizes, sized
 
 ARMS: dict[str, dict[str, Any]] = {
     "grpo": {"estimator": "grpo"},
@@ -121,6 +121,7 @@ def main(argv: list[str]) -> int:
     base = RLConfig(
         model=args.model, steps=args.steps, eval_samples=args.samples, train_pool=args.pool
     )
+    base = sized(base)
     arms, seeds = args.arms, args.seeds
     if args.quick:
         arms, seeds = ["grpo", "maxpo"], 1
@@ -131,7 +132,7 @@ def main(argv: list[str]) -> int:
     for arm in arms:
         results[arm] = [run_arm(arm, seed, base, out / "runs") for seed in range(seeds)]
         (out / "metrics.json").write_text(json.dumps(results, indent=1))
-    table = summarise(results, base.eval_samples)
+    table = summarise(results, eval_sizes(base)[1])
     (out / "summary.md").write_text(f"# advest experiment compare\n\n{table}")
     _plot(results, out)
     print(table)
