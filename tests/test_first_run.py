@@ -20,6 +20,7 @@ from advest.training.settings import RLConfig
 ADVEST_LINE = re.compile(
     r"held-out evaluation: \d+ prompts? × \d+ samples, before and after \(.*\)"
     r"|held-out (before|after): +(pass@\d+=[0-9.]+ *)+( \(estimator \w+\))?"
+    r"|note: \d+% of the completions at rollout step \d+ hit --max_new_tokens .*"
 )
 """The lines advest itself prints in a default run."""
 

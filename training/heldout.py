@@ -10,7 +10,6 @@ prompts itself.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +18,7 @@ import lightning as L
 
 from .config import eval_sizes
 from .evaluate import curve_of, pass_counts
+from .logs import say
 from .settings import RLConfig
 
 
@@ -144,15 +144,6 @@ def shared_counts(
         assert part is not None  # every rank sent its share
         out[r::world] = part
     return out
-
-
-def say(line: str) -> None:
-    """A line above the run's progress bar, which is still open in ``on_train_end`` (a plain
-    print would land on the bar's own line)."""
-    from tqdm import tqdm
-
-    tqdm.write(line)
-    sys.stdout.flush()
 
 
 def brief(curve: dict[int, float]) -> str:

@@ -105,6 +105,15 @@ def quiet_libraries() -> None:
         warnings.filterwarnings("ignore", message=message)
 
 
+def say(line: str) -> None:
+    """A line above the run's progress bar when one is open (a plain print would land on the
+    bar's own line)."""
+    from tqdm import tqdm
+
+    tqdm.write(line)
+    sys.stdout.flush()
+
+
 def step_bar(keys: tuple[str, ...]) -> Any:
     """The run's one progress bar: rollout steps done of ``--steps`` (a resumed run starts at
     its checkpoint's step), the step's ``keys`` (reward, pass@k), and the time left.

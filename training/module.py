@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader
 
 from advest.fast.detokenize import texts_and_offsets
 
-from . import generation, metrics, scale, state, updates
+from . import generation, logs, metrics, scale, state, updates
 from .config import RLConfig, estimator_plan, eval_sizes, scorer
 from .data import FromStep, Item, PromptSource, Steps
 from .policy import forward_logprobs, load_policy, load_tokenizer, rollout_forward
@@ -250,11 +250,10 @@ class RLModule(L.LightningModule):
         share = float(truncated.float().mean())
         if share > 0.5 and not self.warned_truncation:
             self.warned_truncation = True
-            print(
+            logs.say(
                 f"note: {share:.0%} of the completions at rollout step {self.rollout_step} hit "
                 f"--max_new_tokens {T} without EOS; raise --max_new_tokens, or leave them out "
-                "of the loss with --mask_truncated",
-                flush=True,
+                "of the loss with --mask_truncated"
             )
 
     # ----------------------------------------------------------------- optimisation
