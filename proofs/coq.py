@@ -212,10 +212,10 @@ def pinned(path: Path = STATEMENTS) -> dict[str, dict[str, dict[str, str] | str]
     return json.loads(path.read_text())  # type: ignore[no-any-return]
 
 
-def write_statements(path: Path = STATEMENTS) -> None:
-    """Pin what the shipped .v files print now (run after a deliberate change, then review the
-    diff: a statement that became weaker shows there)."""
-    out = printed()
+def write_statements(path: Path = STATEMENTS, source_dir: Path = COQ_DIR) -> None:
+    """Pin what the .v files of ``source_dir`` (the shipped ones) print now (run after a
+    deliberate change, then review the diff: a statement that became weaker shows there)."""
+    out = printed(source_dir)
     if out.error:
         raise RuntimeError(out.error)
     theorems = {
