@@ -16,7 +16,7 @@ from torch import Tensor
 from advest.fast import calling, registry
 
 from .calling import Guard, OracleError, OutOfScope
-from .verl import algo_config
+from .verl import algo_config, call_verl, wanted_inputs
 
 FLOATS = ("rewards", "logprobs", "sum_pi_squared", "hidden", "values")
 """The float fields: cast to the dtype under check (the others are ids, masks and texts)."""
@@ -116,19 +116,7 @@ class VerlTokens:
     def __init__(self, fn: Callable[..., Any], guard: Guard) -> None:
         self.fn, self.guard, self.config = fn, guard, algo_config(1)
         self.name = getattr(fn, "__name__", repr(fn))
-        params = list(inspect.signature(fn).parameters.values())
-        names = {p.name for p in params}
-        var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
-        base = {"token_level_rewards", "response_mask"}
-        self.wanted = base | {n for n in ("index", "config") if n in names or var_kw}
-        self.wanted |= names & {*VERL_MADE, "gamma", "lam"}
-        unknown = [
-            p.name
-            for p in params
-            if p.default is p.empty and p.kind != p.VAR_KEYWORD and p.name not in self.wanted
-        ]
-        if unknown:
-            raise OutOfScope(f"needs {', '.join(unknown)}, which token trees do not supply")
+        self.wanted = wanted_inputs(fn, set(VERL_MADE), "which token trees do not supply")
 
     def __call__(self, fields: dict[str, Any]) -> Tensor:
         rewards, mask = fields["rewards"], fields["mask"]
@@ -146,16 +134,8 @@ class VerlTokens:
             "old_log_probs": fields["logprobs"].reshape(B * G, T),
             "sum_pi_squared": fields["sum_pi_squared"].reshape(B * G, T),
         }
-        inputs = {k: v for k, v in inputs.items() if k in self.wanted}
-        given = self.guard.copies(**inputs)
-        kwargs: dict[str, Any] = dict(given)
-        if "config" in self.wanted:
-            kwargs["config"] = self.config
-        kwargs |= {n: self.config.get(n) for n in ("gamma", "lam") if n in self.wanted}
-        out = self.fn(**kwargs)
-        self.guard.compare(inputs, given)
-        if not isinstance(out, tuple) or len(out) != 2 or not isinstance(out[0], Tensor):
-            raise OracleError(f"verl convention: got {type(out).__name__}, expected a pair")
-        if out[0].shape != (B * G, T):
-            raise OracleError(f"verl convention: got {list(out[0].shape)}, expected {[B * G, T]}")
-        return check_tokens(out[0].reshape(B, G, T), fields, f"{self.name}'s advantages")
+        out = call_verl(self.fn, self.guard, self.config, inputs, self.wanted)
+        if not isinstance(out, Tensor) or out.shape != (B * G, T):
+            got = list(out.shape) if isinstance(out, Tensor) else type(out).__name__
+            raise OracleError(f"verl convention: got {got}, expected {[B * G, T]}")
+        return check_tokens(out.reshape(B, G, T), fields, f"{self.name}'s advantages")

@@ -74,6 +74,57 @@ def algo_config(k: int) -> Any:
     return config
 
 
+def wanted_inputs(fn: Callable[..., Any], supplied: set[str], why: str) -> set[str]:
+    """The keyword arguments to pass ``fn`` in verl's convention: ``token_level_rewards`` and
+    ``response_mask``; ``index`` and ``config`` where it can take them (``compute_advantage``
+    passes them by keyword to every estimator but gae, so a ``**kwargs`` takes them); ``gamma``,
+    ``lam`` and the ``supplied`` batch fields it names. A required argument beyond those is
+    ``OutOfScope``, with ``why`` (what the caller cannot supply). No readable signature: verl's
+    usual four."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return {"token_level_rewards", "response_mask", "index", "config"}
+    names = {p.name for p in params}
+    var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
+    wanted = {"token_level_rewards", "response_mask"}
+    wanted |= {n for n in ("index", "config") if n in names or var_kw}
+    wanted |= names & (supplied | {"gamma", "lam"})
+    unknown = [
+        p.name
+        for p in params
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and p.name not in wanted
+    ]
+    if unknown:
+        raise OutOfScope(f"needs {', '.join(unknown)}, {why}")
+    return wanted
+
+
+def call_verl(
+    fn: Callable[..., Any], guard: Any, config: Any, inputs: dict[str, Any], wanted: set[str]
+) -> Any:
+    """``fn``'s advantages (the first of the pair it returns) for the ``wanted`` ones of
+    ``inputs``, passed as copies that ``guard`` checks were not modified, with ``config`` and
+    its γ, λ where wanted. Not a pair: ``OracleError``."""
+    inputs = {k: v for k, v in inputs.items() if k in wanted}
+    given = guard.copies(**inputs)
+    kwargs: dict[str, Any] = dict(given)
+    if "config" in wanted:
+        kwargs["config"] = config
+    kwargs |= {n: config.get(n) for n in ("gamma", "lam") if n in wanted}
+    out = fn(**kwargs)
+    guard.compare(inputs, given)
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise OracleError(
+            f"verl convention: got {type(out).__name__}, expected a pair (advantages, returns)"
+        )
+    return out[0]
+
+
 class VerlCall:
     """The oracle's bound estimator for a function in verl's convention: rewards ``[B, G]`` (and
     response lengths ``[B, G]``, ``sample_lengths`` by default) -> advantages ``[B, G]``. Each
@@ -87,36 +138,12 @@ class VerlCall:
     T = LENGTH_T
 
     def __init__(self, fn: Callable[..., Any], guard: Any, k: int) -> None:
-        import inspect
-
         self.fn, self.guard, self.config = fn, guard, algo_config(k)
-        try:
-            params = list(inspect.signature(fn).parameters.values())
-        except (TypeError, ValueError):
-            params = None
-        if params is None:  # no signature to read: verl's usual arguments
-            self.wanted = {"token_level_rewards", "response_mask", "index", "config"}
-            return
-        names = {p.name for p in params}
-        var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
-        self.wanted = {"token_level_rewards", "response_mask"}
-        # what compute_advantage passes every estimator but gae: index and config when the
-        # function can take them (a **kwargs takes them, as verl passes them by keyword)
-        self.wanted |= {n for n in ("index", "config") if n in names or var_kw}
-        self.wanted |= names & set(SYNTHETIC)
-        unknown = [
-            p.name
-            for p in params
-            if p.default is p.empty
-            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-            and p.name not in self.wanted
-        ]
-        if unknown:
-            raise OutOfScope(
-                f"needs {', '.join(unknown)}, which the oracle cannot make up (it makes up "
-                f"{', '.join(SYNTHETIC)})"
-            )
-        self.made_up = sorted(names & set(SYNTHETIC))
+        made = ", ".join(SYNTHETIC)
+        self.wanted = wanted_inputs(
+            fn, set(SYNTHETIC), f"which the oracle cannot make up (it makes up {made})"
+        )
+        self.made_up = sorted(self.wanted & set(SYNTHETIC))
 
     def __call__(self, rewards: Tensor, lengths: Tensor | None = None) -> Tensor:
 
@@ -137,21 +164,9 @@ class VerlCall:
             "old_log_probs": torch.full((bs, T), math.log(0.5), dtype=rewards.dtype),
             "sum_pi_squared": torch.full((bs, T), 0.5, dtype=rewards.dtype),
         }
-        inputs = {"token_level_rewards": tlr, "response_mask": mask, "index": index}
-        inputs |= {name: x for name, x in made_up.items() if name in self.wanted}
-        inputs = {name: x for name, x in inputs.items() if name in self.wanted}
-        given = self.guard.copies(**inputs)
-        kwargs: dict[str, Any] = dict(given)
-        if "config" in self.wanted:
-            kwargs["config"] = self.config
-        kwargs |= {n: self.config.get(n) for n in ("gamma", "lam") if n in self.wanted}
-        out = self.fn(**kwargs)
-        self.guard.compare(inputs, given)
-        if not isinstance(out, tuple) or len(out) != 2:
-            raise OracleError(
-                f"verl convention: got {type(out).__name__}, expected a pair (advantages, returns)"
-            )
-        adv = check_output(out[0], tlr, "advantages (verl convention, [bs, T])")
+        inputs = {"token_level_rewards": tlr, "response_mask": mask, "index": index, **made_up}
+        raw = call_verl(self.fn, self.guard, self.config, inputs, self.wanted)
+        adv = check_output(raw, tlr, "advantages (verl convention, [bs, T])")
         valid = mask.bool()
         last = adv[torch.arange(bs), length - 1]  # [bs]
         spread = (adv - last[:, None]).abs().masked_fill(~valid, 0).amax()
