@@ -120,3 +120,26 @@ def test_a_rerun_reuses_finished_runs_restarts_unfinished_ones_and_refuses_other
     assert calls[-1] == "chain_sum-maxpo-seed0"
     with pytest.raises(SystemExit, match="other settings"):
         real.run("chain_sum", "grpo", 0, replace(base, lr=2e-4), None)
+
+
+def test_a_second_command_adds_its_runs_to_the_same_experiment(tmp_path: Path) -> None:
+    """``advest experiment real`` run again into the same --out with other arms or seeds keeps
+    the earlier results, lists the union of arms and each command's plan; other settings are
+    refused."""
+    from advest.training.experiments import real
+    from advest.training.experiments.choosing_data import planned_runs
+
+    def config(arms: list[str], seeds: int, first: int, lr: float = 1e-4) -> dict[str, object]:
+        return {"tasks": {"chain_sum": {}}, "arms": {a: {} for a in arms}, "seeds": seeds,
+                "first_seed": first, "base": {"lr": lr, "steps": 2}}  # fmt: skip
+
+    assert real.earlier(tmp_path, config(["grpo", "maxpo", "ktae"], 1, 0)) == {}
+    done = {"chain_sum": {"grpo": [{"seed": 0}], "maxpo": [{"seed": 0}], "ktae": []}}
+    (tmp_path / "metrics.json").write_text(json.dumps(done))
+    assert real.earlier(tmp_path, config(["grpo", "maxpo"], 2, 1)) == done
+    union = json.loads((tmp_path / "config.json").read_text())
+    assert list(union["arms"]) == ["grpo", "maxpo", "ktae"] and len(union["pieces"]) == 2
+    # 3 arms × seed 0, then 2 arms × seeds 1-2: 7 runs, not 3 arms × 3 seeds
+    assert len(planned_runs(union)) == 7
+    with pytest.raises(SystemExit, match="other settings"):
+        real.earlier(tmp_path, config(["grpo"], 1, 0, lr=2e-4))

@@ -35,7 +35,7 @@ def real(out: Path, dest: Path) -> None:
         return
     summary = real_report.write(out)
     config = json.loads((out / "config.json").read_text())
-    planned = config["seeds"] * len(config["tasks"]) * len(config["arms"])
+    planned = len(planned_runs(config))
     finished = sum(e["seeds"] for arms in summary.values() for e in arms.values())
     base = config["base"]
     keep = ("steps", "prompts_per_step", "group_size", "max_new_tokens", "lr", "lora_r",
@@ -51,6 +51,19 @@ def real(out: Path, dest: Path) -> None:
     }
     (dest / "real.json").write_text(json.dumps(record, indent=1) + "\n")
     shutil.copyfile(out / "passk.png", dest.parent / "real_passk.png")
+
+
+def planned_runs(config: dict[str, Any]) -> set[tuple[str, str, int]]:
+    """The (task, arm, seed) runs the experiment's commands asked for: the union of its pieces
+    (one per command into the same folder), or its one command's tasks × arms × seeds."""
+    pieces = config.get("pieces") or [config]
+    return {
+        (task, arm, seed)
+        for piece in pieces
+        for task in piece["tasks"]
+        for arm in piece["arms"]
+        for seed in range(piece.get("first_seed", 0), piece.get("first_seed", 0) + piece["seeds"])
+    }
 
 
 def values(out: Path, dest: Path) -> None:

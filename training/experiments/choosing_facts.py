@@ -130,11 +130,8 @@ def peers(arm: str, text: str) -> list[str]:
 
 def unproved(arm: str, text: str) -> str | None:
     """The sentence of ``docs/theorems.md`` that says what is *not* proved of ``arm``, if any
-    (its "Not proved in Coq" or "Still tested, not proved" paragraph, when it names the
-    estimator)."""
-    match = re.search(
-        r"^(?:Not proved in Coq|Still tested, not proved).*?(?:\n\n|\Z)", text, re.M | re.S
-    )
+    (its "Still tested, not proved" paragraph, when it names the estimator)."""
+    match = re.search(r"^Still tested, not proved.*?(?:\n\n|\Z)", text, re.M | re.S)
     if match is None or arm.lower() not in match.group(0).lower():
         return None
     return " ".join(match.group(0).split())

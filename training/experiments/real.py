@@ -163,8 +163,9 @@ def earlier(out: Path, config: dict[str, Any]) -> dict[str, dict[str, list[Recor
     (same settings: ``config.json``'s base must match, else a clear error); ``config.json``
     then lists the union of tasks and arms."""
     path, conf = out / "metrics.json", out / "config.json"
+    piece = {k: config[k] for k in ("tasks", "arms", "seeds", "first_seed")}
     if not path.is_file() or not conf.is_file():
-        conf.write_text(json.dumps(config, indent=1, default=str))
+        conf.write_text(json.dumps({**config, "pieces": [piece]}, indent=1, default=str))
         return {}
     was = json.loads(conf.read_text())
     now = json.loads(json.dumps(config, default=str))
@@ -177,6 +178,7 @@ def earlier(out: Path, config: dict[str, Any]) -> dict[str, dict[str, list[Recor
         "tasks": {**was["tasks"], **now["tasks"]},
         "arms": {**was["arms"], **now["arms"]},
         "seeds": max(int(was["seeds"]), int(now["seeds"])),
+        "pieces": [*was.get("pieces", []), piece],  # each command's own plan
     }
     conf.write_text(json.dumps(union, indent=1))
     results: dict[str, dict[str, list[Record]]] = json.loads(path.read_text())
