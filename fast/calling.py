@@ -119,6 +119,23 @@ def plan(
     return Plan(entry, base, entry.fn, options, fields, k)
 
 
+def plan_for(
+    fn: Any,
+    name: str,
+    kind: registry.Kind,
+    inputs: tuple[str, ...],
+    options: dict[str, Any] | None = None,
+    base_estimator: str = "grpo",
+) -> Plan:
+    """A plan for an unregistered function (a user's estimator under the oracle), called with
+    the ``inputs`` its signature names as a registered one of that ``kind`` would be: its entry
+    is made here and never enters the registry (it has no claims and no tolerance)."""
+    entry = registry.Entry(name, kind, fn, inputs, tolerance={})
+    base = registry.entry(base_estimator) if "advantages" in inputs else None
+    fields = frozenset(inputs) | frozenset(base.inputs if base is not None else ())
+    return Plan(entry, base, fn, dict(options or {}), fields)
+
+
 def value(out: Any) -> Tensor:
     """An estimator's advantages: the output itself, or its ``advantages`` (reweighters)."""
     result: Tensor = out.advantages if hasattr(out, "advantages") else out

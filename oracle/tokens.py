@@ -88,10 +88,7 @@ class Declared:
                     f"{', '.join(n for n in MADE if n not in NOT_MADE)})"
                 )
             inputs = tuple(n for n in asked if n in MADE and n not in NOT_MADE)
-            made = registry.Entry(self.name, "token", fn, inputs, tolerance={})
-            base = registry.entry("grpo") if "advantages" in inputs else None
-            fields = frozenset(inputs) | frozenset(base.inputs if base else ())
-            self.plan = calling.Plan(made, base, fn, options, fields)
+            self.plan = calling.plan_for(fn, self.name, "token", inputs, options)
         self.guard = guard
 
     def __call__(self, fields: dict[str, Any]) -> Tensor:
