@@ -224,7 +224,7 @@ def main(argv: list[str]) -> int:
     for t in args.tasks:
         for a in args.arms:
             results.setdefault(t, {}).setdefault(a, [])
-    start = time.monotonic()
+    start, done = time.monotonic(), 0
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     for seed in seeds:  # seed-major: a partial experiment covers every arm
         for task in args.tasks:
@@ -240,7 +240,7 @@ def main(argv: list[str]) -> int:
                 kept = [r for r in results[task][arm] if r["seed"] != seed]
                 results[task][arm] = sorted([*kept, rec], key=lambda r: int(r["seed"]))
                 (args.out_path / "metrics.json").write_text(json.dumps(results, indent=1))
-                done = sum(len(r) for t in results.values() for r in t.values())
+                done += 1  # this command's runs (results also holds earlier commands')
                 total = args.seeds * len(args.tasks) * len(args.arms)
                 left = (time.monotonic() - start) / done * (total - done)
                 print(f"[{done}/{total} runs] {task} {arm} seed {seed}; ~{left / 60:.0f} min left",
