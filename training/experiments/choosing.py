@@ -46,11 +46,15 @@ def cell(v: list[float]) -> str:
 
 def status(real: dict[str, Any]) -> str:
     done, planned = real["finished_runs"], real["planned_runs"]
+    counts = {e["seeds"] for t in real["summary"].values() for e in t.values()}
+    caveat = "" if len(counts) < 2 else ("; arms with different seed counts are measured on "
+        "different held-out sets (each seed draws its own prompts), so compare an arm with its "
+        "own before, or arms with equal seeds")  # fmt: skip
     if done >= planned:
-        return f"complete: all {planned} runs finished"
+        return f"complete: all {planned} runs finished{caveat}"
     return (
         f"**partial**: {done} of the {planned} planned runs had finished when this was generated "
-        "(the runs go seed by seed; an arm's seed count is in its row)"
+        f"(the runs go seed by seed; an arm's seed count is in its row){caveat}"
     )
 
 
