@@ -30,6 +30,7 @@ import shutil
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -132,6 +133,11 @@ def _child(copy: Path, tests: list[str], write_bytecode: bool) -> None:
                 (copy / CHILD_FAILED).write_text(f"collecting {report.nodeid}")
 
     try:
+        import advest  # noqa: F401  as advest's pytest plugin would, but with a known status
+    except Exception:  # the mutant breaks importing advest: every user's import fails
+        traceback.print_exc()
+        os._exit(2)  # pytest's "interrupted", as a module that raises at collection
+    try:
         # hypothesis is preloaded, so pytest cannot rewrite its plugin's asserts: harmless
         quiet = "ignore::pytest.PytestAssertRewriteWarning"
         skip = [arg for check in REPOSITORY_CHECKS for arg in ("--deselect", check)]
@@ -141,8 +147,6 @@ def _child(copy: Path, tests: list[str], write_bytecode: bool) -> None:
         args = ["-x", "-q", "-p", "no:randomly", *plugin, "-W", quiet, *skip, *tests]
         code = int(pytest.main(args, [FirstFailure()]))
     except BaseException:
-        import traceback
-
         traceback.print_exc()
         code = 3
     os._exit(code)
