@@ -81,7 +81,7 @@ def _where(row: int, lead: tuple[int, ...]) -> str:
     for size in reversed(lead):
         index.append(row % size)
         row //= size
-    return f"row {tuple(reversed(index))} ("
+    return f"row ({', '.join(map(str, reversed(index)))}"  # the caller adds ", token t)"
 
 
 def pool_hidden(

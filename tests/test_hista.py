@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 from itertools import product
 
@@ -637,3 +638,17 @@ def test_pooling_takes_any_leading_shape_a_single_rollout_included() -> None:
         assert torch.equal(alone, batch[b, g, :m]) and not bool(batch[b, g, m:].any())
     with pytest.raises(ValueError, match=r"hidden must have shape \[\.\.\., T, D\]"):
         pool_hidden(hidden[0, 0, 0], mask[0, 0], 2)
+
+
+@pytest.mark.parametrize("where", [(1, 2, 3), (0, 1, 2), (1, 0, 0)])
+def test_a_non_finite_state_in_another_layout_is_named_by_its_full_index(
+    where: tuple[int, int, int],
+) -> None:
+    """``pool_hidden`` names a bad state of a ``[B, G, ...]`` batch by group and sample; of any
+    other leading shape (here ``[2, 3, 4, T, D]``) by its index, which must be the right one."""
+    gen = torch.Generator().manual_seed(6)
+    hidden = torch.randn(2, 3, 4, 5, 2, generator=gen, dtype=torch.float64)
+    mask = torch.ones(2, 3, 4, 5, dtype=torch.bool)
+    hidden[(*where, 1, 0)] = math.nan
+    with pytest.raises(ValueError, match=re.escape(f"in row ({where[0]}, {where[1]}, {where[2]}, token 1)")):
+        pool_hidden(hidden, mask, 2)

@@ -94,6 +94,12 @@ def test_log_probabilities_and_sums_of_squared_probabilities_are_probabilities()
     s2 = r.sum_pi_squared.double()
     assert bool((s2 >= low - 1e-6).all()) and bool((s2 <= high + 1e-6).all())
     assert float((s2 - low).max()) > 0.1 and float((high - s2).max()) > 0.1  # spread out, too
+    # and the rest's share spans its whole range, down to the even spread 1/(V - 1) = 1/15
+    wide = synthetic(8, 8, 16)
+    q = wide.logprobs.double().exp()
+    share = (wide.sum_pi_squared.double() - q**2) / (1 - q) ** 2
+    share = share[q < 0.9]  # where (1 - p)^2 is large enough to read the share from float32
+    assert 1 / 15 - 1e-3 < float(share.min()) < 1 / 15 + 0.02 and float(share.max()) > 0.9
     assert bool((r.entropy >= 0).all())
 
 
