@@ -39,7 +39,9 @@ def _check_parts(reward_parts: object) -> Tensor:
         raise ValueError(
             f"reward_parts must have shape [B, G, R]; got shape {tuple(reward_parts.shape)}"
         )
-    _, G, R = reward_parts.shape
+    B, G, R = reward_parts.shape
+    if B == 0:  # the batch-level normalisation has no batch to pool (as the reference)
+        raise ValueError("reward_parts needs at least one group; got B=0")
     if G == 0 or R == 0:
         raise ValueError(
             f"reward_parts has shape {tuple(reward_parts.shape)}: each group needs >= 1 sample "

@@ -51,6 +51,25 @@ def test_empty_groups_raise_value_error(row: Row) -> None:
             _ref(row, [], 1)
 
 
+# estimators whose definition pools over groups, so that a batch of none has no value: they
+# refuse B = 0 by name; every other estimator maps no groups to no advantages
+POOLS_GROUPS = {"ebpo", "james_stein", "grpo_batch_std", "reinforce_pp", "gdpo"}
+
+
+@pytest.mark.parametrize("row", CATALOGUE, ids=lambda r: r.id)
+def test_a_batch_of_no_groups_is_refused_by_name_or_gives_no_advantages(row: Row) -> None:
+    rewards, k = torch.zeros(0, 4, dtype=torch.float64), _k(row, 4)
+    if row.id.split("[")[0] in POOLS_GROUPS:
+        with pytest.raises(ValueError, match=r"needs at least (one group|2 groups).*; got B=0"):
+            _fast(row, rewards, k)
+        with pytest.raises(ValueError, match=r"needs at least (one group|2 groups).*; got B=0"):
+            row.call_reference([], k, [] if row.needs_lengths else None)
+    else:
+        out = _fast(row, rewards, k)
+        assert isinstance(out, torch.Tensor) and out.shape == (0, 4) and out.dtype == rewards.dtype
+        assert row.call_reference([], k, [] if row.needs_lengths else None) == []
+
+
 @pytest.mark.parametrize("row", CATALOGUE, ids=lambda r: r.id)
 @pytest.mark.parametrize("shape", [(4,), (2, 3, 4), ()])
 def test_wrong_rank_raises_value_error(row: Row, shape: tuple[int, ...]) -> None:
