@@ -650,5 +650,6 @@ def test_a_non_finite_state_in_another_layout_is_named_by_its_full_index(
     hidden = torch.randn(2, 3, 4, 5, 2, generator=gen, dtype=torch.float64)
     mask = torch.ones(2, 3, 4, 5, dtype=torch.bool)
     hidden[(*where, 1, 0)] = math.nan
-    with pytest.raises(ValueError, match=re.escape(f"in row ({where[0]}, {where[1]}, {where[2]}, token 1)")):
+    named = ", ".join(map(str, where))
+    with pytest.raises(ValueError, match=re.escape(f"in row ({named}, token 1)")):
         pool_hidden(hidden, mask, 2)

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from advest.training.experiments.real_report import bootstrap, bootstrap_all, level_off, write
+from advest.training.experiments.real_report import (
+    bootstrap,
+    bootstrap_all,
+    level_off,
+    on_common_seeds,
+    summarise_results,
+    write,
+)
 
 
 def test_the_bootstrap_interval_is_of_the_mean_over_prompts() -> None:
@@ -143,3 +150,22 @@ def test_a_second_command_adds_its_runs_to_the_same_experiment(tmp_path: Path) -
     assert len(planned_runs(union)) == 7
     with pytest.raises(SystemExit, match="other settings"):
         real.earlier(tmp_path, config(["grpo"], 1, 0, lr=2e-4))
+
+
+def test_arms_are_compared_on_the_seeds_all_of_them_have() -> None:
+    """An arm run with more seeds than another is cut to the shared ones for comparison: each
+    seed draws its own held-out prompts, so pooling other seeds compares other prompts."""
+    record = {"samples": 4, "group_size": 8, "seconds_per_step": 1.0, "train_pass1": [0.1] * 5}
+    grpo = [{**record, "seed": s, "before": [0, 0], "after": [s, s]} for s in (2, 0, 1)]
+    hista = [{**record, "seed": 0, "before": [0, 0], "after": [4, 0]}]
+    results = {
+        "chain_sum": {"grpo": grpo, "hista": hista},
+        "gsm": {"grpo": [{**record, "seed": 1, "before": [0, 0], "after": [1, 1]}], "empty": []},
+    }  # fmt: skip
+    cut, seeds = on_common_seeds(results)
+    assert seeds == {"chain_sum": [0], "gsm": [1]}
+    assert [r["seed"] for r in cut["chain_sum"]["grpo"]] == [0] and cut["gsm"]["empty"] == []
+    compared = summarise_results(cut)["chain_sum"]
+    assert compared["grpo"]["seeds"] == 1 and compared["grpo"]["after"][0][0] == 0.0
+    assert compared["hista"]["after"][0][0] == pytest.approx(0.5)
+    assert summarise_results(results)["chain_sum"]["grpo"]["after"][0][0] == pytest.approx(0.25)

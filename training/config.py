@@ -161,7 +161,8 @@ def validate(cfg: RLConfig) -> None:
     if cfg.max_prompt_tokens is not None and cfg.max_prompt_tokens < 1:
         raise ConfigError(f"--max_prompt_tokens must be at least 1; got {cfg.max_prompt_tokens}")
     _ranges(cfg)
-    if eval_sizes(cfg)[0] > 0 and eval_sizes(cfg)[1] < 1:
+    held_prompts, held_samples = eval_sizes(cfg)
+    if held_prompts > 0 and held_samples < 1:
         raise ConfigError(
             f"--eval_samples must be at least 1 when --eval_prompts > 0; got {cfg.eval_samples} "
             "(or set --eval_prompts 0 / --no_eval to skip the evaluation)"
@@ -187,7 +188,7 @@ def validate(cfg: RLConfig) -> None:
         context = check_model(cfg.model, cfg.max_new_tokens)
     check_task(
         cfg.data, cfg.data_options, cfg.data_size, cfg.reward,
-        held=eval_sizes(cfg)[0] if cfg.eval_data is None else 0, seed=cfg.seed,
+        held=held_prompts if cfg.eval_data is None else 0, seed=cfg.seed,
     )  # fmt: skip
     if cfg.data is not None and not tasks.is_task(cfg.data):
         _check_data(cfg)

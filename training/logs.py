@@ -152,10 +152,12 @@ def step_bar(keys: tuple[str, ...]) -> Any:
                                  refresh=False)  # fmt: skip
             self.bar.update(int(getattr(module, "rollout_step", 0)) - self.bar.n)
             if self.bar.n >= self.bar.total:  # closed before the "after" evaluation's lines
-                self.bar.close()
-                self.bar = None
+                self._close()
 
-        def on_train_end(self, trainer: Any, module: Any) -> None:
+        def on_train_end(self, trainer: Any, module: Any) -> None:  # a run stopped early
+            self._close()
+
+        def _close(self) -> None:
             if self.bar is not None:
                 self.bar.close()
                 self.bar = None

@@ -108,6 +108,19 @@ def summarise_results(results: Results) -> dict[str, Any]:
     return out
 
 
+def on_common_seeds(results: Results) -> tuple[Results, dict[str, list[int]]]:
+    """Each task's runs cut to the seeds every one of its arms has, and those seeds: arms
+    compared on the same held-out prompts (each seed draws its own) and the same start."""
+    cut: Results = {}
+    seeds: dict[str, list[int]] = {}
+    for task, arms in results.items():
+        have = [{int(r["seed"]) for r in runs} for runs in arms.values() if runs]
+        shared = sorted(set.intersection(*have)) if have else []
+        cut[task] = {a: [r for r in runs if int(r["seed"]) in shared] for a, runs in arms.items()}
+        seeds[task] = shared
+    return cut, seeds
+
+
 def cell(v: list[float]) -> str:
     return f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
 
