@@ -50,6 +50,20 @@ def test_registry_returns_the_module_function_and_lists_names_on_a_miss() -> Non
         registry.get("maxpoo")
 
 
+def test_the_registrys_largest_k_is_the_top_of_the_catalogues_k_values() -> None:
+    """``Entry.k_max`` (from ``K_MAX_OFFSET``) and the catalogue's K values (written apart)
+    agree for every estimator with a K domain and every group size, K = G's included."""
+    domains = {row.name: row.k_domain for row in CATALOGUE if row.k_domain is not None}
+    assert {"k<=n", "k<=n-1", "k=n"} <= set(domains.values())  # every domain is exercised
+    for row in CATALOGUE:
+        if row.k_domain is not None:
+            e = registry.entry(row.name)
+            assert e.k_range == row.k_domain
+            assert [e.k_max(n) for n in range(2, 10)] == [
+                max(row.k_values(n)) for n in range(2, 10)
+            ]
+
+
 def test_registry_refuses_duplicates() -> None:
     with pytest.raises(ValueError, match="registered twice"):
         registry.register("maxpo", k_range="k<=n-1", tolerance={})(lambda r, k: r)
