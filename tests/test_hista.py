@@ -545,6 +545,26 @@ def test_chunks_stay_within_the_budget_and_the_plan_counts_them(
     )
 
 
+def test_the_plan_of_a_small_case_counts_every_tensor_each_stage_allocates() -> None:
+    """A worked example, tensor by tensor from ``fast/hista.py``: B = 3, G = 2, T = 8, D = 4,
+    w = 4 in float32 (4 bytes), so M = 2 blocks per rollout, N = G·M = 4, and the default
+    budget takes every group and every row in one chunk."""
+    plan = memory_plan(3, 2, 8, 4, w=4, dtype=torch.float32)
+    assert plan["blocks"] == 3 * 2 * 2 * 4 * 4  # blocks [B, G, M, D]
+    # pooling, all 6 rollouts at once: buffer [6, M·w, D], block sums and means [6, M, D]
+    assert plan["pool_chunk"] == 6 * 8 * 4 * 4 + 2 * 6 * 2 * 4 * 4
+    assert plan["distance_chunk"] == (
+        3 * 4 * 4 * 4  # centred blocks [B, N, D]
+        + 3 * 4 * 4 * 4  # Gram slice [B, N, N]
+        + 3 * 4 * 2 * 4 * 4  # nearest blocks [B, N, G, D]
+        + 3 * 4 * 2 * (3 * 4 + 8)  # minima, distances, ... [B, N, G] and their int64 indices
+        + 3 * 4 * 2 * 4  # the row minima of every group [B, N, G]
+    )
+    assert plan["values"] == 12 * 3 * 2 * 2 * 2 * 8  # a dozen float64 [B, G, M, G]
+    assert plan["tokens"] == 4 * 3 * 2 * 8 * 8  # four float64 / int64 [B, G, T]
+    assert plan["peak"] == plan["blocks"] + plan["values"]  # the largest stage here
+
+
 def test_bad_input_raises_clear_errors() -> None:
     hidden, mask, r = _pack([EXAMPLE, EXAMPLE])
     bad = hidden.clone()
