@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,20 @@ def test_the_default_rows_carry_the_scale_the_registry_declares() -> None:
     for name, scale in declared.items():
         k = 1 if registry.entry(name).k_range is None else 2
         assert pg_scale(name, 4, 2) == float(scale(4, k)), name
+
+
+def test_a_row_is_declared_rational_exactly_when_its_reference_is_exact() -> None:
+    """``Claims.rational`` (exact comparison with the reference) against what the reference
+    returns: on small integer rewards whose spread has an irrational square root, an exact
+    rational estimator's denominators stay far below 10^40 (a few products of small numbers),
+    and one that divides by a standard deviation gives its 60-digit approximation's."""
+    batch = [[Fraction(v) for v in g] for g in ([0, 1, 1, 0, 1], [2, 0, 1, 1, 1])]
+    for row in CATALOGUE:
+        if row.name == "chen_passk":  # binary rewards only
+            groups = [[Fraction(v) for v in g] for g in ([0, 1, 1, 0, 1], [1, 0, 0, 0, 1])]
+        else:
+            groups = batch
+        lengths = [[1, 2, 3, 2, 1]] * 2 if row.needs_lengths else None
+        out = row.call_reference(groups, row.k_values(5)[0], lengths)
+        exact = max(Fraction(v).denominator for g in out for v in g) < 10**40
+        assert exact == row.rational, (row.id, row.rational, out[0][0])

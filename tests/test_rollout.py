@@ -86,6 +86,8 @@ def test_log_probabilities_and_sums_of_squared_probabilities_are_probabilities()
     r = synthetic(B, G, T)
     assert bool(r.logprobs.isfinite().all()) and bool((r.logprobs <= 0).all())
     assert bool((r.logprobs < 0).any())  # not a policy that is certain of every token
+    # near-certain tokens and unlikely ones alike: log-probabilities spread over (-3, 0]
+    assert float(r.logprobs.max()) > -0.3 and -3 <= float(r.logprobs.min()) < -2.7
     # Σ_v π(v)² of a distribution over the V = 16 ids (3 special, 13 characters) that gives the
     # sampled token p: at least p² + (1 − p)²/(V − 1) (the rest spread evenly), at most
     # p² + (1 − p)² (the rest on one id), so never below p² (what OTB's callers check) nor above 1

@@ -21,6 +21,7 @@ from advest import fast
 from advest.fast import registry
 from advest.oracle.catalogue import CATALOGUE, Row
 from advest.oracle.catalogue import tolerance_entry as entry
+from advest.spec.tolerances import output_floor
 from tests.checks import assert_matches_reference, evaluate, rounded
 
 Batch = list[list[Fraction]]
@@ -232,3 +233,11 @@ def test_a_float32_group_baseline_without_shift_or_widening_is_rejected_at_1e3(r
     batch = large_offset_batch(row, torch.float32)
     with no_group_shift(row, torch.float32) as mutant:
         assert any(_rejected(mutant, torch.float32, batch, k) for k in _ks(row)), row.id
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
+def test_the_absolute_floor_is_the_smallest_subnormal_of_the_dtype(dtype: torch.dtype) -> None:
+    """Every bound carries ``output_floor``: the gap between 0 and the next number up."""
+    zero = torch.zeros((), dtype=dtype)
+    smallest = float(torch.nextafter(zero, torch.ones((), dtype=dtype)))
+    assert output_floor(dtype) == smallest > 0
