@@ -14,7 +14,7 @@ import advest.fast.group
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
 from advest.fast import registry
-from advest.oracle.catalogue import CATALOGUE, FAMILIES, HISTORY_CATALOGUE, TOKEN_CATALOGUE
+from advest.oracle.catalogue import CATALOGUE, FAMILIES, HISTORY_CATALOGUE, TOKEN_CATALOGUE, Row
 
 SPEC = Path(__file__).parents[1] / "spec"
 
@@ -151,3 +151,48 @@ def test_a_row_is_declared_rational_exactly_when_its_reference_is_exact() -> Non
         out = row.call_reference(groups, row.k_values(5)[0], lengths)
         exact = max(Fraction(v).denominator for g in out for v in g) < 10**40
         assert exact == row.rational, (row.id, row.rational, out[0][0])
+
+
+@pytest.mark.parametrize("row", CATALOGUE, ids=lambda r: r.id)
+def test_the_smallest_group_a_row_declares_is_the_smallest_both_implementations_accept(
+    row: Row,
+) -> None:
+    """``Claims.min_n`` (with the K domain: K <= N - 1 needs N >= 2) against behaviour: a group
+    of that size is accepted, one sample fewer is refused with a ValueError."""
+    smallest = max(row.min_n, 2 if row.k_domain == "k<=n-1" else 1)
+
+    def call(n: int, impl: str) -> object:
+        groups = [[Fraction(v) for v in (1, 0, 1, 0, 1)[:n]] for _ in range(max(2, row.min_b))]
+        k = (
+            row.k_values(smallest)[0]
+            if n == smallest
+            else max(1, min(row.k_values(smallest)[0], n))
+        )
+        if impl == "reference":
+            return row.call_reference(
+                groups, k, [[1] * n] * len(groups) if row.needs_lengths else None
+            )
+        rewards = torch.tensor([[float(v) for v in g] for g in groups], dtype=torch.float64)
+        lengths = torch.ones(rewards.shape, dtype=torch.long) if row.needs_lengths else None
+        return row.call_fast(rewards, k, lengths)
+
+    for impl in ("reference", "fast"):
+        call(smallest, impl)
+        if smallest > 1:
+            with pytest.raises(ValueError):
+                call(smallest - 1, impl)
+
+
+# The estimators spec/*.md says give exact zeros on constant groups (spec/group.md, maxk.md,
+# maxrl.md, gdpo.md), written apart from the registry: the property test that backs those
+# sentences (test_properties.py::test_degenerate_groups_give_exact_zeros) picks its rows by the
+# flag, so a flag dropped in a declaration would silently stop checking the spec's claim.
+SPEC_EXACT_ZEROS = {
+    "grpo", "dr_grpo", "rloo", "grpo_batch_std", "reinforce_pp", "gdpo", "opo", "maxpo",
+    "canonical", "bagirov_centered", "bagirov_zscore", "chen_passk", "maxrl",
+}  # fmt: skip
+
+
+def test_every_estimator_the_spec_says_gives_exact_zeros_on_flat_groups_claims_it() -> None:
+    claimed = {row.name for row in CATALOGUE if row.exact_zero_on_flat and not row.options}
+    assert claimed == SPEC_EXACT_ZEROS

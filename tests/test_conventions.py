@@ -18,6 +18,7 @@ from scipy.special import comb
 
 from advest import fast
 from advest.reference import maxk as reference_maxk
+from advest.spec import conventions
 
 
 def passk_training_calc_adv(val: np.ndarray, k: int) -> np.ndarray:
@@ -104,3 +105,13 @@ def test_verls_whitening_refuses_any_other_eps_or_ddof(eps: float, ddof: int) ->
     check_verl_whiten("reinforce_pp", 1e-6, 1)  # verl's own: accepted
     with pytest.raises(ValueError, match="whitens with verl's fixed"):
         check_verl_whiten("reinforce_pp", eps, ddof)
+
+
+def test_each_convention_check_returns_the_convention_it_was_given() -> None:
+    """The checks return the convention as its Literal type, for callers that branch on it."""
+    for name in ("advest", "verl-0.9.1"):
+        assert conventions.check_convention(name, "grpo") == name
+    for name in ("advest", "passk_training@00474d7"):
+        assert conventions.check_passk_convention(name, True) == name
+    for name in ("advest", "skyrl-0.4.0"):
+        assert conventions.check_maxrl_convention(name) == name

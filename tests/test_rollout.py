@@ -101,7 +101,8 @@ def test_log_probabilities_and_sums_of_squared_probabilities_are_probabilities()
     q = wide.logprobs.double().exp()
     share = (wide.sum_pi_squared.double() - q**2) / (1 - q) ** 2
     share = share[q < 0.9]  # where (1 - p)^2 is large enough to read the share from float32
-    assert 1 / 15 - 1e-3 < float(share.min()) < 1 / 15 + 0.02 and float(share.max()) > 0.9
+    assert 1 / 15 - 1e-3 < float(share.min()) < 1 / 15 + 0.02
+    assert 0.98 < float(share.max()) <= 1 + 1e-6  # up to all of the rest on one id
     assert bool((r.entropy >= 0).all())
 
 
