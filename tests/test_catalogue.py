@@ -196,3 +196,27 @@ SPEC_EXACT_ZEROS = {
 def test_every_estimator_the_spec_says_gives_exact_zeros_on_flat_groups_claims_it() -> None:
     claimed = {row.name for row in CATALOGUE if row.exact_zero_on_flat and not row.options}
     assert claimed == SPEC_EXACT_ZEROS
+
+
+@pytest.mark.parametrize("row", CATALOGUE, ids=lambda r: r.id)
+def test_the_fewest_groups_a_row_declares_is_the_fewest_both_implementations_accept(
+    row: Row,
+) -> None:
+    """``Claims.min_b`` against behaviour: a batch of that many groups is accepted, one group
+    fewer (while at least one) is refused with a ValueError naming the count."""
+    n = max(row.min_n, 3)
+    k = row.k_values(n)[0]
+
+    def call(b: int, impl: str) -> object:
+        groups = [[Fraction(v) for v in (1, 0, 1)[:n]] + [Fraction(0)] * (n - 3)] * b
+        if impl == "reference":
+            return row.call_reference(groups, k, [[1] * n] * b if row.needs_lengths else None)
+        rewards = torch.tensor([[float(v) for v in g] for g in groups], dtype=torch.float64)
+        lengths = torch.ones(rewards.shape, dtype=torch.long) if row.needs_lengths else None
+        return row.call_fast(rewards, k, lengths)
+
+    for impl in ("reference", "fast"):
+        call(row.min_b, impl)
+        if row.min_b > 1:
+            with pytest.raises(ValueError, match=f"got B={row.min_b - 1}"):
+                call(row.min_b - 1, impl)

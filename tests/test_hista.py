@@ -538,6 +538,11 @@ def test_chunks_stay_within_the_budget_and_the_plan_counts_them(
     groups, row_chunk = _distance_chunks(b, g * m, g, d, 4, CHUNK_BYTES)
     assert groups == 1 or groups * g * m * d * 4 <= CHUNK_BYTES // 2
     assert row_chunk == 1 or groups * row_chunk * (g * m + g * d) * 4 <= CHUNK_BYTES // 2
+    # and as large as the budget allows: one more rollout, group or row would not fit
+    assert rows * m * 16 * d * 4 <= CHUNK_BYTES < (rows + 1) * m * 16 * d * 4 or rows == 1
+    assert groups == b or (groups + 1) * g * m * d * 4 > CHUNK_BYTES // 2
+    per_row = groups * ((g * m + g * d) * 4 + 2 * g * 8)
+    assert row_chunk == g * m or (row_chunk + 1) * per_row > CHUNK_BYTES // 2
     plan = memory_plan(b, g, t, d)
     assert plan["blocks"] == b * g * m * d * 4
     assert plan["peak"] == plan["blocks"] + max(
@@ -673,3 +678,15 @@ def test_a_non_finite_state_in_another_layout_is_named_by_its_full_index(
     named = ", ".join(map(str, where))
     with pytest.raises(ValueError, match=re.escape(f"in row ({named}, token 1)")):
         pool_hidden(hidden, mask, 2)
+
+
+def test_the_block_width_defaults_to_16() -> None:
+    """``w`` left out is 16 (spec/hista.md), for hidden states and for blocks pooled with it."""
+    gen = torch.Generator().manual_seed(7)
+    hidden = torch.randn(2, 3, 40, 4, generator=gen, dtype=torch.float64)
+    mask = torch.ones(2, 3, 40, dtype=torch.bool)
+    r = torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]], dtype=torch.float64)
+    default = fast_hista(hidden, mask, r)
+    assert torch.equal(default, fast_hista(hidden, mask, r, w=16))
+    assert not torch.equal(default, fast_hista(hidden, mask, r, w=15))
+    assert torch.equal(fast_hista(pool_hidden(hidden, mask), mask, r), default)
