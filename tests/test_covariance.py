@@ -288,3 +288,6 @@ def test_bad_input_raises_clear_errors() -> None:
         fast_cw(lp, torch.zeros(2, 3), mask.double() * 2)
     with pytest.raises(ValueError, match="no valid tokens"):
         ref_cw([[], []], [1.0, 0.0])
+    for shape in ((2, 3), (2, 3, 4, 1)):  # a rank other than 3, below or above
+        with pytest.raises(ValueError, match=r"logprobs must have shape \[B, G, T\]; got \("):
+            fast_cw(torch.zeros(shape), torch.zeros(2, 3), torch.ones(shape, dtype=torch.bool))

@@ -319,8 +319,16 @@ def test_bad_input_is_refused_naming_the_argument() -> None:
             r"reward_parts must have shape \[B, G, R\]",
         ),
         ({"reward_parts": torch.zeros(2, 3, 2, dtype=torch.long)}, TypeError, "floating-point"),
-        ({"reward_parts": torch.zeros(2, 0, 2)}, ValueError, "each group needs >= 1 sample"),
-        ({"reward_parts": torch.zeros(2, 3, 0)}, ValueError, "each sample >= 1 reward"),
+        (
+            {"reward_parts": torch.zeros(2, 0, 2)},
+            ValueError,
+            r"reward_parts has shape \(2, 0, 2\): each group needs >= 1 sample",
+        ),
+        (
+            {"reward_parts": torch.zeros(2, 3, 0)},
+            ValueError,
+            r"reward_parts has shape \(2, 3, 0\): each group .* each sample >= 1 reward",
+        ),
         (
             {"reward_parts": torch.tensor([[[0.0], [float("nan")]]])},
             ValueError,

@@ -610,6 +610,9 @@ def test_bad_input_raises_clear_errors() -> None:
         fast_hista(pooled, mask, r, w=3)
     with pytest.raises(ValueError, match="M >= 3"):
         fast_hista(Pooled(pooled.blocks[:, :, :2], 2), mask, r)
+    for fewer in (pooled.blocks[:1], pooled.blocks[:, :3]):  # fewer groups, fewer samples
+        with pytest.raises(ValueError, match=r"with \[B, G\] = \(2, 4\) and M >= 3"):
+            fast_hista(Pooled(fewer, 2), mask, r)
     nan_blocks = pooled.blocks.clone()
     nan_blocks[0, 3, 0, 1] = math.nan
     with pytest.raises(
@@ -690,3 +693,16 @@ def test_the_block_width_defaults_to_16() -> None:
     assert torch.equal(default, fast_hista(hidden, mask, r, w=16))
     assert not torch.equal(default, fast_hista(hidden, mask, r, w=15))
     assert torch.equal(fast_hista(pool_hidden(hidden, mask), mask, r), default)
+
+
+def test_pooling_rollouts_without_valid_tokens_gives_no_blocks() -> None:
+    """M = ceil(max L / w) = 0 when no row has a valid token (and for an empty batch)."""
+    hidden = torch.randn(2, 3, 5, 4, dtype=torch.float64)
+    assert pool_hidden(hidden, torch.zeros(2, 3, 5, dtype=torch.bool), 2).blocks.shape == (
+        2,
+        3,
+        0,
+        4,
+    )
+    empty = pool_hidden(hidden[:0], torch.zeros(0, 3, 5, dtype=torch.bool), 2)
+    assert empty.blocks.shape == (0, 3, 0, 4) and empty.w == 2

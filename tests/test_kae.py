@@ -561,6 +561,9 @@ def test_inconsistent_checkpoints_are_refused() -> None:
     refused("int >= 1", iteration=0)
     with pytest.raises(ValueError, match="exactly the keys"):
         KAE(h=2.0).load_state_dict({k: v for k, v in good.items() if k != "visit_sums"})
+    for saved, loading in (("triangular", "exponential"), ("exponential", "triangular")):
+        with pytest.raises(ValueError, match=f"kernel='{saved}'; this KAE has h=2.0, kernel="):
+            KAE(h=2.0, kernel=loading).load_state_dict({**good, "kernel": saved})
     restored = KAE(h=2.0)
     restored.load_state_dict(good)
     assert restored.state_dict()["visit_sums"].tolist() == good["visit_sums"].tolist()

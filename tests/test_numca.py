@@ -365,6 +365,9 @@ def test_bad_input_raises_clear_errors() -> None:
         ref_numca([text, text], [spans, [(0, 99)]], [1, 0])
     with pytest.raises(ValueError, match="mask leaves group 0 without valid tokens"):
         ref_numca(["1 ", "2 "], [[], []], [1, 0])
+    for texts_n, offsets_n in ((3, 2), (2, 3), (1, 2), (2, 1)):  # more or fewer than rewards
+        with pytest.raises(ValueError, match=f"texts has {texts_n} and offsets {offsets_n} "):
+            ref_numca([text] * texts_n, [spans] * offsets_n, [1, 0])
     with pytest.raises(ValueError, match="non-finite value"):
         ref_numca([text, text], [spans, spans], [1, float("nan")])
     with pytest.raises(ValueError, match="G >= 2"):
