@@ -666,6 +666,8 @@ def test_pooling_takes_any_leading_shape_a_single_rollout_included() -> None:
         assert torch.equal(alone, batch[b, g, :m]) and not bool(batch[b, g, m:].any())
     with pytest.raises(ValueError, match=r"hidden must have shape \[\.\.\., T, D\]"):
         pool_hidden(hidden[0, 0, 0], mask[0, 0], 2)
+    with pytest.raises(ValueError, match=r"D >= 1; got torch.Size\(\[2, 3, 5, 0\]\)"):
+        pool_hidden(hidden[..., :0], mask, 2)  # no hidden dimensions
 
 
 @pytest.mark.parametrize("where", [(1, 2, 3), (0, 1, 2), (1, 0, 0)])

@@ -212,6 +212,8 @@ def test_shrinkage_peers_reject_bad_input(name: str) -> None:
         ref([[0, 1, 1], [0, 1, math.nan]])
     with pytest.raises(ValueError, match="rewards group 1 has 2 samples but group 0 has 3"):
         ref([[0, 1, 1], [0, 1]])
+    with pytest.raises(ValueError, match="rewards group 1 has 3 samples but group 0 has 2"):
+        ref([[0, 1], [0, 1, 1]])
     for eps in (-1.0, math.inf, math.nan):
         with pytest.raises(ValueError, match=f"{name} needs a finite eps >= 0"):
             ref([[0, 1], [1, 1]], eps=eps)
