@@ -82,8 +82,10 @@ def report(folder: Path) -> int:
     total = sum(float(str(r["seconds"])) for r in every)
     print(f"\n{runs} mutant runs in {total:.0f} s of test runs, checks of the unmutated copy "
           f"included: {total / max(runs, 1):.1f} s per mutant")  # fmt: skip
-    errors = [k for k, r in done.items() if r.get("outcome") == "error"]
-    print(f"harness errors (left out of the score): {len(errors)}")
+    # of the planned mutants (an earlier draw's keys may linger in the results file)
+    planned = {str(m["key"]) for p in plan for m in p["mutants"]}  # type: ignore[attr-defined]
+    errors = [k for k, r in done.items() if r.get("outcome") == "error" and k in planned]
+    print(f"harness errors of planned mutants (left out of the score): {len(errors)}")
     for key in errors:
         print(f"  ERROR `{key}`")
     print(f"open survivors: {len(open_survivors)}")
