@@ -13,6 +13,7 @@ import advest.fast.group
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
 from advest.oracle.catalogue import CATALOGUE, Row
+from advest.reference import group as reference_group
 
 
 def _ref(row: Row, group: list[object], k: int) -> object:
@@ -144,6 +145,9 @@ def test_lengths_must_match_rewards_in_shape_device_and_be_positive() -> None:
         fast.group.opo(rewards, [[1, 1, 1], [1, 1, 1]])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="lengths has a non-finite value in group 0"):
         fast.group.opo(rewards, torch.tensor([[1.0, math.nan, 1.0], [1.0, 1.0, 1.0]]))
+    for n in (2, 4):  # the reference: fewer or more lengths than rewards
+        with pytest.raises(ValueError, match=f"lengths has {n} entries but rewards has 3"):
+            reference_group.opo([0, 1, 1], [1] * n)
     if torch.cuda.is_available():
         with pytest.raises(ValueError, match="lengths is on cuda"):
             fast.group.opo(rewards, torch.ones(2, 3, device="cuda"))

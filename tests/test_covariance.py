@@ -284,8 +284,9 @@ def test_bad_input_raises_clear_errors() -> None:
         fast_cw(lp.long(), torch.zeros(2, 3), mask)
     with pytest.raises(ValueError, match="scope must be"):
         fast_cw(lp, torch.zeros(2, 3), mask, scope="token")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="mask must be boolean or hold only 0 and 1"):
-        fast_cw(lp, torch.zeros(2, 3), mask.double() * 2)
+    for scale in (2.0, 0.5, -1.0):  # above 1, between 0 and 1, below 0
+        with pytest.raises(ValueError, match="mask must be boolean or hold only 0 and 1"):
+            fast_cw(lp, torch.zeros(2, 3), mask.double() * scale)
     with pytest.raises(ValueError, match="no valid tokens"):
         ref_cw([[], []], [1.0, 0.0])
     for shape in ((2, 3), (2, 3, 4, 1)):  # a rank other than 3, below or above

@@ -568,6 +568,8 @@ def test_the_plan_of_a_small_case_counts_every_tensor_each_stage_allocates() -> 
     assert plan["values"] == 12 * 3 * 2 * 2 * 2 * 8  # a dozen float64 [B, G, M, G]
     assert plan["tokens"] == 4 * 3 * 2 * 8 * 8  # four float64 / int64 [B, G, T]
     assert plan["peak"] == plan["blocks"] + plan["values"]  # the largest stage here
+    empty = memory_plan(3, 2, 0, 4, w=4, dtype=torch.float32)  # responses of no tokens
+    assert empty["blocks"] == empty["pool_chunk"] == empty["values"] == empty["tokens"] == 0
 
 
 def test_bad_input_raises_clear_errors() -> None:
@@ -603,8 +605,9 @@ def test_bad_input_raises_clear_errors() -> None:
         fast_hista(hidden[:, :, :4], mask, r)
     with pytest.raises(TypeError, match="floating-point"):
         fast_hista(hidden.long(), mask, r)
-    with pytest.raises(ValueError, match="mask must be boolean or hold only 0 and 1"):
-        fast_hista(hidden, mask.double() * 2, r)
+    for scale in (2.0, 0.5, -1.0):  # above 1, between 0 and 1, below 0
+        with pytest.raises(ValueError, match="mask must be boolean or hold only 0 and 1"):
+            fast_hista(hidden, mask.double() * scale, r)
     pooled = pool_hidden(hidden, mask, 2)
     with pytest.raises(ValueError, match="pooled with w=2 but w=3"):
         fast_hista(pooled, mask, r, w=3)
@@ -708,3 +711,18 @@ def test_pooling_rollouts_without_valid_tokens_gives_no_blocks() -> None:
     )
     empty = pool_hidden(hidden[:0], torch.zeros(0, 3, 5, dtype=torch.bool), 2)
     assert empty.blocks.shape == (0, 3, 0, 4) and empty.w == 2
+
+
+def test_the_first_bad_rollout_is_named_and_an_overflow_is_told_from_a_non_finite_state() -> None:
+    hidden, mask, r = _pack([EXAMPLE, EXAMPLE])
+    bad = hidden.clone()
+    bad[0, 3, 1, 0] = math.nan  # the first bad rollout (flattened order) ...
+    bad[1, 2, 3, 0] = math.nan  # ... and a later one
+    with pytest.raises(ValueError, match=r"non-finite value in group 0 \(sample 3, token 1\)"):
+        fast_hista(bad, mask, r, w=2)
+    big = hidden.float().clone()
+    big[1, 0, :2, 0] = 3e38  # finite, but the block sum overflows float32
+    with pytest.raises(
+        ValueError, match=r"hidden overflows torch.float32 when pooled in group 1 \(sample 0\)"
+    ):
+        pool_hidden(big, mask, 2)
