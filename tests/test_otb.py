@@ -523,3 +523,24 @@ def test_bad_input_raises_clear_errors(change: dict[str, float], error: type, ma
             torch.tensor([lp])[..., :1],
             torch.tensor([s2]),
         )
+
+
+def test_with_no_epsilon_a_position_without_weight_has_no_baseline() -> None:
+    """eps = 0 and a policy certain of every token (π = 1, Σπ² = 1, so every weight
+    1 − 2π + Σπ² is 0): B_t = 0/0 is taken as 0, so A = R at every valid token, in both."""
+    rewards = [1.0, 0.0, 0.5]
+    mask = [[1, 1, 0], [1, 1, 1], [1, 0, 0]]
+    zeros = [[0.0] * 3 for _ in rewards]
+    ones = [[1.0] * 3 for _ in rewards]
+    exact = ref.optimal_token_baseline(rewards, mask, zeros, ones, eps=0.0, zero_tail=False)
+    want = [[Fraction(r) * m for m in row] for r, row in zip(rewards, mask, strict=True)]
+    assert exact == want
+    out = fst.optimal_token_baseline(
+        torch.tensor([rewards], dtype=torch.float64),
+        torch.tensor([mask], dtype=torch.bool),
+        torch.zeros(1, 3, 3, dtype=torch.float64),
+        torch.ones(1, 3, 3, dtype=torch.float64),
+        eps=0.0,
+        zero_tail=False,
+    )
+    assert out[0].tolist() == [[float(v) for v in row] for row in want]
