@@ -19,8 +19,9 @@ from advest import fast, reference
 from advest.fast import registry
 from advest.fast.kae import KAE
 from advest.oracle.catalogue import tolerance_entry as entry
+from advest.reference._exact import std
+from advest.reference.kae import EPS, kae_group, kernel_weight
 from advest.reference.kae import KAE as RefKAE
-from advest.reference.kae import kae_group, kernel_weight
 from advest.spec.bandit import expected_estimate, gradient
 
 TOL = entry("kae", torch.float64)
@@ -67,13 +68,15 @@ def _close(
     want: list[list[Fraction]],
     seen: list[float],
     tol: float = TOL.rel,
+    divided_by: Fraction = Fraction(1),
 ) -> None:
-    """|fast − exact| <= tol · max(spread, max |A|) + offset_rel · max|r| (spec/tolerances.py:
-    KAE's history holds raw sums, the one documented use of max|r|). ``seen``: every reward the
-    baselines can have used (this call's and the history's)."""
+    """|fast − exact| <= tol · max(spread, max |A|) + offset_rel · max|r| / ``divided_by``
+    (spec/tolerances.py: KAE's history holds raw sums, the one documented use of max|r|; an
+    error of the raw advantages, so divided by what ``normalize="batch"`` divides them by).
+    ``seen``: every reward the baselines can have used (this call's and the history's)."""
     spread = max(seen) - min(seen)
     scale = max([spread] + [abs(float(w)) for row in want for w in row])
-    offset = TOL.offset_rel * max(abs(x) for x in seen)
+    offset = TOL.offset_rel * max(abs(x) for x in seen) / float(divided_by)
     for b, row in enumerate(want):
         for g, w in enumerate(row):
             err = abs(float(got[b, g]) - float(w))
@@ -147,19 +150,31 @@ def test_fast_equals_reference_over_random_runs(
     """The fast per-visit aggregates (I, n, s) agree with the reference's individual rewards.
 
     ``normalize="batch"`` divides by std + 1e-6 without re-centring, which amplifies A's common
-    part up to 1e6-fold when the spread is tiny; a spread below float64 resolution (subnormal
-    rewards) is zero for fast and not for the exact reference, so those runs are left out there.
+    part up to 1e6-fold when the spread is tiny, and the history's offset error with it (so the
+    offset allowance is divided by the same std + 1e-6); a spread below float64 resolution
+    (subnormal rewards, or advantages that differ by less than 1e-9 of their size) is zero for
+    fast and not for the exact reference, so those runs are left out there.
     """
     tiny = any(0 < abs(x) < 1e-9 for _, rs in steps for row in rs for x in row)
     assume(normalize == "none" or not tiny)
     kae = KAE(h=h, kernel=kernel, normalize=normalize)  # type: ignore[arg-type]
     ref = RefKAE(h=h, kernel=kernel, normalize=normalize)
+    raw = RefKAE(h=h, kernel=kernel)  # the same run unnormalised: what "batch" divides by
     seen: list[float] = []
     for ids, rewards in steps:
         seen += [x for row in rewards for x in row]
         got = kae(_ids(ids), _tensor(rewards))
         want = ref(ids, rewards)
-        _close(got, want, seen)
+        flat = [a for row in raw(ids, rewards) for a in row]
+        spread = len(flat) >= 2 and max(flat) != min(flat) and normalize == "batch"
+        # "batch" decides "no spread" by exact equality, which is ill-conditioned where the
+        # exact spread is within twice the raw advantages' own error bound (tiny baselines'
+        # weights, the 1e6 offsets' rounding, or equal advantages that round apart): an open
+        # defect (spec/kae.md), pinned by test_batch_normalisation_leaves_equal_advantages_...
+        raw_bound = TOL.rel * max([max(seen) - min(seen)] + [abs(float(a)) for a in flat])
+        raw_bound += TOL.offset_rel * max(abs(x) for x in seen)
+        assume(normalize == "none" or len(flat) < 2 or max(flat) - min(flat) > 2 * raw_bound)
+        _close(got, want, seen, divided_by=std(flat, 1) + EPS if spread else Fraction(1))
         assert kae.cold_start_count == ref.cold_start_count
         assert kae.iteration == ref.iteration
     known = sorted(ref.history)
@@ -567,3 +582,17 @@ def test_inconsistent_checkpoints_are_refused() -> None:
     restored = KAE(h=2.0)
     restored.load_state_dict(good)
     assert restored.state_dict()["visit_sums"].tolist() == good["visit_sums"].tolist()
+
+
+@pytest.mark.xfail(strict=True, reason="open defect (spec/kae.md): fast's no-spread test is exact")
+def test_batch_normalisation_leaves_equal_advantages_that_round_apart_alone() -> None:
+    """Two cold-start and warm responses whose exact advantages are both −1: the reference
+    leaves them alone (no spread), but fast's baseline 3·w/w rounds to 3 + 1 ulp, so its
+    advantages differ by an ulp and ``normalize="batch"`` divides them by ~1e-6 (−1e6 each).
+    Found by the mutation run's hypothesis draws (2026-11-27); strict: it fails once mended."""
+    fast_kae, ref = KAE(h=0.5, normalize="batch"), RefKAE(h=0.5, normalize="batch")
+    steps = [([0], [[0.0]]), ([0], [[3.0]]), ([1, 0], [[-1.0], [2.0]])]
+    for ids, rewards in steps:
+        got, want = fast_kae(_ids(ids), _tensor(rewards)), ref(ids, rewards)
+    assert want == [[Fraction(-1)], [Fraction(-1)]]
+    assert torch.allclose(got, torch.tensor([[-1.0], [-1.0]], dtype=torch.float64))
