@@ -45,3 +45,14 @@ def test_an_estimator_output_of_another_shape_is_refused_naming_it() -> None:
     source = {"rewards": torch.zeros(2, 3), "mask": torch.ones(2, 3, 4, dtype=torch.bool)}
     with pytest.raises(ValueError, match=r"estimator output has shape \(2, 1\); want \[B, G\]"):
         odd.advantages(source)
+
+
+def test_lengths_come_from_the_mask_unless_the_source_has_them() -> None:
+    """OPO weighs by response length: a source without ``lengths`` gets the mask's counts."""
+    rewards = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    mask = torch.tensor([[[1, 1, 1], [1, 0, 0]]], dtype=torch.bool)
+    opo = calling.plan("opo")
+    from_mask = opo.per_sample({"rewards": rewards, "mask": mask})
+    given = opo.per_sample({"rewards": rewards, "mask": mask, "lengths": torch.tensor([[1, 1]])})
+    # baseline Σ l r / Σ l: 3/4 from the mask's lengths (3, 1), 1/2 from the given (1, 1)
+    assert from_mask.tolist() == [[0.25, -0.75]] and given.tolist() == [[0.5, -0.5]]

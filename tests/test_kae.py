@@ -596,3 +596,9 @@ def test_batch_normalisation_leaves_equal_advantages_that_round_apart_alone() ->
         got, want = fast_kae(_ids(ids), _tensor(rewards)), ref(ids, rewards)
     assert want == [[Fraction(-1)], [Fraction(-1)]]
     assert torch.allclose(got, torch.tensor([[-1.0], [-1.0]], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.complex64])
+def test_prompt_ids_of_a_non_integer_dtype_are_refused(dtype: torch.dtype) -> None:
+    with pytest.raises(TypeError, match=r"prompt_ids must be an integer tensor \(int64\)"):
+        KAE()(torch.ones(2, dtype=dtype), torch.zeros(2, 3))
