@@ -52,15 +52,13 @@ def test_empty_groups_raise_value_error(row: Row) -> None:
             _ref(row, [], 1)
 
 
-# estimators whose definition pools over groups, so that a batch of none has no value: they
-# refuse B = 0 by name; every other estimator maps no groups to no advantages
-POOLS_GROUPS = {"ebpo", "james_stein", "grpo_batch_std", "reinforce_pp", "gdpo"}
-
-
 @pytest.mark.parametrize("row", CATALOGUE, ids=lambda r: r.id)
 def test_a_batch_of_no_groups_is_refused_by_name_or_gives_no_advantages(row: Row) -> None:
+    """An estimator whose groups' outputs depend on each other (``batch_coupled``: it pools over
+    groups) has no value for a batch of none and refuses it by name; every other maps no groups
+    to no advantages."""
     rewards, k = torch.zeros(0, 4, dtype=torch.float64), _k(row, 4)
-    if row.id.split("[")[0] in POOLS_GROUPS:
+    if row.batch_coupled:
         with pytest.raises(ValueError, match=r"needs at least (one group|2 groups).*; got B=0"):
             _fast(row, rewards, k)
         with pytest.raises(ValueError, match=r"needs at least (one group|2 groups).*; got B=0"):

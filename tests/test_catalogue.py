@@ -160,27 +160,24 @@ def test_the_smallest_group_a_row_declares_is_the_smallest_both_implementations_
     """``Claims.min_n`` (with the K domain: K <= N - 1 needs N >= 2) against behaviour: a group
     of that size is accepted, one sample fewer is refused with a ValueError."""
     smallest = max(row.min_n, 2 if row.k_domain == "k<=n-1" else 1)
-
-    def call(n: int, impl: str) -> object:
-        groups = [[Fraction(v) for v in (1, 0, 1, 0, 1)[:n]] for _ in range(max(2, row.min_b))]
-        k = (
-            row.k_values(smallest)[0]
-            if n == smallest
-            else max(1, min(row.k_values(smallest)[0], n))
-        )
-        if impl == "reference":
-            return row.call_reference(
-                groups, k, [[1] * n] * len(groups) if row.needs_lengths else None
-            )
-        rewards = torch.tensor([[float(v) for v in g] for g in groups], dtype=torch.float64)
-        lengths = torch.ones(rewards.shape, dtype=torch.long) if row.needs_lengths else None
-        return row.call_fast(rewards, k, lengths)
-
+    k = row.k_values(smallest)[0]
+    b = max(2, row.min_b)
     for impl in ("reference", "fast"):
-        call(smallest, impl)
+        _call(row, impl, b, smallest, k)
         if smallest > 1:
             with pytest.raises(ValueError):
-                call(smallest - 1, impl)
+                _call(row, impl, b, smallest - 1, min(k, smallest - 1))
+
+
+def _call(row: Row, impl: str, b: int, n: int, k: int) -> object:
+    """``row``'s reference or fast estimator on ``b`` groups of ``n`` alternating 0/1 rewards
+    (1 first), every response one token long."""
+    groups = [[Fraction(1 - i % 2) for i in range(n)] for _ in range(b)]
+    if impl == "reference":
+        return row.call_reference(groups, k, [[1] * n] * b if row.needs_lengths else None)
+    rewards = torch.tensor([[float(v) for v in g] for g in groups], dtype=torch.float64)
+    lengths = torch.ones(rewards.shape, dtype=torch.long) if row.needs_lengths else None
+    return row.call_fast(rewards, k, lengths)
 
 
 # The estimators spec/*.md says give exact zeros on constant groups (spec/group.md, maxk.md,
@@ -207,16 +204,8 @@ def test_the_fewest_groups_a_row_declares_is_the_fewest_both_implementations_acc
     n = max(row.min_n, 3)
     k = row.k_values(n)[0]
 
-    def call(b: int, impl: str) -> object:
-        groups = [[Fraction(v) for v in (1, 0, 1)[:n]] + [Fraction(0)] * (n - 3)] * b
-        if impl == "reference":
-            return row.call_reference(groups, k, [[1] * n] * b if row.needs_lengths else None)
-        rewards = torch.tensor([[float(v) for v in g] for g in groups], dtype=torch.float64)
-        lengths = torch.ones(rewards.shape, dtype=torch.long) if row.needs_lengths else None
-        return row.call_fast(rewards, k, lengths)
-
     for impl in ("reference", "fast"):
-        call(row.min_b, impl)
+        _call(row, impl, row.min_b, n, k)
         if row.min_b > 1:
             with pytest.raises(ValueError, match=f"got B={row.min_b - 1}"):
-                call(row.min_b - 1, impl)
+                _call(row, impl, row.min_b - 1, n, k)

@@ -34,7 +34,7 @@ def real(out: Path, dest: Path) -> None:
         print(f"{out}: no run has finished yet; docs/results/real.json is left as it is")
         return
     summary = real_report.write(out)
-    common, shared = real_report.on_common_seeds(json.loads((out / "metrics.json").read_text()))
+    common, seeds = real_report.on_common_seeds(json.loads((out / "metrics.json").read_text()))
     config = json.loads((out / "config.json").read_text())
     planned = len(planned_runs(config))
     finished = sum(e["seeds"] for arms in summary.values() for e in arms.values())
@@ -51,7 +51,7 @@ def real(out: Path, dest: Path) -> None:
         "summary": summary,
         # rankings and the best arm compare arms on the seeds all of them have
         "compared": {t: a for t, a in real_report.summarise_results(common).items() if a},
-        "compared_seeds": shared,
+        "compared_seeds": seeds,
     }
     (dest / "real.json").write_text(json.dumps(record, indent=1) + "\n")
     shutil.copyfile(out / "passk.png", dest.parent / "real_passk.png")
