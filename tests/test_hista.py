@@ -271,14 +271,26 @@ def test_constant_returns_give_zero_advantages_exactly(group: Group, c: float) -
 
 
 @given(group=groups(), w=st.integers(1, 3), tau=st.sampled_from([0.3, 1.0]))
+@example(
+    group=(
+        [[], [[-2.0, -2.0]], [[-2.0, -2.0]] * 2 + [[3.0, -2.0], [-2.0, -2.0]], [], [[1.0, -2.0]]],
+        [-1.0, 0.5, 0.0, 0.0, 0.5],
+    ),
+    w=1,
+    tau=0.3,
+)
 def test_baseline_lies_between_the_other_returns(group: Group, w: int, tau: float) -> None:
     rollouts, rewards = group
     exact = state_values(rollouts, rewards, w=w, tau_scale=tau)
     fast = _values(group, w, tau)
+    # the exact V̂ is a convex combination of the other returns and stays inside them; fast's is
+    # a float one, recovered as R − A, so it may pass them by a few ulps of the returns' size
+    # (found: 0.5000000000000002 against a largest other return of 0.5)
+    slack = 4 * len(rewards) * 2**-52 * max(abs(x) for x in rewards)
     for i in range(len(rewards)):
         others = [Fraction(x) for j, x in enumerate(rewards) if j != i]
         assert all(min(others) <= v <= max(others) for v in exact[i])
-        assert all(float(min(others)) <= v <= float(max(others)) for v in fast[i])
+        assert all(float(min(others)) - slack <= v <= float(max(others)) + slack for v in fast[i])
 
 
 @given(group=groups(), new=st.sampled_from([-7.0, 0.0, 100.0]), data=st.data())
