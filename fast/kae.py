@@ -103,10 +103,10 @@ class KAE:
 
     def __init__(
         self,
-        h: float = 0.25,
-        kernel: KernelName = "triangular",
-        normalize: Normalize = "none",
-        prune: bool = True,
+        h: float = KAEConfig.h,
+        kernel: KernelName = KAEConfig.kernel,
+        normalize: Normalize = KAEConfig.normalize,
+        prune: bool = KAEConfig.prune,
     ) -> None:
         h = float(h) if isinstance(h, int) and not isinstance(h, bool) else h
         self.config = KAEConfig(h, kernel, normalize, prune)
@@ -126,7 +126,7 @@ class KAE:
         B, G = rewards.shape
         i = self.iteration
         Z = rewards.to(torch.float64)
-        hn, hd = self._history_sums(ids, i)  # [B], [B]
+        hn, hd, habs, L = self._history_sums(ids, i)  # [B] each; L live visits at most
         S = Z.sum(dim=1, keepdim=True)  # [B, 1]
         den = hd[:, None] + (G - 1)  # [B, 1]; K(0) = 1 per other current sample
         cold = (den == 0).expand(B, G)
@@ -137,7 +137,12 @@ class KAE:
         self._append(ids, i, G, S[:, 0])
         self.iteration = i + 1
         if self.config.normalize == "batch":
-            A = _batch_normalized(A)
+            # A's rounding error: the sums' (G + L terms), the weights', the division's and
+            # the subtraction's, each a few ulps of what was summed (spec/kae.md)
+            size = (habs[:, None] + Z.abs().sum(dim=1, keepdim=True)) / torch.where(
+                cold, 1.0, den
+            ) + Z.abs()
+            A = _batch_normalized(A, 8 * (G + L + 2) * 2**-53 * float(size.max()))
         return A.to(rewards.dtype)
 
     def value(self, prompt_ids: Tensor) -> Tensor:
@@ -152,7 +157,7 @@ class KAE:
             raise ValueError(
                 f"prompt_ids[{b}] = {int(ids[b])} was never seen by this KAE (no history)"
             )
-        hn, hd = self._history_sums(ids, self.iteration)
+        hn, hd, _, _ = self._history_sums(ids, self.iteration)
         return torch.where(hd > 0, hn / torch.where(hd > 0, hd, 1.0), 0.0)
 
     # -- history -------------------------------------------------------------------------------
@@ -165,19 +170,22 @@ class KAE:
             return torch.exp(-dist / width)
         return torch.where(dist >= width, 0.0, 1 - dist / width)
 
-    def _history_sums(self, ids: Tensor, i: int) -> tuple[Tensor, Tensor]:
-        """hn = Σ K(u)·s and hd = Σ K(u)·n over each group's live visits, ``[B]`` each."""
+    def _history_sums(self, ids: Tensor, i: int) -> tuple[Tensor, Tensor, Tensor, int]:
+        """hn = Σ K(u)·s, hd = Σ K(u)·n and Σ K(u)·|s| over each group's live visits, ``[B]``
+        each, and the most live visits a group has."""
         B = ids.numel()
         zeros = torch.zeros(B, dtype=torch.float64, device=ids.device)
         if self._pid.numel() == 0:
-            return zeros, zeros.clone()
+            return zeros, zeros.clone(), zeros.clone(), 0
         lo = torch.searchsorted(self._pid, ids)
         hi = torch.searchsorted(self._pid, ids, right=True)
         if self.config.kernel == "triangular":
             lo = lo + self._dead_prefix(lo, hi, i)
         idx, valid = _ragged(lo, hi)  # [B, L]
         w = torch.where(valid, self._weights(self._iter[idx], i), 0.0)
-        return (w * self._sum[idx]).sum(dim=1), (w * self._count[idx]).sum(dim=1)
+        s = self._sum[idx]
+        hn, hd, habs = (w * s).sum(dim=1), (w * self._count[idx]).sum(dim=1), (w * s.abs()).sum(1)
+        return hn, hd, habs, idx.shape[1]
 
     def _dead_prefix(self, lo: Tensor, hi: Tensor, i: int) -> Tensor:
         """``[B]``: how many of each segment's oldest rows have weight 0 at iteration i (they are
@@ -262,9 +270,12 @@ def _ragged(lo: Tensor, hi: Tensor) -> tuple[Tensor, Tensor]:
     return idx, valid
 
 
-def _batch_normalized(A: Tensor) -> Tensor:
-    """A/(std over the call, ddof 1, + 1e-6); unchanged with < 2 responses or no spread."""
-    if A.numel() < 2 or bool(A.amax() == A.amin()):
+def _batch_normalized(A: Tensor, rounding: float) -> Tensor:
+    """A/(std over the call, ddof 1, + 1e-6); unchanged with < 2 responses or no spread: a
+    spread within ``rounding`` (a bound on A's rounding error) is none, since advantages that
+    are exactly equal come out an ulp or so apart (a baseline 3·w/w rounds to 3 + 1 ulp), and
+    dividing those by ~1e-6 would turn an exact 0 spread into a 1e6-fold scaling."""
+    if A.numel() < 2 or bool(A.amax() - A.amin() <= rounding):
         return A
     c = A - A.mean()
     std = torch.sqrt((c**2).sum() / (A.numel() - 1))

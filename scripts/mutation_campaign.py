@@ -296,7 +296,12 @@ def _start(copy: Path) -> None:
 
 
 def work(
-    packages: list[str], size: int, seed: int, retry_survivors: bool, only: list[str] | None
+    packages: list[str],
+    size: int,
+    seed: int,
+    retry_survivors: bool,
+    only: list[str] | None,
+    shard: tuple[int, int] = (1, 1),
 ) -> int:
     """Run every planned mutant that has no result for its module's drawn source."""
     plan = _plan(packages, size, seed)
@@ -312,7 +317,8 @@ def work(
     checks = Checks(copy)
     try:
         _start(copy)
-        todo = _todo(plan, copy, retry_survivors)
+        k, n_shards = shard  # worker k of n takes every n-th mutant (one results folder each)
+        todo = _todo(plan, copy, retry_survivors)[k - 1 :: n_shards]
         for n, m in enumerate(todo, 1):
             fields = {k: m[k] for k in ("module", "operator", "occurrence", "line", "before")}
             mutant = Mutant(**fields, after=str(m["after"]))  # type: ignore[arg-type]
@@ -351,6 +357,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--redraw", action="store_true", help="draw anew (sources changed)")
     parser.add_argument("--results", type=Path, default=None, help="plan and results folder")
+    parser.add_argument(
+        "--shard",
+        default="1/1",
+        help="K/N: run every N-th mutant from the K-th, so that N workers (one per core, each "
+        "with its own --results folder holding the same plan) share one package's draw",
+    )
     args = parser.parse_args(argv)
     global RESULTS
     RESULTS = (args.results or RESULTS).resolve()
@@ -359,7 +371,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.redraw:
         (RESULTS / "plan.json").unlink(missing_ok=True)
     packages = args.package or list(mutation._config()["packages"])  # type: ignore[call-overload]
-    return work(packages, args.per_package, args.seed, args.retry_survivors, args.tests)
+    k, _, n = str(args.shard).partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        parser.error(f"--shard must be K/N with 1 <= K <= N; got {args.shard!r}")
+    shard = (int(k), int(n))
+    return work(packages, args.per_package, args.seed, args.retry_survivors, args.tests, shard)
 
 
 if __name__ == "__main__":
