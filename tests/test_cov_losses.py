@@ -389,6 +389,12 @@ def test_bad_input_raises_clear_errors() -> None:
         fast_kl(lp, lp, adv, mask, kl_cov_fraction=0.2 * 100)  # a PRIME percentage, not a fraction
     with pytest.raises(ValueError, match="kl_cov_coef must be >= 0"):
         fast_kl(lp, lp, adv, mask, kl_cov_coef=-1.0)
+    # the boundary is allowed: β = 0 selects tokens but penalises none (the loss is −Aρ alone)
+    zero_coef = fast_kl(lp + 0.5, lp, adv, mask, kl_cov_fraction=0.5, kl_cov_coef=0.0)
+    assert bool(zero_coef.selected.any())
+    torch.testing.assert_close(
+        zero_coef.loss, fast_kl(lp + 0.5, lp, adv, mask, kl_cov_fraction=0.0).loss
+    )
     with pytest.raises(ValueError, match="clip_cov_ratio must be a fraction"):
         fast_clip(lp, lp, adv, mask, generator=gen, clip_cov_ratio=-0.1)
     with pytest.raises(ValueError, match="clip_cov_lb must be finite"):

@@ -261,8 +261,10 @@ def test_weights_are_detached_and_scale_the_base_gradient_per_token() -> None:
 def test_bad_input_raises_clear_errors() -> None:
     lp = torch.zeros(2, 3, 4)
     mask = torch.ones(2, 3, 4, dtype=torch.bool)
-    with pytest.raises(ValueError, match=r"advantages must have shape \[B, G\] or \[B, G, T\]"):
-        fast_cw(lp, torch.zeros(2, 4), mask)
+    # wider, narrower and fewer dimensions than [B, G] = (2, 3): each named, none broadcast
+    for shape in ((2, 4), (2, 2), (2,), (2, 3, 5)):
+        with pytest.raises(ValueError, match=r"advantages must have shape \[B, G\] or \[B, G, T"):
+            fast_cw(lp, torch.zeros(shape), mask)
     with pytest.raises(ValueError, match="mask has shape"):
         fast_cw(lp, torch.zeros(2, 3), mask[:, :, :2])
     empty = mask.clone()

@@ -6,6 +6,7 @@ import math
 import re
 from fractions import Fraction
 from itertools import product
+from pathlib import Path
 
 import pytest
 import torch
@@ -25,6 +26,8 @@ from advest.fast.hista import hista as fast_hista
 from advest.oracle.catalogue import tolerance
 from advest.reference.hista import _weights, block_distances, min_distance, pool, state_values
 from advest.reference.hista import hista as ref_hista
+
+ROOT = Path(__file__).resolve().parents[1]
 
 Rollouts = list[list[list[float]]]  # [G][L_i][d]
 Group = tuple[Rollouts, list[float]]
@@ -666,6 +669,42 @@ def test_a_chunk_is_the_most_rollouts_whose_buffers_fit_the_budget(gather_elt: i
     per_row = m * w * d * 4 + t * d * gather_elt
     rows = _pool_rows(m, w, t, d, 4, gather_elt, budget)
     assert rows * per_row <= budget < (rows + 1) * per_row
+
+
+def test_the_default_chunk_budget_is_the_one_the_spec_states() -> None:
+    """spec/hista.md gives fast's ``chunk_bytes`` default in MiB; both entry points take it."""
+    import inspect
+
+    stated = re.search(r"`chunk_bytes` \((\d+) MiB", (ROOT / "spec" / "hista.md").read_text())
+    assert stated, "spec/hista.md no longer states the chunk budget"
+    assert int(stated.group(1)) << 20 == CHUNK_BYTES
+    for entry in (fast_hista, pool_hidden):
+        assert inspect.signature(entry).parameters["chunk_bytes"].default == CHUNK_BYTES
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.float64])
+def test_pool_hidden_budgets_a_gathered_copy_in_the_input_dtype_only_for_holed_masks(
+    dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunk rule's inputs as ``pool_hidden`` passes them: the float buffer's element size
+    (float32, or float64 for float64 states) and, for a mask that is not a prefix (left
+    padding), the gathered copy's, that of the hidden states' own dtype; 0 for right padding."""
+    import advest.fast.hista as fast_module
+
+    seen: list[tuple[int, int]] = []
+
+    def spy(m: int, w: int, t: int, d: int, elt: int, gather_elt: int, budget: int) -> int:
+        seen.append((elt, gather_elt))
+        return _pool_rows(m, w, t, d, elt, gather_elt, budget)
+
+    monkeypatch.setattr(fast_module, "_pool_rows", spy)
+    hidden = torch.ones(1, 2, 5, 3, dtype=dtype)
+    right = torch.tensor([[[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]], dtype=torch.bool)
+    pool_hidden(hidden, right, 2)
+    pool_hidden(hidden, right.flip(-1), 2)  # left padding: not a prefix
+    size = torch.finfo(dtype).bits // 8
+    elt = 8 if dtype == torch.float64 else 4
+    assert seen == [(elt, 0), (elt, size)]
 
 
 def test_pooling_takes_any_leading_shape_a_single_rollout_included() -> None:

@@ -600,6 +600,19 @@ def test_batch_normalisation_leaves_equal_advantages_that_round_apart_alone() ->
     assert torch.allclose(got, torch.tensor([[-1.0], [-1.0]], dtype=torch.float64))
 
 
+def test_batch_normalisation_bounds_rounding_by_the_history_not_only_the_rewards() -> None:
+    """Two prompts whose baselines are the same history mean, 2500000.7, reached by different
+    weights, and rewards of 0: the exact advantages are equal, fast's an ulp of 2.5e6 apart
+    (4.7e-10). The rounding bound must grow with the history's sums (Σ K·|s|), not only with
+    the call's rewards, which here are 0."""
+    big = 2500000.7
+    fast_kae, ref = KAE(h=2.0, normalize="batch"), RefKAE(h=2.0, normalize="batch")
+    for ids, rewards in [([0, 1], [[big], [big]]), ([0], [[big]]), ([0, 1], [[0.0], [0.0]])]:
+        got, want = fast_kae(_ids(ids), _tensor(rewards)), ref(ids, rewards)
+    assert want[0] == want[1] == [-Fraction(big)]
+    assert got.tolist() == [[pytest.approx(-big, rel=1e-15)]] * 2
+
+
 @pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.complex64])
 def test_prompt_ids_of_a_non_integer_dtype_are_refused(dtype: torch.dtype) -> None:
     with pytest.raises(TypeError, match=r"prompt_ids must be an integer tensor \(int64\)"):

@@ -159,6 +159,21 @@ def test_fast_equals_reference_and_groups_are_isolated(
     assert bool((out[~mask] == 0).all())  # padding
 
 
+@pytest.mark.parametrize("rewards", [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]], ids=["correct", "wrong"])
+def test_a_side_of_one_token_in_all_gets_its_frequencies_from_that_one_token(
+    rewards: list[float],
+) -> None:
+    """One side's responses hold one token in all (l_t or l_f = 1): its frequencies are
+    count / 1, the smallest length the clamps in fast's term-frequency part leave alone (a
+    clamp to 2 there went unseen by the random groups, whose sides hold more tokens)."""
+    rollouts = [[3], [3, 4, 5], [4, 4]]
+    ids, mask, r = _pack([(rollouts, rewards)], 3)
+    got = _valid(fast_ktae(ids, mask, r, tf=True)[0], rollouts)
+    want = ref_ktae(rollouts, rewards, tf=True)
+    for row_got, row_ref in zip(got, want, strict=True):
+        assert row_got == pytest.approx(row_ref, abs=1e-9)
+
+
 @given(grp=groups())
 def test_swapping_correct_and_incorrect_negates_every_advantage(
     grp: tuple[Rollouts, list[float]],

@@ -341,7 +341,8 @@ def test_bad_input_raises_clear_errors() -> None:
         fast_numca(texts, bad, mask, r)
     with pytest.raises(ValueError, match="offsets must have shape"):
         fast_numca(texts, offsets[:, :3], mask[:, :3], r)
-    with pytest.raises(ValueError, match="mask must have shape"):
+    b, g, t, _ = offsets.shape  # the message names the [B, G, T] the mask must have
+    with pytest.raises(ValueError, match=rf"mask must have shape \[B, G, T\] = \({b}, {g}, {t}\)$"):
         fast_numca(texts, offsets, mask[..., :4], r)
     with pytest.raises(ValueError, match="offsets is on meta but rewards is on cpu"):
         fast_numca(texts, offsets.to("meta"), mask, r)

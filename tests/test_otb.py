@@ -516,13 +516,14 @@ def test_bad_input_raises_clear_errors(change: dict[str, float], error: type, ma
             torch.tensor([s2]),
             eps=eps,
         )
-    with pytest.raises(ValueError, match="shape"):
-        fst.optimal_token_baseline(
-            torch.tensor([rewards]),
-            torch.tensor([mask]),
-            torch.tensor([lp])[..., :1],
-            torch.tensor([s2]),
-        )
+    # log-probs one token shorter and one token longer than the mask: both named
+    for wrong in (torch.tensor([lp])[..., :1], torch.nn.functional.pad(torch.tensor([lp]), (0, 1))):
+        with pytest.raises(
+            ValueError, match=r"logprobs must have shape \[B, G, T\] .* the mask's T"
+        ):
+            fst.optimal_token_baseline(
+                torch.tensor([rewards]), torch.tensor([mask]), wrong, torch.tensor([s2])
+            )
 
 
 def test_with_no_epsilon_a_position_without_weight_has_no_baseline() -> None:

@@ -38,7 +38,9 @@ def _pairs() -> list[tuple[str, str, object, object]]:
             continue  # a reference-only module (closed forms): nothing mirrors it
         for name, fn in vars(reference).items():
             mirror = getattr(fast, name, None)
-            if inspect.isfunction(fn) and fn.__module__ == reference.__name__ and mirror:
+            # functions, and classes by their constructors (KAE's h, kernel, normalize)
+            mirrored = inspect.isfunction(fn) or inspect.isclass(fn)
+            if mirrored and fn.__module__ == reference.__name__ and mirror:
                 pairs.append((info.name, name, fn, mirror))
     return pairs
 
