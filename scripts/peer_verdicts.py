@@ -303,11 +303,10 @@ def render(strict: bool = True) -> str:
                 needed.add((key, column))
                 reason = REASONS.get((key, column), "MISSING")
                 why.append(f"- `{shown}`, {COLUMNS[column]}: {reason}")
-    missing = sorted(k for k in needed if k not in REASONS)
-    stale = sorted(k for k in REASONS if k not in needed)
-    if strict and (missing or stale):
-        raise ValueError(f"REASONS: no reason for {missing}; reasons for no 'no': {stale}")
-    from token_verdicts import token_section  # scripts/ is the working directory (main)
+    from token_verdicts import check_reasons, token_section  # scripts/ is the working directory
+
+    if strict:
+        check_reasons("REASONS", REASONS, needed)
 
     return "\n".join(
         [

@@ -128,11 +128,18 @@ def token_section(strict: bool = True) -> list[str]:
                 needed.add((row, prop))
                 reason = TOKEN_REASONS.get((row, prop), "MISSING")
                 why.append(f"- `{row}`, {COLUMNS[prop]}: {reason}")
-    missing = sorted(k for k in needed if k not in TOKEN_REASONS)
-    stale = sorted(k for k in TOKEN_REASONS if k not in needed)
-    if strict and (missing or stale):
-        raise ValueError(f"TOKEN_REASONS: no reason for {missing}; reasons for no 'no': {stale}")
+    if strict:
+        check_reasons("TOKEN_REASONS", TOKEN_REASONS, needed)
     return [*TOKEN_INTRO, verdict_table(rows), "", '### Why each token-level "no"', "", *why, ""]
+
+
+def check_reasons(name: str, reasons: dict[tuple[str, str], str], needed: set[Any]) -> None:
+    """ValueError unless ``reasons`` (the table ``name``) gives a reason for exactly the
+    (row, column) cells that say "no": none missing, none left over from an older verdict."""
+    missing = sorted(k for k in needed if k not in reasons)
+    stale = sorted(k for k in reasons if k not in needed)
+    if missing or stale:
+        raise ValueError(f"{name}: no reason for {missing}; reasons for no 'no': {stale}")
 
 
 TOKEN_INTRO = [

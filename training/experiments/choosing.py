@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from advest.training.experiments.choosing_data import shared
+from advest.training.experiments.choosing_data import compared, shared
 from advest.training.experiments.choosing_facts import (
     ESTIMATORS,
     READS_MORE,
@@ -100,7 +100,7 @@ def ranking_lines(real: dict[str, Any]) -> list[str]:
     """Per task: the arms by pass@1 and by pass@64 after training, and the pairs whose order
     flips between the two with intervals that do not overlap at either k."""
     out = []
-    for task, arms in real.get("compared", real["summary"]).items():
+    for task, arms in compared(real).items():
         n = min(e["samples"] for e in arms.values())
         ks = [k for k in (1, 64) if k <= n]
         orders = {k: by_pass(arms, k) for k in ks}
@@ -129,7 +129,7 @@ def separation_lines(real: dict[str, Any], ref: str = "grpo") -> list[str]:
     """Per task and k ∈ {1, 8, 64}: the arms whose 95% interval after training lies above
     ``ref``'s, below it, or overlaps it (not separated)."""
     out = []
-    for task, arms in real.get("compared", real["summary"]).items():
+    for task, arms in compared(real).items():
         if ref not in arms:
             continue
         for k in (1, 8, 64):
@@ -241,7 +241,7 @@ def answer(data: dict[str, Any], rows: list[tuple[str, str]]) -> list[str]:
                 "has finished yet, so whether one beats `grpo`'s pass@8 on a real model is not "
                 "measured here.", "", "The evidence:", "",
                 *theory_lines(data, rows, pk)]  # fmt: skip
-    task, arms = next(iter(real.get("compared", real["summary"]).items()))
+    task, arms = next(iter(compared(real).items()))
     best = max(arms, key=lambda a: arms[a]["after"][7][0])
     tied = [a for a in arms if a != best and overlap(arms[a]["after"][7], arms[best]["after"][7])]
     e = arms[best]

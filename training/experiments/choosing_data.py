@@ -57,6 +57,13 @@ def real(out: Path, dest: Path) -> None:
     shutil.copyfile(out / "passk.png", dest.parent / "real_passk.png")
 
 
+def compared(real: dict[str, Any]) -> dict[str, Any]:
+    """Per task, the arms the page ranks: their results on the seeds every arm has
+    (``real["compared"]``), or the whole summary in a record written before that existed."""
+    found: dict[str, Any] = real.get("compared", real["summary"])
+    return found
+
+
 def shared(real: dict[str, Any]) -> str:
     """The seeds every arm has (``real["compared_seeds"]``), as the page says them."""
     seeds = sorted({s for task in real.get("compared_seeds", {}).values() for s in task})
