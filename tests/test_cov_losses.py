@@ -176,6 +176,22 @@ def test_clip_cov_zeroes_min_of_n_and_the_candidates_and_only_band_tokens_ppo_le
     torch.testing.assert_close(out.loss[keep], _vanilla(lp, lp_old, a, eps, eps)[keep])
 
 
+@pytest.mark.parametrize(("lb", "ub"), [(0.0, 1.0), (1.0, 5.0), (0.5, 1.5)])
+def test_clip_cov_band_is_open_at_both_ends(lb: float, ub: float) -> None:
+    """Every token's Cov is exactly 1 ((ℓ − ℓ̄) and (A − Ā) are ±1 together) and no token is
+    PPO-clipped (ρ = 1): a band with 1 at either end selects none of them, one with 1 inside
+    selects n = 1 (spec/covariance.md: clip_cov_lb < Cov < clip_cov_ub)."""
+    lp = torch.tensor([[[-1.0, -1.0], [-3.0, -3.0]]], dtype=torch.float64)
+    adv = torch.tensor([[2.0, 0.0]], dtype=torch.float64)
+    mask = torch.ones(1, 2, 2, dtype=torch.bool)
+    assert token_covariance(lp, adv[..., None].expand(1, 2, 2), mask).eq(1).all()
+    out = fast_clip(
+        lp, lp, adv, mask, generator=torch.Generator().manual_seed(0),
+        clip_cov_lb=lb, clip_cov_ub=ub,
+    )  # fmt: skip
+    assert int(out.selected.sum()) == (1 if lb < 1 < ub else 0)
+
+
 @given(pop=populations(), fraction=st.sampled_from([0.1, 0.3, 1.0]))
 def test_kl_cov_penalises_exactly_the_max_of_one_and_floor_k_n_top_covariance_tokens(
     pop: tuple[int, int, Ragged, Ragged, Ragged], fraction: float

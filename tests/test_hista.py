@@ -671,6 +671,16 @@ def test_a_chunk_is_the_most_rollouts_whose_buffers_fit_the_budget(gather_elt: i
     assert rows * per_row <= budget < (rows + 1) * per_row
 
 
+def test_a_distance_chunk_counts_each_rows_int64_indices() -> None:
+    """A row of a distance chunk holds its Gram slice [N] and nearest blocks [G, D] in the
+    compute dtype, plus 16 bytes per nearest block for their int64 indices (the rule's
+    2·G·8): with D = 1 that is most of a row, so 10 rows' worth of budget fits exactly 10."""
+    b, n, g, d, elt = 1, 64, 64, 1, 4
+    per_row = (n + g * d) * elt + 2 * g * 8  # 1536 bytes
+    groups, rows = _distance_chunks(b, n, g, d, elt, 2 * 10 * per_row)  # half for the rows
+    assert (groups, rows) == (1, 10)
+
+
 def test_the_default_chunk_budget_is_the_one_the_spec_states() -> None:
     """spec/hista.md gives fast's ``chunk_bytes`` default in MiB; both entry points take it."""
     import inspect
