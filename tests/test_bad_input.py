@@ -115,6 +115,9 @@ def test_chen_passk_rejects_non_binary_rewards_naming_group_and_sample() -> None
         ValueError, match=r"binary rewards \(exactly 0 or 1\); group 1 has 0.5 at sample 1"
     ):
         fast.maxk.chen_passk(rewards, 1)
+    # every reward above 1 (no 0 or 1 anywhere in the batch): still screened and refused
+    with pytest.raises(ValueError, match=r"binary rewards \(exactly 0 or 1\); group 0 has 2"):
+        fast.maxk.chen_passk(torch.tensor([[2.0, 3.0, 2.0]]), 1)
     import advest.reference.maxk as reference_maxk
 
     with pytest.raises(ValueError, match=r"binary rewards .* has 1/2 at sample 1"):

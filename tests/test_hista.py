@@ -614,8 +614,11 @@ def test_bad_input_raises_clear_errors() -> None:
     for tau in (0.0, -1.0, math.inf, math.nan):
         with pytest.raises(ValueError, match="finite tau_scale > 0"):
             fast_hista(hidden, mask, r, tau_scale=tau)
-    with pytest.raises(ValueError, match=r"mask must have shape \[B, G, T\]"):
+    b, g = r.shape  # the message names the shape it got, or the type of a mask not a tensor
+    with pytest.raises(ValueError, match=rf"\[B, G\] = \({b}, {g}\); got \({b}, 3, \d+\)"):
         fast_hista(hidden, mask[:, :3], r)
+    with pytest.raises(ValueError, match=r"mask must have shape .*; got <class 'list'>"):
+        fast_hista(hidden, mask.tolist(), r)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"hidden must have shape \[B, G, T, D\]"):
         fast_hista(hidden[:, :, :4], mask, r)
     with pytest.raises(TypeError, match="floating-point"):

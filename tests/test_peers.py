@@ -62,6 +62,17 @@ def test_james_stein_baseline_is_a_shrinkage_between_rloo_and_the_other_prompts_
         assert all(0 <= lam < 1 for lam in lams), lams
 
 
+def test_james_stein_is_accurate_for_a_prompt_far_from_others_that_agree() -> None:
+    """Prompt 0 lies 1e8 from three that nearly agree (to 5e-9 of the spread): its
+    Σ (μ_q − μ̄_{−0})² by Σd² − (B−1)·d̄² cancels every digit in float64, so fast sums that
+    row directly; within the catalogue's 1e-9 of the batch spread of the reference."""
+    batch = [[1e8, 1e8 + 1.0], [0.0, 0.0], [0.0, 0.0], [0.0, 1.0]]
+    want = rg.james_stein(batch, eps=0.0)
+    got = fg.james_stein(torch.tensor(batch, dtype=torch.float64), eps=0.0).tolist()
+    for row_got, row_want in zip(got, want, strict=True):
+        assert row_got == pytest.approx([float(w) for w in row_want], abs=1e-9 * (1e8 + 1))
+
+
 @given(batch=batches(2, 6, min_b=2, max_b=4))
 def test_james_stein_reduces_to_rloo_when_the_other_prompts_are_flat(batch: Batch) -> None:
     """v² = 0 ⇒ λ = 0: every prompt but the first flat gives the first one RLOO exactly."""
