@@ -60,6 +60,7 @@ def render() -> str:
             rows.append(f"| {bug.name} | {cite} | not expressible: {bug.why_not} |")
             continue
         diff = differences(bug)
+        assert bug.fixed is not None  # differences() checked both twins
         props = sorted({line.split(" [")[0].split(":")[0] for line in diff})
         caught = ", ".join(f"`{p}`" for p in props) if props else f"**none**: {bug.why_not}"
         rows.append(f"| {bug.name} | {cite} | {caught} |")

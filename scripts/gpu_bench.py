@@ -100,7 +100,8 @@ def build(size: str, warm_steps: int, device: str) -> Path:
         eos_token_id=2,
     )
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(config).to(device)
+    model = Qwen2ForCausalLM(config)
+    torch.nn.Module.to(model, device)  # torch's typed `to`; transformers wraps its own
     print(f"built {sum(p.numel() for p in model.parameters()) / 1e6:.0f} M parameters", flush=True)
     spec = EmbeddedSpec(warm_start_batch=64, warm_start_lr=1e-3)
     opt = torch.optim.AdamW(model.parameters(), lr=spec.warm_start_lr)

@@ -112,7 +112,8 @@ def main() -> None:
     p.add_argument("--child", type=int, nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(measure_cpu(args.B, args.G, *args.child, args.chunk_bytes)))
+        t, d = args.child
+        print(json.dumps(measure_cpu(args.B, args.G, t, d, args.chunk_bytes)))
         return
     _report("full size:", args.B, args.G, args.T, args.D, args.chunk_bytes)
     if torch.cuda.is_available():

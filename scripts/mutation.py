@@ -106,7 +106,7 @@ def _modules(config: dict[str, object], packages: list[str]) -> list[str]:
 
 
 def _tests(config: dict[str, object], module: str) -> list[str]:
-    tests = config["tests"]  # type: ignore[index]
+    tests = config["tests"]
     by_module: dict[str, list[str]] = tests["module"]  # type: ignore[index]
     by_package: dict[str, list[str]] = tests["package"]  # type: ignore[index]
     if module in by_module:
@@ -303,12 +303,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         baseline: dict[str, float] = {}
         for module in sorted({m.module for m in chosen}):
-            tests = tuple(_tests(config, module))
-            key = " ".join(tests)
+            key = " ".join(_tests(config, module))
             if args.timeout is not None:
                 baseline[key] = (args.timeout - 60) / 3
             elif key not in baseline:
-                status, seconds = _pytest(copy, list(tests), timeout=1800)
+                status, seconds = _pytest(copy, _tests(config, module), timeout=1800)
                 if status != "passed":
                     print(f"the unmutated tests fail for {module}: {key}", file=sys.stderr)
                     return 2

@@ -235,7 +235,7 @@ def _cell(findings: list[Any], prop: str, dtype: str) -> str:
     if not got:
         return ""
     if len(verdicts) == 1:
-        return verdicts[0]
+        return str(verdicts[0])
     return "; ".join(f"N={f.n}: {f.verdict}" for f in got)
 
 

@@ -95,7 +95,8 @@ def run_advest(s: dict[str, Any], out: Path) -> dict[str, Any]:
 def run_trl(s: dict[str, Any], out: Path) -> dict[str, Any]:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl.trainer.grpo_config import GRPOConfig
+    from trl.trainer.grpo_trainer import GRPOTrainer
 
     from advest.training import models, tasks
     from advest.training.rewards import reasoning_gym
@@ -106,7 +107,7 @@ def run_trl(s: dict[str, Any], out: Path) -> dict[str, Any]:
         [{"prompt": [{"role": "user", "content": r.prompt}], "record": r.answer} for r in rows]
     )
 
-    def reward(completions: list[Any], record: list[str], **kw: Any) -> list[float]:
+    def reward(completions: list[Any], record: list[str], **kw: Any) -> list[float | None]:
         return [reasoning_gym(c[0]["content"], a) for c, a in zip(completions, record, strict=True)]
 
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
@@ -148,7 +149,7 @@ def run_trl(s: dict[str, Any], out: Path) -> dict[str, Any]:
     starts: list[float] = []
     lengths: list[float] = []
 
-    class Clock(TrainerCallback):  # type: ignore[misc]
+    class Clock(TrainerCallback):
         def on_step_begin(self, *a: Any, **kw: Any) -> None:
             starts.append(time.perf_counter())
 
