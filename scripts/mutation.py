@@ -303,11 +303,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         baseline: dict[str, float] = {}
         for module in sorted({m.module for m in chosen}):
-            key = " ".join(_tests(config, module))
+            module_tests = _tests(config, module)
+            key = " ".join(module_tests)
             if args.timeout is not None:
                 baseline[key] = (args.timeout - 60) / 3
             elif key not in baseline:
-                status, seconds = _pytest(copy, _tests(config, module), timeout=1800)
+                status, seconds = _pytest(copy, module_tests, timeout=1800)
                 if status != "passed":
                     print(f"the unmutated tests fail for {module}: {key}", file=sys.stderr)
                     return 2
