@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -83,12 +84,31 @@ def test_the_unversioned_list_of_older_releases_still_compares() -> None:
     assert torch.__version__  # the shared env's torch, as the user's venv sees it
 
 
+def _see_outer_packages(venv: Path) -> None:
+    """Let ``venv`` import this interpreter's installed packages (torch, pytest), after its own.
+
+    ``--system-site-packages`` would expose the *base* interpreter's site-packages, which is not
+    this one's when the tests themselves run in a virtual environment (issue 45: torch was not
+    found). A ``.pth`` line naming each of this interpreter's package folders works for both: a
+    plain path line is appended to ``sys.path`` without running the ``.pth`` files inside it, so
+    this checkout's editable install of advest stays invisible and the wheel is what imports."""
+    inner = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    outer = dict.fromkeys(sysconfig.get_path(key) for key in ("purelib", "platlib"))
+    Path(inner, "outer-packages.pth").write_text("".join(f"{path}\n" for path in outer))
+
+
 @pytest.mark.slow
 def test_a_fresh_project_with_the_wheel_runs_the_fixture_and_fails_the_broken_estimator(
     tmp_path: Path,
 ) -> None:
-    """The wheel, built from this checkout, installed into a new venv that sees the shared site
-    packages (torch) but not this repository; pytest run in a copy of tests/user_project."""
+    """The wheel, built from this checkout, installed into a new venv that sees the running
+    interpreter's packages (torch), virtual environment or not, but not this repository; pytest
+    run in a copy of tests/user_project."""
     dist, venv, project = tmp_path / "dist", tmp_path / "venv", tmp_path / "project"
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
     # built from a copy: setuptools writes build/ and *.egg-info/ beside the sources
@@ -96,7 +116,8 @@ def test_a_fresh_project_with_the_wheel_runs_the_fixture_and_fails_the_broken_es
     skip = shutil.ignore_patterns(".git", "build", "runs", ".venv*", "*.egg-info", "__pycache__")
     shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
     subprocess.run([*pip_wheel, "-w", str(dist), str(source)], check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    _see_outer_packages(venv)
     (wheel,) = dist.glob("advest-*.whl")
     python = str(venv / "bin" / "python")
     install = [python, "-m", "pip", "install", "--no-deps", "--ignore-installed", str(wheel)]
