@@ -1,5 +1,6 @@
 """Fast batched torch estimators: same names and semantics as ``reference/``, for CPU and GPU."""
 
 from . import group, maxk, registry
+from .flat import by_group
 
-__all__ = ["group", "maxk", "registry"]
+__all__ = ["by_group", "group", "maxk", "registry"]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from advest.spec import bounds
 from advest.spec.claims import IRRATIONAL, Claims, Variant
 from advest.spec.conventions import Convention, check_convention
 from advest.spec.tolerances import pair
@@ -104,6 +105,10 @@ def _whiten_tokens(s: Tensor, lengths: Tensor) -> Tensor:
     return u / torch.sqrt(var + VERL_WHITEN_EPS / (M * M))
 
 
+_WHITENED = bounds.standardised_ddof0
+"""The weighted sum is whitened over the batch: a standardised value of B·G numbers."""
+
+
 @register(
     "gdpo",
     "multi_reward",
@@ -119,10 +124,16 @@ def _whiten_tokens(s: Tensor, lengths: Tensor) -> Tensor:
     ),
     # with one reward (R = 1, weight 1), as the shared property tests see it: shift-invariant per
     # group; ε in both standard deviations breaks exact scale invariance, which ε = 0 restores
-    claims=Claims(batch_coupled=True, scale_power=None, **IRRATIONAL),
+    claims=Claims(batch_coupled=True, scale_power=None, magnitude=_WHITENED, **IRRATIONAL),
     variants=(
-        Variant({"ddof": 0}, Claims(batch_coupled=True, scale_power=None, **IRRATIONAL)),
-        Variant({"eps": 0.0}, Claims(batch_coupled=True, scale_power=0, **IRRATIONAL)),
+        Variant(
+            {"ddof": 0},
+            Claims(batch_coupled=True, scale_power=None, magnitude=_WHITENED, **IRRATIONAL),
+        ),
+        Variant(
+            {"eps": 0.0},
+            Claims(batch_coupled=True, scale_power=0, magnitude=_WHITENED, **IRRATIONAL),
+        ),
     ),
 )
 def gdpo(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from advest.spec import scales
+from advest.spec import bounds, scales
 from advest.spec.claims import FLAT, IRRATIONAL, Claims, Variant
 from advest.spec.conventions import Convention, check_convention, check_verl_whiten
 from advest.spec.tolerances import CENTRED, pair
@@ -61,14 +61,24 @@ def _std(centred: Tensor, ddof: int, dim: int | None) -> Tensor:
     return top * torch.sqrt(squares / max(count - ddof, 0))
 
 
+_BATCH = bounds.standardised_ddof0
+"""Batch-whitened forms: a standardised value over the B·G rewards, either ddof."""
+
+
 @register(
     "grpo",
     tolerance=pair("group", CENTRED + "; two-pass std scaled by max|c|: a few ulps of |A|"),
-    claims=Claims(scale_power=None, **IRRATIONAL),
+    claims=Claims(scale_power=None, magnitude=bounds.standardised, **IRRATIONAL),
     variants=(
-        Variant({"ddof": 0}, Claims(scale_power=None, **IRRATIONAL)),
+        Variant(
+            {"ddof": 0},
+            Claims(scale_power=None, magnitude=bounds.standardised_ddof0, **IRRATIONAL),
+        ),
         # verl's G = 1 group gives r/(1 + ε): not zero, not centred, not shift-invariant at G = 1
-        Variant({"convention": "verl-0.9.1"}, Claims(shift=None, scale_power=None, rational=False)),
+        Variant(
+            {"convention": "verl-0.9.1"},
+            Claims(shift=None, scale_power=None, rational=False, magnitude=bounds.standardised),
+        ),
     ),
 )
 def grpo(
@@ -102,8 +112,13 @@ def grpo(
         CENTRED + "; divided by the std of all B·G rewards (batch min subtracted, two-pass, "
         "scaled): a few ulps of |A_b|, so each group's own scale bounds it",
     ),
-    claims=Claims(batch_coupled=True, scale_power=None, **IRRATIONAL),
-    variants=(Variant({"eps": 0.0}, Claims(batch_coupled=True, scale_power=0, **IRRATIONAL)),),
+    claims=Claims(batch_coupled=True, scale_power=None, magnitude=_BATCH, **IRRATIONAL),
+    variants=(
+        Variant(
+            {"eps": 0.0},
+            Claims(batch_coupled=True, scale_power=0, magnitude=_BATCH, **IRRATIONAL),
+        ),
+    ),
 )
 def grpo_batch_std(rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1) -> Tensor:
     """Group mean, batch std (LitePPO): (r − group mean)/(std_ddof of all B·G rewards + ε).
@@ -132,7 +147,7 @@ def grpo_batch_std(rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1) -> Tens
 @register(
     "dr_grpo",
     tolerance=pair("group", CENTRED),
-    claims=Claims(pg_scale=scales.n_minus_one, **FLAT),
+    claims=Claims(pg_scale=scales.n_minus_one, magnitude=bounds.unit, **FLAT),
 )
 def dr_grpo(rewards: Tensor) -> Tensor:
     """r − group mean (Dr. GRPO, no std); G = 1 gives 0."""
@@ -143,7 +158,7 @@ def dr_grpo(rewards: Tensor) -> Tensor:
 @register(
     "rloo",
     tolerance=pair("group", CENTRED + "; times G/(G−1)"),
-    claims=Claims(min_n=2, pg_scale=scales.n_scale, **FLAT),
+    claims=Claims(min_n=2, pg_scale=scales.n_scale, magnitude=bounds.unit, **FLAT),
 )
 def rloo(rewards: Tensor) -> Tensor:
     """r − mean of the others = G/(G−1)·(r − mean); needs G >= 2."""
@@ -161,8 +176,13 @@ def rloo(rewards: Tensor) -> Tensor:
         CENTRED + "; divided by the batch std (two-pass, scaled): relative error of |A_b| "
         "is a few ulps, so each group's own scale bounds it",
     ),
-    claims=Claims(batch_coupled=True, scale_power=None, **IRRATIONAL),
-    variants=(Variant({"ddof": 0}, Claims(batch_coupled=True, scale_power=None, **IRRATIONAL)),),
+    claims=Claims(batch_coupled=True, scale_power=None, magnitude=_BATCH, **IRRATIONAL),
+    variants=(
+        Variant(
+            {"ddof": 0},
+            Claims(batch_coupled=True, scale_power=None, magnitude=_BATCH, **IRRATIONAL),
+        ),
+    ),
 )
 def reinforce_pp(
     rewards: Tensor,
@@ -224,7 +244,7 @@ def _reinforce_pp_verl(rewards: Tensor, lengths: Tensor | None) -> Tensor:
     "opo",
     inputs=("rewards", "lengths"),
     tolerance=pair("group", CENTRED + "; the length-weighted mean has weights summing to 1"),
-    claims=Claims(exact_zero_on_flat=True),
+    claims=Claims(exact_zero_on_flat=True, magnitude=bounds.unit),
 )
 def opo(rewards: Tensor, lengths: Tensor) -> Tensor:
     """r − Σ_j l_j r_j / Σ_j l_j (OPO, self included). lengths: [B, G] valid tokens, each >= 1."""
@@ -297,7 +317,7 @@ def _spread_of_others(mu: Tensor, mu_bar: Tensor) -> Tensor:
     tolerance=pair(
         "batch", "works in units of the batch spread m (batch min subtracted): ulps of m"
     ),
-    claims=Claims(min_n=2, min_b=2, batch_coupled=True, scale_power=None),
+    claims=Claims(min_n=2, min_b=2, batch_coupled=True, scale_power=None, magnitude=bounds.unit),
 )
 def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
     """James–Stein shrinkage baseline (JSPO): b = (1 − λ_p)·b_RLOO + λ_p·r̄_{−p}, A = r − b.
@@ -333,9 +353,12 @@ def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
 @register(
     "ebpo",
     tolerance=pair("batch", "works in units of the batch spread m, then batch-standardises"),
-    claims=Claims(min_b=2, batch_coupled=True, scale_power=None, rational=False),
+    claims=Claims(min_b=2, batch_coupled=True, scale_power=None, rational=False, magnitude=_BATCH),
     variants=(
-        Variant({"eps": 0.0}, Claims(min_b=2, batch_coupled=True, scale_power=0, rational=False)),
+        Variant(
+            {"eps": 0.0},
+            Claims(min_b=2, batch_coupled=True, scale_power=0, rational=False, magnitude=_BATCH),
+        ),
     ),
 )
 def ebpo(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:

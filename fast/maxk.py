@@ -30,7 +30,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
-from advest.spec import scales
+from advest.spec import bounds, scales
 from advest.spec.claims import FLAT, IRRATIONAL, Claims, Variant
 from advest.spec.conventions import PasskConvention, check_passk_convention
 from advest.spec.maxk_weights import (
@@ -80,7 +80,9 @@ __all__ = [
     "ei",
     k_range="k<=n",
     tolerance=pair("group", SHIFT_BACK + " (K = 1: EI = r)"),
-    claims=Claims(pg_scale=scales.n_over_k, shift=scales.only_at_k1(scales.one)),
+    claims=Claims(
+        pg_scale=scales.n_over_k, shift=scales.only_at_k1(scales.one), magnitude=bounds.unit
+    ),
 )
 def ei(rewards: Tensor, k: int) -> Tensor:
     """Expected improvement EI (MaxPO Eq. 5); r at K = 1. rewards: [B, G] -> [B, G]; 1 <= K <= G."""
@@ -92,7 +94,7 @@ def ei(rewards: Tensor, k: int) -> Tensor:
     "l2o_baseline",
     k_range="k<=n-1",
     tolerance=pair("group", SHIFT_BACK + " (K = 1: b = mean of the others)"),
-    claims=Claims(shift=scales.only_at_k1(scales.one), monotone=False),
+    claims=Claims(shift=scales.only_at_k1(scales.one), monotone=False, magnitude=bounds.unit),
 )
 def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
     """Leave-two-out baseline b = M⁻ − C (MaxPO Eq. 6). rewards: [B, G]; 1 <= K <= G−1."""
@@ -104,7 +106,7 @@ def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
     "maxpo",
     k_range="k<=n-1",
     tolerance=pair("group", SHIFTED + " (form ei_minus_b; exact zeros on flat groups)"),
-    claims=Claims(pg_scale=scales.n_over_k, **FLAT),
+    claims=Claims(pg_scale=scales.n_over_k, magnitude=bounds.unit, **FLAT),
 )
 def maxpo(rewards: Tensor, k: int) -> Tensor:
     """MaxPO advantage EI − b (MaxPO Eq. 7), computed as EI and b. rewards: [B, G]; K <= G−1."""
@@ -116,7 +118,7 @@ def maxpo(rewards: Tensor, k: int) -> Tensor:
     "canonical",
     k_range="k<=n-1",
     tolerance=pair("group", SHIFTED + " (form delta; exact zeros on flat groups)"),
-    claims=Claims(pg_scale=scales.n_over_k, **FLAT),
+    claims=Claims(pg_scale=scales.n_over_k, magnitude=bounds.unit, **FLAT),
 )
 def canonical(rewards: Tensor, k: int) -> Tensor:
     """Canonical centred advantage Δ = M⁺ − M⁻ (MaxPO Eq. 8). rewards: [B, G]; K <= G−1."""
@@ -128,7 +130,7 @@ def canonical(rewards: Tensor, k: int) -> Tensor:
     "ei_l1o",
     k_range="k<=n",
     tolerance=pair("group", SHIFTED + "; the mean of EI is over G terms of size <= spread"),
-    claims=Claims(min_n=2, centred=True, comparison_scale=scales.n_over_k),
+    claims=Claims(min_n=2, centred=True, comparison_scale=scales.n_over_k, magnitude=bounds.unit),
 )
 def ei_l1o(rewards: Tensor, k: int) -> Tensor:
     """EI − mean of the others' full-batch EI = G/(G−1)(EI − mean EI); biased for K >= 2.
@@ -147,7 +149,7 @@ def ei_l1o(rewards: Tensor, k: int) -> Tensor:
     "tang_passk",
     k_range="k=n",
     tolerance=pair("group", "top-2 gap of float64 values: exact; G = 1 returns r"),
-    claims=Claims(pg_scale=scales.one, shift=scales.only_at_n1),
+    claims=Claims(pg_scale=scales.one, shift=scales.only_at_n1, magnitude=bounds.unit),
 )
 def tang_passk(rewards: Tensor) -> Tensor:
     """Tang et al.: EI at K = G, i.e. r_max − r_second on a unique arg-max, 0 elsewhere.
@@ -172,7 +174,7 @@ def tang_passk(rewards: Tensor) -> Tensor:
     "pkpo_s",
     k_range="k<=n",
     tolerance=pair("group", SHIFT_BACK + " ((K/G)·shift)"),
-    claims=Claims(pg_scale=scales.one, shift=scales.k_over_n),
+    claims=Claims(pg_scale=scales.one, shift=scales.k_over_n, magnitude=bounds.unit),
 )
 def pkpo_s(rewards: Tensor, k: int) -> Tensor:
     """PKPO s = (K/G)·M⁺ (PKPO Eqs. 19-21). rewards: [B, G]; 1 <= K <= G."""
@@ -184,7 +186,9 @@ def pkpo_s(rewards: Tensor, k: int) -> Tensor:
     "pkpo_sloo",
     k_range="k<=n-1",
     tolerance=pair("group", SHIFT_BACK + " ((K/G − K/(G−1))·shift)"),
-    claims=Claims(pg_scale=scales.one, shift=scales.minus_k_over_n_n_minus_1),
+    claims=Claims(
+        pg_scale=scales.one, shift=scales.minus_k_over_n_n_minus_1, magnitude=bounds.unit
+    ),
 )
 def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
     """PKPO sloo = (K/G)M⁺ − (K/(G−1))M⁻ (PKPO Eq. 29). rewards: [B, G]; 1 <= K <= G−1."""
@@ -198,7 +202,9 @@ def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
     "pkpo_sloo_minus_one",
     k_range="k<=n",
     tolerance=pair("group", SHIFT_BACK + " (K = 1 only: shift/G)"),
-    claims=Claims(pg_scale=scales.one, shift=scales.only_at_k1(scales.k_over_n)),
+    claims=Claims(
+        pg_scale=scales.one, shift=scales.only_at_k1(scales.k_over_n), magnitude=bounds.unit
+    ),
 )
 def pkpo_sloo_minus_one(rewards: Tensor, k: int) -> Tensor:
     """PKPO Eq. 33 = (K/G)·EI; r/G at K = 1. rewards: [B, G]; 1 <= K <= G."""
@@ -210,7 +216,13 @@ PASSK_TRAINING_EPS = 1e-6
 """RUCAIBox/Passk_Training code/passk_adv.py (commit 00474d7): A/(σ + 1e-6)."""
 
 
-_CHEN = Claims(binary_only=True, shift=None, scale_power=None, **IRRATIONAL)
+_CHEN = Claims(
+    binary_only=True,
+    shift=None,
+    scale_power=None,
+    magnitude=bounds.standardised_ddof0,
+    **IRRATIONAL,
+)
 """Chen's pass@K advantage (0/1 rewards only): normalised by the group's std; the raw form
 (``normalize=False``) is unbiased for (N − K)/K · ∇pass@K."""
 
@@ -270,7 +282,7 @@ def chen_passk(
     "bagirov_transform",
     k_range="k<=n",
     tolerance=pair("group", SHIFT_BACK + " ((K/G)·shift)"),
-    claims=Claims(pg_scale=scales.one, shift=scales.k_over_n),
+    claims=Claims(pg_scale=scales.one, shift=scales.k_over_n, magnitude=bounds.unit),
 )
 def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
     """Bagirov Eq. 9 all-subsets transform (sorted weights C(q−1, K−1), C(q−2, K−2) over
@@ -284,7 +296,7 @@ def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
     "bagirov_centered",
     k_range="k<=n-1",
     tolerance=pair("group", SHIFTED + "; times K(G−K)/G² (<= 1/4)"),
-    claims=Claims(pg_scale=scales.n_minus_k_over_n, **FLAT),
+    claims=Claims(pg_scale=scales.n_minus_k_over_n, magnitude=bounds.unit, **FLAT),
 )
 def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
     """Mean-centred Bagirov transform = K(G−K)/G²·Δ. rewards: [B, G]; 1 <= K <= G−1."""
@@ -296,8 +308,12 @@ def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
     "bagirov_zscore",
     k_range="k<=n-1",
     tolerance=pair("group", ZSCORE),
-    claims=Claims(scale_power=0, **IRRATIONAL),
-    variants=(Variant({"ddof": 0}, Claims(scale_power=0, **IRRATIONAL)),),
+    claims=Claims(scale_power=0, magnitude=bounds.standardised, **IRRATIONAL),
+    variants=(
+        Variant(
+            {"ddof": 0}, Claims(scale_power=0, magnitude=bounds.standardised_ddof0, **IRRATIONAL)
+        ),
+    ),
 )
 def bagirov_zscore(rewards: Tensor, k: int, *, ddof: int = 1) -> Tensor:
     """Bagirov "BoN mean": Δ/std_ddof(Δ), no ε; exact zeros on flat groups. K <= G−1."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from advest.spec import bounds
 from advest.spec.claims import FLAT, Claims, Variant
 from advest.spec.conventions import SKYRL_MAXRL_EPS, MaxrlConvention, check_maxrl_convention
 from advest.spec.tolerances import pair
@@ -59,7 +60,9 @@ def _p_normalised(rewards: Tensor) -> Tensor:
     ),
     # MaxRL targets Σ_k (1/k)·∇pass@k, not a max@K or the mean reward: no pg_scale; its exact
     # expectations are checked in tests/test_maxrl.py
-    claims=Claims(nonnegative=True, shift=None, scale_power=0, **FLAT),
+    claims=Claims(
+        nonnegative=True, shift=None, scale_power=0, magnitude=bounds.n_minus_one, **FLAT
+    ),
 )
 def maxrl(rewards: Tensor, *, convention: MaxrlConvention = "advest") -> Tensor:
     """p-normalised MaxRL: (r − r̄)/r̄ per group, 0 where r̄ = 0. Rewards must be >= 0.
@@ -87,7 +90,7 @@ def _skyrl(rewards: Tensor) -> Tensor:
     return c / (x.mean(dim=-1, keepdim=True) + SKYRL_MAXRL_EPS)
 
 
-_UNBIASED = Claims(nonnegative=True, shift=None, scale_power=0)
+_UNBIASED = Claims(nonnegative=True, shift=None, scale_power=0, magnitude=bounds.n_scale)
 
 
 @register(

@@ -77,7 +77,7 @@ INPUTS = (
 )
 """The rollout fields an estimator may consume (the table in this module's docstring)."""
 F = TypeVar("F", bound=Callable[..., Any])
-_INFRASTRUCTURE = ("registry", "calling", "detokenize", "maxk_dense")
+_INFRASTRUCTURE = ("registry", "calling", "detokenize", "maxk_dense", "flat")
 """Modules of advest.fast that hold no estimator family (every other public module does)."""
 
 

@@ -1,4 +1,4 @@
-"""advest inside SkyRL's trainer (tested against ``skyrl`` 0.3.0, the package that now holds
+"""advest inside SkyRL's trainer (tested against ``skyrl`` 0.4.0, the package that now holds
 skyrl-train as ``skyrl.backends.skyrl_train`` and ``skyrl.train``).
 
 SkyRL's advantage-estimator convention (``skyrl/backends/skyrl_train/utils/ppo_utils.py``)::
@@ -32,8 +32,7 @@ import numpy as np
 from torch import Tensor
 
 from advest.fast import calling, registry
-
-from .verl import groups, located
+from advest.fast.flat import by_group
 
 PASSED = frozenset({"rewards", "lengths", "k"})
 """The estimator inputs SkyRL's ``compute_advantages_and_returns`` can feed: the outcome
@@ -87,18 +86,13 @@ class Estimator:
     ) -> tuple[Tensor, Tensor]:
         """(advantages, returns), both ``[bs, T]``: one advantage per response, on its valid
         tokens (zero on padding), the same tensor twice as in SkyRL's outcome estimators."""
-        bs = token_level_rewards.shape[0]
         scores = token_level_rewards.sum(dim=-1)  # [bs]: the outcome reward sits on one token
         lengths = response_mask.sum(dim=-1)  # [bs]
         estimator = calling.plan(self._with_std(grpo_norm_by_std), k=self._k(config))
-        per_sample = scores.new_zeros(bs)
-        for order, uids in groups(index):  # [B_s, G_s] per group size
-            inputs = {"rewards": scores[order], "lengths": lengths[order]}  # [B_s, G_s] each
-            try:
-                adv = estimator.per_sample(inputs)  # [B_s, G_s]
-            except (ValueError, TypeError) as error:
-                raise located(error, order, uids, "SkyRL") from None
-            per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)
+        valid = lengths.cpu() > 0  # a row with no response token is no sample
+        per_sample = by_group(
+            estimator, scores, index, valid=valid, lengths=lengths, peer="SkyRL batch", label="uid"
+        )
         out = per_sample.unsqueeze(-1) * response_mask  # [bs, T]
         return out, out
 

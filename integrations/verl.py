@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from advest.fast import calling, registry
+from advest.fast.flat import by_group, groups, located
 
 SKIPPED: dict[str, str] = {
     "ktae": "needs token ids, which verl's compute_advantage does not pass to an estimator",
@@ -47,39 +48,6 @@ SKIPPED: dict[str, str] = {
     "passes only to the estimators named optimal_token_baseline and tir_optimal_token_baseline "
     "(verl's own, which advest's equals: spec/otb.md)",
 }
-
-
-def groups(index: Sequence[Any] | np.ndarray) -> list[tuple[Tensor, list[Any]]]:
-    """The batch's groups, by size: one ``([B_s, G_s] int64, uids)`` pair per group size G_s,
-    whose row b lists the batch rows of ``uids[b]`` (uids in order of first appearance). verl's
-    multi-output agent loops give groups of several sizes; each size is one batched call."""
-    positions: dict[Any, list[int]] = {}
-    for i, uid in enumerate(list(index)):
-        positions.setdefault(uid, []).append(i)
-    if not positions:
-        raise ValueError("index is empty: no samples to group")
-    by_size: dict[int, list[Any]] = {}
-    for uid, rows in positions.items():
-        by_size.setdefault(len(rows), []).append(uid)
-    return [
-        (torch.tensor([positions[u] for u in uids], dtype=torch.int64), uids)
-        for _, uids in sorted(by_size.items())
-    ]
-
-
-def located(error: Exception, order: Tensor, uids: list[Any], peer: str = "verl") -> ValueError:
-    """An estimator's error with its "group b" (a position after regrouping by ``groups``) named
-    as the peer (verl, SkyRL) names it: the uid and its batch rows."""
-    import re
-
-    message = str(error)
-    found = re.search(r"group (\d+)", message)
-    if found is None:
-        return ValueError(f"{message} ({peer} batch: {len(uids)} uids of {order.shape[1]} samples)")
-    b = int(found.group(1))
-    rows = ", ".join(str(int(r)) for r in order[b])
-    where = f"uid {uids[b]!r} ({peer} batch rows {rows})"
-    return ValueError(message[: found.start()] + where + message[found.end() :])
 
 
 def _setting(config: Any, key: str, default: Any) -> Any:
@@ -136,19 +104,15 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
         config: Any = None,
         **kwargs: Any,
     ) -> tuple[Tensor, Tensor]:
-        bs = token_level_rewards.shape[0]
         scores = token_level_rewards.sum(dim=-1)  # [bs]: the outcome reward sits on one token
-        per_sample = scores.new_zeros(bs)
         K = _k(config, k if k is not None else _DEFAULT_K.get("k"), name) if needs_k else None
         estimator = calling.plan(with_std_setting(name, config), k=K)
         lengths = response_mask.sum(dim=-1)  # [bs]
-        for order, uids in groups(index):  # [B_s, G_s] per group size
-            inputs = {"rewards": scores[order], "lengths": lengths[order]}  # [B_s, G_s] each
-            try:
-                adv = estimator.per_sample(inputs)  # [B_s, G_s]
-            except (ValueError, TypeError) as error:
-                raise located(error, order, uids) from None
-            per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)
+        # groups of any size, any uids; a row with no response token (verl's padding) is no sample
+        valid = lengths.cpu() > 0
+        per_sample = by_group(
+            estimator, scores, index, valid=valid, lengths=lengths, peer="verl batch", label="uid"
+        )
         out = per_sample.unsqueeze(-1) * response_mask  # [bs, T], zero on padding as in verl
         return out, out
 
@@ -298,7 +262,7 @@ def gdpo(
     try:
         adv = estimator.per_sample(source)  # [B, G]
     except (ValueError, TypeError) as error:
-        raise located(error, order, uids) from None
+        raise located(error, order, uids, "verl batch", "uid") from None
     per_sample = token_level_rewards.new_zeros(token_level_rewards.shape[0])
     per_sample[order.reshape(-1)] = adv.reshape(-1).to(per_sample.dtype)
     out = per_sample.unsqueeze(-1) * response_mask  # [bs, T]

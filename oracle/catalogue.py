@@ -24,6 +24,7 @@ from advest.fast import calling, registry
 from advest.fast._checks import check_rewards
 from advest.fast.registry import Entry, KDomain
 from advest.reference._exact import to_fractions
+from advest.spec.bounds import Bound
 from advest.spec.claims import Claims
 from advest.spec.scales import Scale, zero
 from advest.spec.tolerances import Tolerance
@@ -57,6 +58,8 @@ class Row:
     monotone: bool = True  # P2: non-decreasing along the sorted rewards
     # The reference is rational; False where a square root makes it exact only to 60 digits.
     rational: bool = True
+    # For rewards in [0, 1], |A| ≤ magnitude(N, K) (B·G for batch-coupled); None = not claimed.
+    magnitude: Bound | None = None
 
     @property
     def id(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from .bounds import Bound
 from .scales import Scale, zero
 
 
@@ -48,6 +49,10 @@ class Claims:
     """One group's output depends on the other groups (REINFORCE++'s batch std)."""
     rational: bool = True
     """The reference is rational; False where a square root makes it exact only to 60 digits."""
+    magnitude: Bound | None = None
+    """For rewards in [0, 1], |A| ≤ magnitude(N, K), N the group size (B·G for a batch-coupled
+    estimator: the rows its statistics span); ``advest check``'s "magnitude bound" row, checked
+    for every registered estimator in tests/test_grouped.py. None: not claimed."""
 
 
 NONE = Claims()

@@ -1,0 +1,195 @@
+"""Any registered estimator on rows as trainers hold them: flat rows ``[N]`` (or ``[N, T]``) with a
+group id per row, groups of several sizes, and a mask of rows that are not samples.
+
+verl, SkyRL and NeMo-RL hand an advantage estimator one row per response and an id per row
+(``index`` / ``uid`` / ``prompt_ids``); after filtering, dynamic sampling or multi-output agent
+loops the groups have several sizes, and placeholder rows sit beside real ones. ``by_group``
+regroups such rows into one ``[B_s, G_s, ...]`` call per group size (the estimator's own batched
+form, so each group is computed exactly as it would be alone in a ``[B, G]`` call), and scatters
+the advantages back to the rows::
+
+    rewards [N], index [N] (str, int, any hashable; a numpy object array; rows of [N, L] prompt
+    token ids), valid [N] bool (False: a row that is no sample)  ->  advantages [N] or [N, T]
+
+Ids are only compared for equality, never used as positions: negative, sparse or string ids
+give the same advantages as ``0..B-1`` (verl PR 7150). A masked row gets 0 and is not seen by the
+estimator, so it moves nothing of its group (NeMo-RL PR 3837). An estimator whose statistics span
+the batch (``claims.batch_coupled``: a batch std, a shrinkage across prompts) needs one call over
+every row, so it takes groups of one size only, and says so otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from . import calling, registry
+
+
+def groups(index: Sequence[Any] | Any) -> list[tuple[Tensor, list[Any]]]:
+    """The batch's groups, by size: one ``([B_s, G_s] int64, ids)`` pair per group size G_s,
+    whose row b lists the batch rows of ``ids[b]`` (ids in order of first appearance). ``index``:
+    a list, a numpy array (object arrays of strings included) or a tensor; a 2-D tensor or array
+    (NeMo-RL's prompt token ids ``[N, L]``) groups rows that are equal."""
+    keys = _keys(index)
+    positions: dict[Any, list[int]] = {}
+    for i, key in enumerate(keys):
+        try:
+            positions.setdefault(key, []).append(i)
+        except TypeError:
+            raise TypeError(
+                f"index: the id of row {i} ({key!r}) is not hashable; give one str or int per row"
+            ) from None
+    if not positions:
+        raise ValueError("index is empty: no samples to group")
+    by_size: dict[int, list[Any]] = {}
+    for key, rows in positions.items():
+        by_size.setdefault(len(rows), []).append(key)
+    return [
+        (torch.tensor([positions[key] for key in ids], dtype=torch.int64), ids)
+        for _, ids in sorted(by_size.items())
+    ]
+
+
+def _keys(index: Any) -> list[Any]:
+    """One hashable id per row: a tensor's or array's rows become tuples (``[N, L]`` ids)."""
+    listed = index.tolist() if hasattr(index, "tolist") else list(index)
+    return [tuple(key) if isinstance(key, list) else key for key in listed]
+
+
+def located(
+    error: Exception, order: Tensor, ids: list[Any], peer: str = "batch", label: str = "group id"
+) -> ValueError:
+    """An estimator's error with its "group b" (a position after regrouping by ``groups``) named
+    as the caller names it: its ``label`` (verl's "uid"), the id and the rows of ``peer``'s
+    batch."""
+    message = str(error)
+    found = re.search(r"group (\d+)", message)
+    if found is None:
+        return ValueError(f"{message} ({peer}: {len(ids)} ids of {order.shape[1]} samples)")
+    b = int(found.group(1))
+    rows = ", ".join(str(int(r)) for r in order[b])
+    where = f"{label} {ids[b]!r} ({peer} rows {rows})"
+    return ValueError(message[: found.start()] + where + message[found.end() :])
+
+
+PER_ROW = frozenset(registry.INPUTS) - {"k", "reward_weights", "prompt_ids", "advantages"}
+"""The inputs held one per row (``[N, ...]``, or a list of N texts): regrouped with the rows."""
+
+
+def by_group(
+    estimator: str | calling.Plan,
+    rewards: Tensor,
+    index: Sequence[Any] | Any,
+    *,
+    valid: Tensor | None = None,
+    k: int | None = None,
+    options: dict[str, Any] | None = None,
+    peer: str = "batch",
+    label: str = "group id",
+    **fields: Any,
+) -> Tensor:
+    """``estimator`` (a registered name, or a ``calling.plan``) on flat rows: ``rewards [N]``,
+    ``index [N]`` (the group id of each row), ``valid [N]`` bool (None: every row is a sample),
+    and whatever else the estimator consumes, one per row (``lengths [N]``, ``token_ids [N, T]``,
+    ``mask [N, T]``, ``reward_parts [N, R]``, texts as a list of N strings, ...) or whole
+    (``reward_weights [R]``). A stateful (history) estimator takes the group ids as its
+    ``prompt_ids``, which must then be integers. Returns ``[N]`` (``[N, T]`` for a token-level
+    estimator) in the rewards' dtype, 0 on masked rows.
+
+    Groups of each size are one batched call, equal to the ``[B, G]`` call on equal groups. A
+    group smaller than K, or than the estimator's smallest group, is refused naming its id and
+    rows (``label``, e.g. verl's "uid", and ``peer``'s rows, e.g. "verl batch"); so are several
+    group sizes for an estimator whose statistics span the batch."""
+    plan = (
+        estimator
+        if isinstance(estimator, calling.Plan)
+        else calling.plan(estimator, options=options, k=k)
+    )
+    n = rewards.shape[0]
+    keep = _valid_rows(valid, n)
+    rows = keep.nonzero().squeeze(-1)  # [M]: the sample rows, in order
+    keys = _keys(index)
+    if len(keys) != n:
+        raise ValueError(f"index has {len(keys)} ids for {n} rewards; give one id per row")
+    by_size = groups([keys[int(r)] for r in rows])
+    _check_sizes(plan, by_size, rows, f"{label} %r ({peer} rows %s)")
+    source = {"rewards": rewards, **fields}
+    out: Tensor | None = None
+    for order, ids in by_size:
+        batch_rows = rows[order]  # [B_s, G_s]: positions in the caller's rows
+        inputs = {
+            name: _gather(value, batch_rows) if name in PER_ROW else value
+            for name, value in source.items()
+        }
+        if "prompt_ids" in plan.fields:
+            inputs["prompt_ids"] = _prompt_ids(ids, plan.entry.name)
+        try:
+            adv = calling.value(plan.output(inputs))  # [B_s, G_s] or [B_s, G_s, T]
+        except (ValueError, TypeError) as error:
+            raise located(error, batch_rows, ids, peer, label) from None
+        if out is None:
+            out = rewards.new_zeros((n, *adv.shape[2:]))
+        out[batch_rows.reshape(-1)] = adv.reshape(-1, *adv.shape[2:]).to(out.dtype)
+    assert out is not None  # ``groups`` refuses a batch without rows
+    return out
+
+
+def _valid_rows(valid: Tensor | None, n: int) -> Tensor:
+    if valid is None:
+        return torch.ones(n, dtype=torch.bool)
+    if valid.shape != (n,) or valid.dtype != torch.bool:
+        raise ValueError(
+            f"valid must be a bool tensor [N] = [{n}]; got {valid.dtype} {list(valid.shape)}"
+        )
+    if not bool(valid.any()):
+        raise ValueError("valid masks every row: no samples to estimate advantages for")
+    return valid.cpu()
+
+
+def _check_sizes(
+    plan: calling.Plan, by_size: list[tuple[Tensor, list[Any]]], rows: Tensor, named: str
+) -> None:
+    """Groups too small for K, or several sizes for a batch-coupled estimator, refused; a group
+    is ``named % (id, rows)``."""
+    entry = plan.entry
+    for order, ids in by_size:
+        size = order.shape[1]
+        if plan.k is not None and entry.k_max(size) < plan.k:
+            where = ", ".join(str(int(rows[r])) for r in order[0])
+            need = plan.k - entry.k_max(0)  # k_max(n) = n − offset: the smallest n for this K
+            raise ValueError(
+                f"{named % (ids[0], where)} has {size} samples: {entry.name} at K = {plan.k} "
+                f"needs groups of at least {need} samples"
+            )
+    if entry.claims.batch_coupled and len(by_size) > 1:
+        sizes = sorted(order.shape[1] for order, _ in by_size)
+        raise ValueError(
+            f"{entry.name} normalises over the whole batch, so it needs every group the same "
+            f"size; got groups of {sizes} samples; drop or pad groups first"
+        )
+
+
+def _gather(value: Any, batch_rows: Tensor) -> Any:
+    """``value``'s rows at ``batch_rows [B_s, G_s]``: a tensor or array ``[N, ...]`` ->
+    ``[B_s, G_s, ...]``; a list of N items (texts) -> nested lists."""
+    if isinstance(value, list):
+        return [[value[int(r)] for r in row] for row in batch_rows]
+    tensor = torch.as_tensor(value)
+    return tensor[batch_rows.to(tensor.device)]
+
+
+def _prompt_ids(ids: list[Any], name: str) -> Tensor:
+    """A history estimator's ``prompt_ids [B_s]``: the group ids themselves, which must be ints
+    (a stable id per prompt across steps; a fresh uuid per step would give it no history)."""
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        bad = next(i for i in ids if not isinstance(i, int) or isinstance(i, bool))
+        raise ValueError(
+            f"{name} keeps a history per prompt, so its group ids must be stable integers per "
+            f"prompt; got {bad!r}"
+        )
+    return torch.tensor(ids, dtype=torch.int64)
