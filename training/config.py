@@ -63,7 +63,10 @@ def check_sampling(temperature: float, top_p: float) -> None:
 def scorer(cfg: RLConfig) -> Scorer:
     """The run's reward: every --reward resolved (user modules imported), weighted; what
     ``validate`` checks is what the run then uses. Raises ``ConfigError`` naming the flag."""
-    return build_scorer(cfg.reward, cfg.reward_weights, cfg.reward_timeout, cfg.reward_workers)
+    return build_scorer(
+        cfg.reward, cfg.reward_weights, cfg.reward_timeout, cfg.reward_workers,
+        threshold=cfg.reward_threshold,
+    )  # fmt: skip
 
 
 REWARD_SETTINGS = ("reward", "reward_weights", "reward_timeout", "reward_workers")
@@ -79,11 +82,16 @@ so each command words its own)."""
 
 
 def build_scorer(
-    reward: str | list[str], weights: list[float] | None, timeout_s: float, workers: int
+    reward: str | list[str],
+    weights: list[float] | None,
+    timeout_s: float,
+    workers: int,
+    *,
+    threshold: float | None = None,
 ) -> Scorer:
     """A ``Scorer`` from the --reward, --reward_weights, --reward_timeout and --reward_workers
-    settings (``advest train``, ``eval`` and ``experiment values`` share them). Raises
-    ``ConfigError`` naming the flag."""
+    settings (``advest train``, ``eval`` and ``experiment values`` share them) and a run's
+    --reward_threshold. Raises ``ConfigError`` naming the flag."""
     names = [reward] if isinstance(reward, str) else list(reward)
     if not names:
         raise ConfigError("--reward is empty: name at least one verifier (e.g. --reward exact)")
@@ -100,8 +108,10 @@ def build_scorer(
         raise ConfigError(f"--reward_timeout must be greater than 0; got {timeout_s}")
     if workers < 0:
         raise ConfigError(f"--reward_workers must be at least 0; got {workers} (0: in-process)")
+    if threshold is not None and not math.isfinite(threshold):
+        raise ConfigError(f"--reward_threshold must be a finite number; got {threshold} (e.g. 1)")
     try:
-        return Scorer(names, weights, timeout_s=timeout_s, workers=workers)
+        return Scorer(names, weights, timeout_s=timeout_s, workers=workers, threshold=threshold)
     except RewardSpecError as error:
         raise ConfigError(f"--reward: {error}") from None
 
@@ -188,8 +198,12 @@ def validate(cfg: RLConfig) -> None:
         context = check_model(cfg.model, cfg.max_new_tokens)
     check_task(
         cfg.data, cfg.data_options, cfg.data_size, cfg.reward,
-        held=held_prompts if cfg.eval_data is None else 0, seed=cfg.seed,
+        held=held_prompts if cfg.eval_data is None else 0,
+        seed=cfg.seed if cfg.data_seed is None else cfg.data_seed,
     )  # fmt: skip
+    if cfg.data_seed is not None and not tasks.is_task(cfg.data):
+        raise ConfigError("--data_seed draws a reasoning-gym task's rows; give --data "
+                          "reasoning_gym:TASK, or leave --data_seed out")  # fmt: skip
     if cfg.data is not None and not tasks.is_task(cfg.data):
         _check_data(cfg)
     _check_held_out(cfg)

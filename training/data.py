@@ -105,7 +105,8 @@ class PromptSource:
     ``reasoning_gym:TASK``), read as an endless stream: the rows are reshuffled each pass with a
     seed of (seed, pass). ``held_out`` of a file's rows (split by ``split``) are kept in
     ``held`` and never drawn; a task's ``held`` are ``task_held`` rows drawn with a disjoint
-    seed (``tasks.held_out_rows``)."""
+    seed (``tasks.held_out_rows``); ``task_seed`` draws a task's rows (default: ``seed``, which
+    also orders the stream)."""
 
     def __init__(
         self,
@@ -118,6 +119,7 @@ class PromptSource:
         task_options: dict[str, Any] | None = None,
         task_size: int = 1000,
         task_held: int = 0,
+        task_seed: int | None = None,
     ) -> None:
         self.seed, self.digits, self.pool = seed, digits, pool
         self.rows: list[Row] | None = None
@@ -125,9 +127,10 @@ class PromptSource:
         if tasks.is_task(path):
             assert path is not None
             options = task_options or {}
-            self.rows = tasks.rows(path, options, task_size, seed)
+            drawn = seed if task_seed is None else task_seed
+            self.rows = tasks.rows(path, options, task_size, drawn)
             if task_held:
-                self.held = tasks.held_out_rows(path, options, task_held, seed, self.rows)
+                self.held = tasks.held_out_rows(path, options, task_held, drawn, self.rows)
         elif path is not None:
             self.rows, self.held = split(read_rows(path), held_out, seed)
 

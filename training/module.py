@@ -44,6 +44,7 @@ class RLModule(L.LightningModule):
             task_options=cfg.data_options,
             task_size=cfg.data_size,
             task_held=eval_sizes(cfg)[0] if cfg.eval_data is None else 0,
+            task_seed=cfg.data_seed,
         )
         self.scorer = scorer(cfg)
         self.scorer.start()  # the reward workers import the verifiers while the model loads

@@ -157,7 +157,8 @@ class Scorer:
     """The reward of a run: ``specs`` (names ``resolve`` accepts) with ``weights`` (default 1
     each); the total is the weighted sum. ``workers`` > 0 runs the calls in a ``Pool`` (started
     on first use), 0 in this process through ``Guarded``. ``failures`` counts failed calls by
-    kind over every verifier."""
+    kind over every verifier. ``threshold``: the total becomes pass/fail, 1 where it is at
+    least the threshold and 0 below (the per-verifier scores are kept as they are)."""
 
     def __init__(
         self,
@@ -166,8 +167,9 @@ class Scorer:
         *,
         timeout_s: float = 5.0,
         workers: int = 0,
+        threshold: float | None = None,
     ) -> None:
-        self.specs = list(specs)
+        self.specs, self.threshold = list(specs), threshold
         self.weights = [1.0] * len(self.specs) if weights is None else [float(w) for w in weights]
         if len(self.weights) != len(self.specs):
             raise ValueError(f"{len(self.specs)} rewards but {len(self.weights)} weights")
@@ -195,7 +197,8 @@ class Scorer:
         """The weighted sum of one completion's scores (a sum beyond float32's range is a
         failure, as a score would be)."""
         total = sum(w * v for w, v in zip(self.weights, parts, strict=True))
-        return _finite(total, self.failures, "the weighted total of the rewards")
+        value = _finite(total, self.failures, "the weighted total of the rewards")
+        return value if self.threshold is None else float(value >= self.threshold)
 
     def start(self) -> None:
         """Start the worker processes now (they import the verifiers while the caller goes on);

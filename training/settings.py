@@ -41,6 +41,10 @@ class RLConfig:
     data_size: int = 1000
     """Rows drawn from a reasoning-gym task for training (with --seed); the held-out prompts
     (--eval_prompts) come from a disjoint seed and share no question with them."""
+    data_seed: int | None = None
+    """Seed that draws a reasoning-gym task's training and held-out rows (default: --seed).
+    Fixed, it gives every seed of an experiment the same rows and one shared held-out set;
+    --seed still orders the prompts and seeds the sampling."""
     chat_template: bool = True
     """Send prompts through the tokenizer's chat template (with the generation prompt) when it
     has one; off: plain text after a single BOS."""
@@ -64,6 +68,10 @@ class RLConfig:
     reward_weights: list[float] | None = None
     """Weight of each --reward in the total reward, in the same order (default: 1 each):
     ``--reward_weights 1.0 0.1``."""
+    reward_threshold: float | None = None
+    """Pass/fail reward: the weighted total becomes 1 where it is at least this and 0 below
+    (``--reward_threshold 1``: full credit only), so that binary-only estimators (chen_passk)
+    train on a verifier that gives partial credit. Default: the total as it is."""
     reward_timeout: float = 5.0
     """Seconds per reward call; a timeout scores 0 and is counted."""
     reward_workers: int = field(default_factory=default_workers)

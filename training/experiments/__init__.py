@@ -2,7 +2,8 @@
 
 Experiments: ``bandit`` (the MaxPO softmax bandit, MaxPO paper §5.1 / App. G.1), ``compare`` (the
 embedded task trained with several estimators), ``values`` (an SVEB-style value-estimation
-benchmark), ``real`` (SmolLM2-135M-Instruct on reasoning-gym tasks). Each writes
+benchmark), ``real`` (SmolLM2-135M-Instruct on reasoning-gym tasks), ``grid`` (the paired
+pass/fail design of issue 42, resumable across sessions). Each writes
 ``config.json``, ``metrics.json``, PNG plots and ``summary.md`` under
 ``runs/<name>/<time>/`` (``--out`` to change) and has a ``--quick`` smoke mode.
 """
@@ -17,6 +18,7 @@ EXPERIMENTS = {
     "compare": "advest.training.experiments.compare",
     "values": "advest.training.experiments.values",
     "real": "advest.training.experiments.real",
+    "grid": "advest.training.experiments.grid",
 }
 
 

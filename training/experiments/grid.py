@@ -1,0 +1,332 @@
+"""``advest experiment grid``: the pass/fail design of issue 42, run so that it can span sessions.
+
+Arms grpo, maxpo and pkpo_sloo (K = 4, G = 8), ten seeds each, trained on a reasoning-gym task
+whose graded score is turned pass/fail (``--reward_threshold 1``: full credit passes), every arm
+and seed evaluated on ONE held-out set (``--data_seed`` fixes the training rows and the held-out
+rows for every seed; ``--seed`` still orders the prompts and seeds the sampling). Few training
+rows and many steps, so each prompt recurs (``kae`` gets a history, pass@1 has time to level off).
+
+Advantage scale: every arm trains with AdamW, whose update is invariant to a constant factor on
+the loss (its first moment and the root of its second scale together; ε = 1e-8 is far below the
+LoRA gradients' root mean square), so the constant scales that separate the arms (maxpo's N/K,
+grpo's division by the group's spread) do not change the step size; what can break the
+invariance is gradient clipping, so every run keeps its per-step gradient norm and the page
+reports how often clipping at ``max_grad_norm`` bound, per arm.
+
+The starting weights are the same for every run (LoRA's B starts at zero), so the "before"
+counts are measured once, by the first run, and shared by every arm and seed.
+
+Each finished run is one file, ``<results>/<design>/<arm>/seed<k>.json``, holding per held-out
+prompt the pass count out of n before and after, and per step the training pass rate. Running
+the same command again skips finished runs (a file with other settings is refused) and starts
+an unfinished one again; ``--commit`` commits each run's file as it finishes, with the page
+section regenerated from the files.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from advest.training.settings import RLConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ARMS: dict[str, dict[str, Any]] = {
+    "grpo": {"estimator": "grpo"},
+    "maxpo": {"estimator": "maxpo", "k": 4},
+    "pkpo_sloo": {"estimator": "pkpo_sloo", "k": 4},
+    "chen_passk": {"estimator": "chen_passk", "k": 4},
+    "kae": {"estimator": "kae"},
+    "rloo": {"estimator": "rloo"},
+}
+"""Arm → estimator settings. The first three are the design; the others run as the budget
+allows (``--arms``), in the order given."""
+
+DESIGN_ARMS = ["grpo", "maxpo", "pkpo_sloo"]
+REFERENCE = "grpo"
+
+
+@dataclass(frozen=True)
+class Design:
+    """Everything a grid fixes but the arm and the seed."""
+
+    model: str | None
+    """``--model`` (None: the embedded tiny model)."""
+    task: str | None
+    """reasoning-gym task (None: the embedded addition task, written to JSONL files)."""
+    options: tuple[tuple[str, int], ...]
+    """The task's settings."""
+    reward: str
+    """The graded verifier that ``--reward_threshold 1`` turns pass/fail."""
+    train_rows: int
+    steps: int
+    prompts: int
+    group_size: int
+    tokens: int
+    lr: float
+    lora_r: int
+    eval_prompts: int
+    eval_samples: int
+    data_seed: int = 0
+
+
+ONE_DIGIT = (("min_terms", 2), ("max_terms", 2), ("min_digits", 1), ("max_digits", 1))
+
+DESIGNS: dict[str, Design] = {
+    "smollm2": Design(
+        "smollm2-135m-instruct", "products", ONE_DIGIT, "reasoning_gym",
+        train_rows=16, steps=32, prompts=4, group_size=8, tokens=16, lr=2e-4, lora_r=16,
+        eval_prompts=64, eval_samples=32,
+    ),
+    "embedded": Design(
+        None, None, (), "digits",
+        train_rows=16, steps=60, prompts=8, group_size=8, tokens=5, lr=3e-4, lora_r=0,
+        eval_prompts=64, eval_samples=32,
+    ),
+}  # fmt: skip
+"""``smollm2``: the question of the page (SmolLM2-135M-Instruct, one-digit products, 16 new
+tokens: measured on one thread about 25 s a step and 7 min an evaluation). ``embedded``: the
+same design on the embedded model (seconds a run), for tests and a first look."""
+
+
+def config(d: Design, arm: str, seed: int, data: Path, out: Path) -> RLConfig:
+    """One run's settings; ``data`` is the folder of the embedded design's JSONL files."""
+    if d.task is None:
+        where: dict[str, Any] = {"data": str(data / "train.jsonl"),
+                                 "eval_data": str(data / "held_out.jsonl")}  # fmt: skip
+    else:
+        where = {"data": f"reasoning_gym:{d.task}", "data_options": dict(d.options),
+                 "data_size": d.train_rows, "data_seed": d.data_seed}  # fmt: skip
+    cfg = RLConfig(
+        model=d.model,
+        reward=d.reward,
+        reward_threshold=1.0,
+        reward_workers=0,  # the verifier is cheap; the other core is not ours
+        steps=d.steps,
+        prompts_per_step=d.prompts,
+        group_size=d.group_size,
+        max_new_tokens=d.tokens,
+        ppo_epochs=1,
+        lr=d.lr,
+        lora_r=d.lora_r,
+        lora_alpha=2 * d.lora_r if d.lora_r else 16,
+        lora_export="adapter",
+        eval_prompts=d.eval_prompts,
+        eval_samples=d.eval_samples,
+        checkpoint_every=0,
+        seed=seed,
+        out=str(out),
+        **where,
+    )
+    return replace(cfg, **ARMS[arm])
+
+
+def held_out(d: Design, data: Path) -> tuple[list[str], list[str]]:
+    """(training prompts, held-out prompts) of the design, shared by every arm and seed. The
+    embedded design's rows are written to ``data`` as JSONL here."""
+    from advest.training import tasks
+    from advest.training.task import held_out as embedded_held_out
+    from advest.training.task import problem
+
+    if d.task is not None:
+        name, options = f"reasoning_gym:{d.task}", dict(d.options)
+        train = tasks.rows(name, options, d.train_rows, d.data_seed)
+        held = tasks.held_out_rows(name, options, d.eval_prompts, d.data_seed, train)
+        return [str(r.prompt) for r in train], [str(r.prompt) for r in held]
+    rows = [problem(d.data_seed, i) for i in range(d.train_rows)]
+    seen = {p.prompt for p in rows}
+    fresh = [p for p in embedded_held_out(d.data_seed, 4 * d.eval_prompts) if p.prompt not in seen]
+    held_rows = list({p.prompt: p for p in fresh}.values())[: d.eval_prompts]
+    data.mkdir(parents=True, exist_ok=True)
+    for file, part in (("train.jsonl", rows), ("held_out.jsonl", held_rows)):
+        lines = [json.dumps({"prompt": p.prompt, "answer": p.answer}) for p in part]
+        (data / file).write_text("\n".join(lines) + "\n")
+    return [p.prompt for p in rows], [p.prompt for p in held_rows]
+
+
+def settings_of(d: Design, arm: str) -> dict[str, Any]:
+    """What a finished run's file must match to be reused (JSON-normalised)."""
+    out: dict[str, Any] = json.loads(json.dumps({**asdict(d), "arm": ARMS[arm]}))
+    return out
+
+
+def finished(path: Path, settings: dict[str, Any]) -> bool:
+    """Whether ``path`` holds a finished run with ``settings``; other settings are refused."""
+    if not path.is_file():
+        return False
+    was = json.loads(path.read_text())["settings"]
+    if was != settings:
+        diff = sorted(k for k in settings if was.get(k) != settings[k])
+        raise SystemExit(f"{path} holds a run with other settings ({', '.join(diff)}); give "
+                         "another --results folder or --design")  # fmt: skip
+    return True
+
+
+def steps_of(folder: Path) -> dict[str, list[float]]:
+    """Per-step columns of a run's ``metrics.csv``: training pass@1, gradient norm, advantage
+    spread and seconds."""
+    rows = list(csv.DictReader((folder / "metrics.csv").read_text().splitlines()))
+    rows = [r for r in rows if r.get("pass@1")]
+    phases = ("generate", "reward", "forward", "advantage", "update")
+    return {
+        "train_pass1": [float(r["pass@1"]) for r in rows],
+        "grad_norm": [float(r["grad_norm"]) for r in rows],
+        "adv_std": [float(r["adv_std"]) for r in rows],
+        "seconds": [sum(float(r.get(f"time/{p}") or 0) for p in phases) for r in rows],
+    }
+
+
+def run_one(d: Design, arm: str, seed: int, paths: dict[str, Path], before: list[int] | None
+            ) -> dict[str, Any]:  # fmt: skip
+    """Train one (arm, seed) and return its record."""
+    from advest.training.train import train
+
+    cfg = config(d, arm, seed, paths["data"], paths["runs"])
+    name = f"{arm}-seed{seed}"
+    if (paths["runs"] / name).exists():
+        print(f"{name}: unfinished earlier, started again", flush=True)
+        shutil.rmtree(paths["runs"] / name)
+    start, load = time.monotonic(), os.getloadavg()[0]
+    folder = train(cfg, {"enable_progress_bar": False}, name=name, before=before)
+    counts = json.loads((folder / "passk_counts.json").read_text())
+    return {
+        "settings": settings_of(d, arm),
+        "arm": arm,
+        "seed": seed,
+        "samples": counts["samples"],
+        "before": counts["before"],
+        "after": counts["after"],
+        **steps_of(folder),
+        "max_grad_norm": cfg.max_grad_norm,
+        "wall_seconds": round(time.monotonic() - start, 1),
+        "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
+        "threads": _threads(),
+    }
+
+
+def _threads() -> int:
+    import torch
+
+    return int(torch.get_num_threads())
+
+
+def commit(paths: list[Path], message: str) -> None:
+    """Commit ``paths`` only (by path: others' staged work is left alone), retrying while
+    another git command holds the index."""
+    names = [str(p.resolve().relative_to(ROOT)) for p in paths]
+    for _ in range(30):
+        if not (ROOT / ".git" / "index.lock").exists():
+            add = subprocess.run(["git", "-C", str(ROOT), "add", *names], capture_output=True)
+            done = subprocess.run(
+                ["git", "-C", str(ROOT), "commit", "-q", "-m", message, "--", *names],
+                capture_output=True,
+                text=True,
+            )
+            if add.returncode == 0 and done.returncode == 0:
+                return
+            print(f"commit failed, retrying: {done.stderr.strip()}", flush=True)
+        time.sleep(5)
+    print(f"could not commit {names}; commit them by hand", flush=True)
+
+
+def regenerate() -> bool:
+    """Rewrite ``docs/choosing.md`` from the files, in a fresh interpreter (the code as it is on
+    disk now, not as this long process imported it). Whether it worked."""
+    page = [sys.executable, "-m", "advest.training.experiments.grid_report", "--write"]
+    done = subprocess.run(page, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode:
+        print(f"the page was not regenerated: {done.stderr.strip()[-400:]}", flush=True)
+    return done.returncode == 0
+
+
+def parser() -> Any:
+    from advest.training.parsing import new_parser, switch
+
+    p = new_parser("advest experiment grid", __doc__ or "")
+    p.add_argument("--design", type=str, choices=list(DESIGNS), default="smollm2")
+    p.add_argument("--arms", type=str, nargs="+", choices=list(ARMS), default=DESIGN_ARMS)
+    p.add_argument("--seeds", type=int, default=10, help="seeds per arm")
+    p.add_argument("--first_seed", type=int, default=0, help="seeds first_seed, first_seed + 1, …")
+    p.add_argument("--results", type=str, default=str(ROOT / "docs" / "results" / "grid"),
+                   help="per-run files go to RESULTS/DESIGN/ARM/seedK.json")  # fmt: skip
+    p.add_argument("--runs", type=str, default="runs/grid", help="run folders (not kept)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--model", type=str | None, default=None, help="replace the design's model")
+    p.add_argument("--steps", type=int | None, default=None, help="replace the design's steps")
+    p.add_argument("--eval_prompts", type=int | None, default=None, help="replace its prompts")
+    p.add_argument("--eval_samples", type=int | None, default=None, help="replace its samples")
+    switch(p, "commit", False, "commit each finished run's file (and the regenerated page)")
+    return p
+
+
+def design_of(args: Any) -> Design:
+    d = DESIGNS[args.design]
+    given = {k: getattr(args, k) for k in ("model", "steps", "eval_prompts", "eval_samples")}
+    d = replace(d, **{k: v for k, v in given.items() if v is not None})
+    if d.steps < 1 or d.eval_prompts < 1 or d.eval_samples < 1 or args.seeds < 1:
+        raise SystemExit("--steps, --eval_prompts, --eval_samples and --seeds must be at least 1")
+    if args.threads < 1:
+        raise SystemExit(f"--threads must be at least 1; got {args.threads}")
+    return d
+
+
+def prepare(d: Design, results: Path, data: Path) -> list[int] | None:
+    """Write (or check) ``design.json``, the shared prompts; the shared "before" counts if an
+    earlier run measured them."""
+    train_prompts, held = held_out(d, data)
+    info = {"design": json.loads(json.dumps(asdict(d))), "train": train_prompts, "held_out": held}
+    path = results / "design.json"
+    if path.is_file() and json.loads(path.read_text()) != info:
+        raise SystemExit(f"{path} holds another design; give another --results folder")
+    results.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(info, indent=1) + "\n")
+    before = results / "before.json"
+    return list(json.loads(before.read_text())["counts"]) if before.is_file() else None
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    d = design_of(args)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    results = Path(args.results) / args.design
+    runs = Path(args.runs) / args.design
+    paths = {"data": runs / "data", "runs": runs / "runs"}
+    before = prepare(d, results, paths["data"])
+    plan = [(s, a) for s in range(args.first_seed, args.first_seed + args.seeds) for a in args.arms]
+    todo = [(s, a) for s, a in plan if not finished(results / a / f"seed{s}.json",
+                                                    settings_of(d, a))]  # fmt: skip
+    print(f"grid {args.design}: {len(plan) - len(todo)} of {len(plan)} runs finished earlier; "
+          f"{len(todo)} to run", flush=True)  # fmt: skip
+    start = time.monotonic()
+    for done, (seed, arm) in enumerate(todo, start=1):
+        print(f"{arm} seed {seed}: training", flush=True)
+        record = run_one(d, arm, seed, paths, before)
+        if before is None:
+            before = record["before"]
+            (results / "before.json").write_text(json.dumps(
+                {"counts": before, "measured_by": f"{arm} seed {seed}"}) + "\n")  # fmt: skip
+        path = results / arm / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=1) + "\n")
+        shutil.rmtree(paths["runs"] / f"{arm}-seed{seed}", ignore_errors=True)
+        left = (time.monotonic() - start) / done * (len(todo) - done)
+        print(f"[{done}/{len(todo)}] {arm} seed {seed}: after pass@1 "
+              f"{sum(record['after']) / (len(record['after']) * record['samples']):.3f}; "
+              f"~{left / 60:.0f} min left", flush=True)  # fmt: skip
+        if args.commit:
+            files = [path, results / "design.json", results / "before.json"]
+            if regenerate():
+                files.append(ROOT / "docs" / "choosing.md")
+            commit(files, f"grid {args.design}: {arm} seed {seed} finished (per-prompt counts)")
+    return 0
