@@ -8,10 +8,10 @@ rows and many steps, so each prompt recurs (``kae`` gets a history, pass@1 has t
 
 Advantage scale: every arm trains with AdamW, whose update is invariant to a constant factor on
 the loss (its first moment and the root of its second scale together; ε = 1e-8 is far below the
-LoRA gradients' root mean square), so the constant scales that separate the arms (maxpo's N/K,
-grpo's division by the group's spread) do not change the step size; what can break the
-invariance is gradient clipping, so every run keeps its per-step gradient norm and the page
-reports how often clipping at ``max_grad_norm`` bound, per arm.
+gradients' root mean square), so the constant scales that separate the arms (maxpo's N/K,
+grpo's division by the group's spread) do not change the step size. Gradient clipping would
+break the invariance (measured: on the embedded model clipping at 1 bound grpo's every step and
+none of chen_passk's), so it is off (``NO_CLIP``); every run keeps its per-step gradient norm.
 
 The starting weights are the same for every run (LoRA's B starts at zero), so the "before"
 counts are measured once, by the first run, and shared by every arm and seed.
@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from advest.training.experiments.grid_report import DESIGN_ARMS
 from advest.training.settings import RLConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,8 +52,9 @@ ARMS: dict[str, dict[str, Any]] = {
 """Arm → estimator settings. The first three are the design; the others run as the budget
 allows (``--arms``), in the order given."""
 
-DESIGN_ARMS = ["grpo", "maxpo", "pkpo_sloo"]
-REFERENCE = "grpo"
+NO_CLIP = 1e9
+"""``max_grad_norm`` of every run: far above any gradient norm, so clipping never binds and
+AdamW's invariance to the advantages' scale holds (the page counts the steps it bound: 0)."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ def config(d: Design, arm: str, seed: int, data: Path, out: Path) -> RLConfig:
         max_new_tokens=d.tokens,
         ppo_epochs=1,
         lr=d.lr,
+        max_grad_norm=NO_CLIP,
         lora_r=d.lora_r,
         lora_alpha=2 * d.lora_r if d.lora_r else 16,
         lora_export="adapter",
@@ -173,7 +176,7 @@ def finished(path: Path, settings: dict[str, Any]) -> bool:
 
 def steps_of(folder: Path) -> dict[str, list[float]]:
     """Per-step columns of a run's ``metrics.csv``: training pass@1, gradient norm, advantage
-    spread and seconds."""
+    spread, the fraction of completions cut at the token budget, and seconds."""
     rows = list(csv.DictReader((folder / "metrics.csv").read_text().splitlines()))
     rows = [r for r in rows if r.get("pass@1")]
     phases = ("generate", "reward", "forward", "advantage", "update")
@@ -181,6 +184,7 @@ def steps_of(folder: Path) -> dict[str, list[float]]:
         "train_pass1": [float(r["pass@1"]) for r in rows],
         "grad_norm": [float(r["grad_norm"]) for r in rows],
         "adv_std": [float(r["adv_std"]) for r in rows],
+        "truncated": [float(r["truncated"]) for r in rows],
         "seconds": [sum(float(r.get(f"time/{p}") or 0) for p in phases) for r in rows],
     }
 
@@ -238,11 +242,18 @@ def commit(paths: list[Path], message: str) -> None:
     print(f"could not commit {names}; commit them by hand", flush=True)
 
 
+def write_page() -> None:
+    """Rewrite ``docs/choosing.md`` from the results files (the README is left alone)."""
+    from advest.training.experiments import choosing
+
+    (ROOT / "docs" / "choosing.md").write_text(choosing.render(ROOT)[0])
+
+
 def regenerate() -> bool:
-    """Rewrite ``docs/choosing.md`` from the files, in a fresh interpreter (the code as it is on
-    disk now, not as this long process imported it). Whether it worked."""
-    page = [sys.executable, "-m", "advest.training.experiments.grid_report", "--write"]
-    done = subprocess.run(page, cwd=ROOT, capture_output=True, text=True)
+    """``write_page`` in a fresh interpreter (the code as it is on disk now, not as this long
+    process imported it). Whether it worked."""
+    code = "from advest.training.experiments.grid import write_page; write_page()"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
         print(f"the page was not regenerated: {done.stderr.strip()[-400:]}", flush=True)
     return done.returncode == 0
@@ -253,7 +264,7 @@ def parser() -> Any:
 
     p = new_parser("advest experiment grid", __doc__ or "")
     p.add_argument("--design", type=str, choices=list(DESIGNS), default="smollm2")
-    p.add_argument("--arms", type=str, nargs="+", choices=list(ARMS), default=DESIGN_ARMS)
+    p.add_argument("--arms", type=str, nargs="+", choices=list(ARMS), default=list(DESIGN_ARMS))
     p.add_argument("--seeds", type=int, default=10, help="seeds per arm")
     p.add_argument("--first_seed", type=int, default=0, help="seeds first_seed, first_seed + 1, …")
     p.add_argument("--results", type=str, default=str(ROOT / "docs" / "results" / "grid"),

@@ -1,0 +1,261 @@
+"""The pass/fail grid's section of ``docs/choosing.md`` (``advest experiment grid``), computed from
+the per-run files in ``docs/results/grid/`` and nothing else.
+
+Every comparison is paired: arm and reference ran on the same seeds and the same held-out
+prompts, so the unit is the difference of unbiased pass@k (Chen et al. 2021, arXiv:2107.03374
+eq. 1) on one (seed, prompt). The interval is a bootstrap that resamples seeds, then prompts
+(one resample of the prompts for every seed drawn, as the prompts are shared); an arm is
+"above" or "below" the reference only when the whole 95% interval is, and "no measured
+difference" otherwise. Every sentence of the conclusion is chosen from these verdicts: a tie
+is printed as a tie, and where no difference is measured the section names what a choice
+rests on instead.
+
+``advest.training.experiments.grid.write_page()`` rewrites ``docs/choosing.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from math import comb
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from advest.training.experiments.choosing_facts import proofs
+
+REFERENCE = "grpo"
+DESIGN_ARMS = ("grpo", "maxpo", "pkpo_sloo")
+"""The design's arms (issue 42 item 4); others count as planned once a run of theirs exists."""
+KS = (1, 4)
+"""pass@k compared: pass@1, and pass@K at the K = 4 that maxpo and pkpo_sloo optimise."""
+MIN_SEEDS = 2
+"""Fewer common seeds than this: no verdict (one seed cannot show seed-to-seed spread)."""
+REPS = 4000
+PLANNED_SEEDS = 10
+
+
+def load(folder: Path) -> dict[str, Any]:
+    """``{design: {**design.json, "runs": {arm: {seed: record}}}}`` of every design
+    folder under ``folder`` that has a ``design.json`` (absent folder: empty)."""
+    out: dict[str, Any] = {}
+    for d in sorted(p for p in folder.glob("*/design.json")) if folder.is_dir() else []:
+        runs: dict[str, dict[int, Any]] = {}
+        for f in sorted(d.parent.glob("*/seed*.json")):
+            record = json.loads(f.read_text())
+            runs.setdefault(record["arm"], {})[int(record["seed"])] = record
+        out[d.parent.name] = {**json.loads(d.read_text()), "runs": runs}
+    return out
+
+
+def pass_at(counts: list[int], n: int, k: int) -> np.ndarray:
+    """Unbiased pass@k of each prompt from its pass count of ``n`` samples: ``[P]``."""
+    return np.array([1 - comb(n - c, k) / comb(n, k) for c in counts])
+
+
+def differences(runs: dict[str, dict[int, Any]], arm: str, k: int) -> np.ndarray:
+    """``[S, P]`` pass@k of ``arm`` minus the reference's, on their common seeds."""
+    seeds = sorted(set(runs[arm]) & set(runs.get(REFERENCE, {})))
+    rows = [
+        pass_at(runs[arm][s]["after"], runs[arm][s]["samples"], k)
+        - pass_at(runs[REFERENCE][s]["after"], runs[REFERENCE][s]["samples"], k)
+        for s in seeds
+    ]
+    return np.array(rows).reshape(len(seeds), -1)
+
+
+def paired_bootstrap(d: np.ndarray, reps: int = REPS, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``d`` ``[S, P]`` and its 95% percentile interval, resampling seeds (rows) and
+    then prompts (columns) with replacement; each resample weights every cell by how often
+    its seed and its prompt were drawn."""
+    S, P = d.shape
+    rng = np.random.default_rng(seed)
+    ws = rng.multinomial(S, np.full(S, 1 / S), size=reps)  # [R, S]
+    wp = rng.multinomial(P, np.full(P, 1 / P), size=reps)  # [R, P]
+    stats = np.einsum("rs,sp,rp->r", ws, d, wp) / (S * P)  # [R]
+    lo, hi = np.percentile(stats, [2.5, 97.5])
+    return float(d.mean()), float(lo), float(hi)
+
+
+def verdict(lo: float, hi: float) -> str:
+    """ "above" / "below" when the interval excludes 0, else "no measured difference"."""
+    return "above" if lo > 0 else "below" if hi < 0 else "no measured difference"
+
+
+def compare(runs: dict[str, dict[int, Any]], arm: str, k: int) -> dict[str, Any]:
+    """``arm`` against the reference at pass@k: seeds, mean difference, interval, verdict."""
+    d = differences(runs, arm, k)
+    if d.shape[0] < MIN_SEEDS:
+        return {"seeds": d.shape[0], "verdict": f"not compared (fewer than {MIN_SEEDS} seeds)"}
+    mean, lo, hi = paired_bootstrap(d)
+    return {"seeds": d.shape[0], "mean": mean, "lo": lo, "hi": hi, "verdict": verdict(lo, hi)}
+
+
+def seed_bootstrap(x: np.ndarray, reps: int = REPS, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``x`` ``[S]`` (one value per seed) and its 95% interval resampling seeds."""
+    S = len(x)
+    pick = np.random.default_rng(seed).integers(0, S, size=(reps, S))
+    lo, hi = np.percentile(x[pick].mean(axis=1), [2.5, 97.5])
+    return float(x.mean()), float(lo), float(hi)
+
+
+def levels(records: list[dict[str, Any]]) -> str:
+    """Whether training pass@1 still rises: the last quarter of the steps against the quarter
+    before it, per seed, every step and seed used, interval over seeds."""
+    T = min(len(r["train_pass1"]) for r in records)
+    q = T // 4
+    if len(records) < MIN_SEEDS or q < 1:
+        return "not judged (too few seeds or steps)"
+    curves = np.array([r["train_pass1"][:T] for r in records])  # [S, T]
+    rise = curves[:, T - q :].mean(axis=1) - curves[:, T - 2 * q : T - q].mean(axis=1)  # [S]
+    mean, lo, hi = seed_bootstrap(rise)
+    word = "still rising" if lo > 0 else "falling" if hi < 0 else "levelled off"
+    return f"{word} ({mean:+.3f} [{lo:+.3f}, {hi:+.3f}])"
+
+
+def clipped(records: list[dict[str, Any]]) -> str:
+    norms = [g for r in records for g in r["grad_norm"]]
+    bound = sum(g > r["max_grad_norm"] for r in records for g in r["grad_norm"])
+    return f"{float(np.median(norms)):.3f}; clipped on {bound} of {len(norms)} steps"
+
+
+def cell(v: tuple[float, float, float], sign: str = "") -> str:
+    return f"{v[0]:{sign}.3f} [{v[1]:{sign}.3f}, {v[2]:{sign}.3f}]"
+
+
+def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
+    d = info["design"]
+    model = f"`{d['model']}`" if d["model"] else "the embedded tiny model"
+    task = f"reasoning-gym `{d['task']}` (one digit)" if d["task"] else "the embedded addition"
+    adapter = f"LoRA r = {d['lora_r']}" if d["lora_r"] else "every weight"
+    planned = [*DESIGN_ARMS, *(a for a in runs if a not in DESIGN_ARMS)]
+    done = sum(len(s) for s in runs.values())
+    per_arm = ", ".join(f"{a} {len(runs.get(a, {}))}" for a in planned)
+    return [
+        f"## The pass/fail grid: `{name}`",
+        "",
+        f"{model} ({adapter}, lr {d['lr']}) on {task}, its graded `{d['reward']}` score turned "
+        "pass/fail (`--reward_threshold 1`: full credit passes). Each run: "
+        f"{d['steps']} steps of {d['prompts']} prompts × G = {d['group_size']}, drawn from "
+        f"{d['train_rows']} training rows (each recurs every {d['train_rows'] // d['prompts']} "
+        f"steps), {d['tokens']} new tokens. Every arm and seed is evaluated on the same "
+        f"{len(info['held_out'])} held-out prompts × {d['eval_samples']} samples; the starting "
+        "weights are the same for every run, so their counts are measured once and shared.",
+        "",
+        "Advantage scale: every arm trains with AdamW, whose step is unchanged by a constant "
+        "factor on the loss (maxpo's N/K, grpo's division by the group's spread), so one "
+        "learning rate serves every arm; gradient clipping would break this, so it is off "
+        "(the table counts the steps it bound).",
+        "",
+        f"Finished runs: {done} of {len(planned) * PLANNED_SEEDS} planned ({per_arm}; "
+        f"{PLANNED_SEEDS} seeds per arm planned); comparisons use the seeds both arms finished.",
+        "",
+    ]
+
+
+def arm_table(runs: dict[str, dict[int, Any]]) -> list[str]:
+    lines = [
+        "| arm | seeds | pass@1 before | pass@1 after | pass@4 after | training pass@1, last "
+        "quarter − the one before | median gradient norm |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for arm, by_seed in runs.items():
+        recs = [by_seed[s] for s in sorted(by_seed)]
+        n = recs[0]["samples"]
+
+        def of(key: str, k: int, recs: list[dict[str, Any]] = recs, n: int = n) -> str:
+            return cell(paired_bootstrap(np.array([pass_at(r[key], n, k) for r in recs])))
+
+        lines.append(f"| `{arm}` | {len(recs)} | {of('before', 1)} | {of('after', 1)} | "
+                     f"{of('after', 4)} | {levels(recs)} | {clipped(recs)} |")  # fmt: skip
+    return [*lines, ""]
+
+
+def comparison_table(runs: dict[str, dict[int, Any]]) -> tuple[list[str], dict[str, Any]]:
+    head = " | ".join(f"pass@{k}: difference [95%] | verdict" for k in KS)
+    lines = [f"| arm − {REFERENCE} | seeds | {head} |", "|---|---|" + "---|---|" * len(KS)]
+    found: dict[str, Any] = {}
+    for arm in runs:
+        if arm == REFERENCE:
+            continue
+        found[arm] = {k: compare(runs, arm, k) for k in KS}
+        cells = [
+            (cell((c["mean"], c["lo"], c["hi"]), "+") if "mean" in c else "–")
+            + f" | {c['verdict']}"
+            for c in found[arm].values()
+        ]
+        lines.append(f"| `{arm}` | {found[arm][KS[0]]['seeds']} | {' | '.join(cells)} |")
+    return [*lines, ""], found
+
+
+def names(arms: list[str]) -> str:
+    marked = [f"`{a}`" for a in arms]
+    return marked[0] if len(marked) == 1 else ", ".join(marked[:-1]) + " and " + marked[-1]
+
+
+def conclusion(found: dict[str, Any], basis: dict[str, str]) -> list[str]:
+    """One sentence per k, chosen by the verdicts; then what each undecided arm rests on."""
+    lines = []
+    for k in KS:
+        by = {v: [a for a in found if found[a][k]["verdict"] == v]
+              for v in ("above", "below", "no measured difference")}  # fmt: skip
+        said = []
+        if by["above"]:
+            said.append(f"{names(by['above'])} above `{REFERENCE}`")
+        if by["below"]:
+            said.append(f"{names(by['below'])} below `{REFERENCE}`")
+        if by["no measured difference"]:
+            said.append(f"{names([REFERENCE, *by['no measured difference']])} tie "
+                        "(no measured difference)")  # fmt: skip
+        judged = {a for arms in by.values() for a in arms}
+        rest = [a for a in found if a not in judged]
+        if rest:
+            said.append(f"{names(rest)} not compared yet")
+        lines.append(f"* **pass@{k}**: " + "; ".join(said) + ".")
+    for arm in found:
+        if all(found[arm][k]["verdict"] not in ("above", "below") for k in KS):
+            lines.append(f"* **`{arm}`**: this grid measured no difference from `{REFERENCE}`, "
+                         f"so choosing it rests on {basis[arm]}, not on this grid.")  # fmt: skip
+    return [*lines, ""]
+
+
+METHOD = (
+    "Intervals: 95% percentile intervals of a paired bootstrap ({reps} resamples) of the mean "
+    "difference in unbiased pass@k between an arm and `grpo` on the same seed and held-out "
+    "prompt, resampling seeds and then prompts. Test: an arm is above (below) `grpo` when the "
+    "whole interval is above (below) 0; otherwise there is no measured difference. Training "
+    "pass@1 levels off when the mean over the last quarter of the steps minus the quarter "
+    "before it (every step and seed) has an interval, over seeds, that does not lie above 0. "
+    "Step times are kept in the files, not compared here: the machine was shared."
+)
+
+
+def rests_on(arm: str, rows: list[tuple[str, str]], bandit: dict[str, Any] | None) -> str:
+    """What a choice of ``arm`` rests on where the grid measured nothing, each named."""
+    proved = proofs(arm, rows) if rows else []
+    parts = [f"the Coq proofs ({', '.join(f'`{p}`' for p in proved)})"] if proved else []
+    if bandit and arm in bandit.get("estimators", {}):
+        parts.append("the bandit (`docs/results/bandit.json`)")
+    return " and ".join(parts) if parts else "nothing measured or proved on this page"
+
+
+def section(
+    grid: dict[str, Any], rows: list[tuple[str, str]], bandit: dict[str, Any] | None
+) -> list[str]:
+    """The page's lines for every design in ``grid`` (``load``); none when there is none."""
+    out: list[str] = []
+    for name, info in grid.items():
+        runs = {a: info["runs"][a] for a in sorted(info["runs"], key=_order)}
+        out += setup(name, info, runs)
+        if REFERENCE not in runs:
+            out += [f"No `{REFERENCE}` run has finished yet: nothing is compared.", ""]
+            continue
+        table, found = comparison_table(runs)
+        basis = {a: rests_on(a, rows, bandit) for a in found}
+        out += arm_table(runs) + table + conclusion(found, basis)
+        out += [METHOD.format(reps=REPS), ""]
+    return out
+
+
+def _order(arm: str) -> tuple[int, str]:
+    return (0 if arm == REFERENCE else 1, arm)
