@@ -18,7 +18,9 @@ from .tolerance import sample_lengths
 Family = Literal["outcome", "maxk", "maxrl"]
 
 
-Convention = Literal["plain", "verl"]
+Convention = Literal["plain", "verl", "flat", "skyrl", "nemo_rl", "prime_rl"]
+"""How the oracle calls an estimator: ``plain`` on ``[B, G]``; the others on flat rows with a
+group id per row, as trainers hold them (``oracle.rows``)."""
 
 
 class OracleError(ValueError):

@@ -66,10 +66,16 @@ def _add_run_options(parser: Any) -> None:
     )
     parser.add_argument(
         "--convention",
-        choices=["plain", "verl"],
+        choices=["plain", "flat", "verl", "skyrl", "nemo_rl", "prime_rl"],
         default="plain",
-        help="plain: fn(rewards [B, G], ...) -> [B, G]; verl: fn(token_level_rewards, "
-        "response_mask, index, config=...) -> (advantages, returns)",
+        help="plain: fn(rewards [B, G], ...) -> [B, G]; flat: fn(rewards [N], index [N], "
+        "valid=[N] bool) -> [N], one group id per row (any ids, groups of any size; a parameter "
+        "named valid, valid_mask or mask takes the valid-row mask); verl: fn(token_level_rewards, "
+        "response_mask, index, config=...) -> (advantages, returns); skyrl: the same with "
+        "grpo_norm_by_std, gamma, lambd; nemo_rl: fn(rewards [N], prompt_ids [N, L], valid_mask "
+        "[N]) -> [N]; prime_rl: fn(list of [G_i] groups) -> list of [G_i]. Every convention but "
+        "plain also gets the grouped rows: ids relabelled, row order, ragged groups, masked rows, "
+        "dropped groups (spec/oracle.md)",
     )
     parser.add_argument(
         "--signature",

@@ -10,6 +10,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from advest.spec.bounds import Bound
+
 from . import properties as find
 from .calling import (
     Convention,
@@ -21,7 +23,10 @@ from .calling import (
     Watch,
     resolve_signature,
 )
+from .extremes import low_precision, magnitude
+from .grouped import grouped_findings
 from .properties import NON_FINITE, Finding
+from .rows import PlainRows, RowCall, RowsAsPlain, row_call
 from .tolerance import COUPLED, DTYPES, _batches, _cast, _dtype_name, allowance, sample_lengths
 from .unbiased import unbiasedness
 
@@ -182,23 +187,29 @@ def check(
     dtype: str = "float32",
     convention: Convention = "plain",
     float64: bool = True,
+    bound: Bound | None = None,
 ) -> list[Finding]:
     """Every finding for the user callable ``fn``, in ``dtype`` and (when accepted and
     ``float64``) float64, at each group size in ``ns`` (default ``default_ns``); then how
     ``dtype``'s advantages compare with float64's (``accurate (vs float64)``), and singleton
-    and all-equal groups. Raises OracleError for unusable arguments or outputs (``OutOfScope``
-    for a callable the oracle cannot judge)."""
+    and all-equal groups; then the rows of trainers' data (``trainer_rows``): groups by id
+    (conventions on flat rows), the magnitude bound (``bound``: the estimator's declared one,
+    default ``extremes.generic_bound``) and low-precision rewards. Raises OracleError for
+    unusable arguments or outputs (``OutOfScope`` for a callable the oracle cannot judge)."""
     ns = list(ns) if ns else default_ns(family, k)
     validate(family, k, ns, dtype)
     guard = Guard()
     est = _bind(fn, family, k, signature, convention, guard)
     own = DTYPES[dtype]
     coupling = _coupling(est, max(ns), own)
-    token = COUPLED.set(coupling.verdict.startswith("yes"))
+    coupled = coupling.verdict.startswith("yes")
+    token = COUPLED.set(coupled)
     try:
         findings = [coupling, *_all_checks(est, family, k, ns, own, float64)]
     finally:
         COUPLED.reset(token)
+    rows = PlainRows(est) if convention == "plain" else row_call(fn, convention, guard, k)
+    findings += trainer_rows(rows, max(ns), own, bound, k if family == "maxk" else 1, coupled)
     mutated = guard.mutations
     findings.insert(
         0,
@@ -209,6 +220,17 @@ def check(
         ),
     )
     return findings
+
+
+def trainer_rows(
+    rows: RowCall, n: int, dtype: torch.dtype, bound: Bound | None, k: int, coupled: bool
+) -> list[Finding]:
+    """The rows of trainers' data at largest group size ``n``: the grouped rows where the
+    convention has ids (not ``[B, G]``), the magnitude bound and the low-precision rows."""
+    findings = grouped_findings(rows, n, dtype) if rows.takes_ids or rows.ragged else []
+    mag = magnitude(rows, n, dtype, bound, k, coupled)
+    mag.dtype, mag.n = _dtype_name(dtype), n
+    return [*findings, mag, *low_precision(rows, n)]
 
 
 def _bind(
@@ -223,6 +245,8 @@ def _bind(
         from .verl import VerlCall
 
         return VerlCall(fn, guard, k=k)
+    if convention != "plain":
+        return RowsAsPlain(row_call(fn, convention, guard, k))
     return Plain(fn, resolve_signature(fn, family, signature), k, guard)
 
 

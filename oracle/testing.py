@@ -9,11 +9,18 @@ asserted. Each named property must hold in every dtype and at every N where it w
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast, get_args
+
+from advest.spec.bounds import Bound
 
 from .calling import Convention, Family
 from .properties import Finding
 from .report import check
+
+FAMILIES: tuple[str, ...] = (*get_args(Family), "token")
+"""The families ``assert_estimator`` and ``advest check --family`` judge."""
+CONVENTIONS: tuple[str, ...] = get_args(Convention)
+"""The calling conventions (``advest check --convention``)."""
 
 
 class EstimatorMismatch(AssertionError):
@@ -47,21 +54,50 @@ def mismatches(findings: list[Finding], expect: Mapping[str, str]) -> list[str]:
 
 def assert_estimator(
     fn: Callable[..., Any],
-    family: Family = "outcome",
+    family: str = "outcome",
     expect: Mapping[str, str] | None = None,
     *,
     k: int = 2,
     ns: Sequence[int] | None = None,
     dtype: str = "float32",
-    convention: Convention = "plain",
+    convention: str = "plain",
+    extends: str | None = None,
+    bound: Bound | None = None,
 ) -> list[Finding]:
     """Run the oracle on ``fn`` and raise ``EstimatorMismatch`` listing every property in
-    ``expect`` (name -> expected verdict prefix) whose measured verdict differs. Default
-    ``expect``: centred and finite, the least a baseline estimator owes. Returns the findings."""
+    ``expect`` (name -> expected verdict prefix) whose measured verdict differs. Every family
+    and convention ``advest check`` takes: ``family`` one of ``FAMILIES`` (``"token"``: the
+    token oracle on exact token trees, ``fn(rewards, mask, ...)`` as ``--family token``, with
+    ``extends``), ``convention`` one of ``CONVENTIONS`` (``"flat"``: ``fn(rewards [N], index
+    [N], valid=...)``). ``bound``: a magnitude bound to hold ``fn`` to (``spec/bounds.py``).
+    Default ``expect``: centred and finite (token family: unbiased), the least a baseline
+    estimator owes. Returns the findings; an unknown family or convention is a ValueError
+    naming the ones that exist."""
     __tracebackhide__ = True  # pytest shows the mismatch lines, not this function's body
-    if expect is None:
-        expect = {"centred": "yes", "finite output": "yes"}
-    findings = check(fn, family, k, ns=ns, dtype=dtype, convention=convention)
+    if family not in FAMILIES:
+        raise ValueError(f"family {family!r} is not one the oracle judges; use one of {FAMILIES}")
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention {convention!r} is unknown; use one of {CONVENTIONS}")
+    if family == "token":
+        from .token_report import check_tokens
+
+        if expect is None:
+            expect = {"unbiased": "yes"}
+        findings = check_tokens(
+            fn, convention="verl" if convention == "verl" else "plain", extends=extends
+        )
+    else:
+        if expect is None:
+            expect = {"centred": "yes", "finite output": "yes"}
+        findings = check(
+            fn,
+            cast(Family, family),
+            k,
+            ns=ns,
+            dtype=dtype,
+            convention=cast(Convention, convention),
+            bound=bound,
+        )
     lines = mismatches(findings, expect)
     if lines:
         name = getattr(fn, "__qualname__", repr(fn))

@@ -1,16 +1,23 @@
 """Advantage-estimation bugs that public trackers report, each as a small estimator on rewards
 [B, G] beside its fixed twin. Every pair reproduces the report's arithmetic, not the trainer's
-plumbing; ``Bug.where`` cites the thread. scripts/bug_gallery.py runs the oracle on both."""
+plumbing; ``Bug.where`` cites the thread. scripts/bug_gallery.py runs the oracle on both. The
+bugs that live in flat rows, ids, masks and low precision are in gallery_flat_bugs.py, judged in
+the oracle's ``flat`` convention (``Bug.convention``)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import Tensor
 
-Est = Callable[[Tensor], Tensor]
+sys.path.insert(0, str(Path(__file__).parent))
+import gallery_flat_bugs as flat
+
+Est = Callable[..., Tensor]
 EPS = 1e-4  # TRL's epsilon
 
 
@@ -21,10 +28,12 @@ class Bug:
     """tracker and number, as cited"""
     url: str
     summary: str
-    buggy: Est | None
-    fixed: Est | None
+    buggy: Est
+    fixed: Est
     why_not: str = ""
-    """for a bug the oracle's [B, G] input cannot express: why"""
+    """for a bug no verdict tells apart: which property would catch it"""
+    convention: str = "plain"
+    """the oracle's calling convention for both twins: plain ([B, G]) or flat (rows, ids)"""
 
 
 def _centre(r: Tensor) -> Tensor:
@@ -146,6 +155,16 @@ def skyrl_137_fixed(r: Tensor) -> Tensor:
     return r - (r.sum(-1, keepdim=True) - r) / (g - 1)
 
 
+def rllm_916_buggy(r: Tensor) -> Tensor:
+    """r − group mean: a one-sample group's mean is its own reward, so A = 0."""
+    return r - r.mean(-1, keepdim=True)
+
+
+def rllm_916_fixed(r: Tensor) -> Tensor:
+    """A group of one keeps its reward (baseline 0), as the docstring says."""
+    return r - r.mean(-1, keepdim=True) if r.shape[-1] > 1 else r.clone()
+
+
 BUGS = [
     Bug(
         "one valid reward in a group gives NaN (nanstd, ddof 1)",
@@ -194,10 +213,6 @@ BUGS = [
         "rewards [1, 0, 0, 0]: the others' std is 0, divided by 1e-6 (fixed in #1519)",
         nemo_1518_buggy,
         nemo_1518_fixed,
-        "both forms are finite, centred-or-not alike and already not scale equivariant; they "
-        "differ only in magnitude (1e6 vs 1) on a group whose other rewards tie. A magnitude "
-        "bound (advantages at most c·G in size for a standardised estimator) would tell them "
-        "apart; the oracle makes no per-family magnitude claim yet",
     ),
     Bug(
         "RLOO divides by G − 1 = 0 for a one-sample group",
@@ -208,39 +223,93 @@ BUGS = [
         skyrl_137_fixed,
     ),
     Bug(
+        "reinforce_plus_plus_baseline gives all zeros at n = 1",
+        "rLLM #916",
+        "https://github.com/rllm-org/rllm/issues/916",
+        "the docstring promises a baseline of 0 for a one-sample group (A = r); it subtracts the "
+        "sample's own reward",
+        rllm_916_buggy,
+        rllm_916_fixed,
+    ),
+    Bug(
         "partial rollout groups mis-grouped by a fixed group_size stride",
         "AReaL #1419",
         "https://github.com/areal-project/AReaL/issues/1419",
         "a group with fewer than group_size rows shifts every later group",
-        None,
-        None,
-        "the oracle's input is a full [B, G] tensor: it cannot hold ragged groups",
+        flat.areal_1419_buggy,
+        flat.grouped_fixed,
+        convention="flat",
     ),
     Bug(
         "unequal group sizes reshaped into equal groups",
         "slime #1414 (fix #1415)",
         "https://github.com/THUDM/slime/pull/1415",
         "reshape(-1, n) instead of per-group_index statistics",
-        None,
-        None,
-        "ragged groups again: not expressible as rewards [B, G]",
+        flat.slime_1414_buggy,
+        flat.grouped_fixed,
+        convention="flat",
     ),
     Bug(
         "a fully rejected response still moves its group's GRPO baseline",
         "verl #6452",
         "https://github.com/verl-project/verl/pull/6452",
         "rows with an all-zero response_mask keep their reward in the group mean",
-        None,
-        None,
-        "needs the response mask: token level, see the token oracle",
+        flat.verl_6452_buggy,
+        flat.nemo_3837_fixed,
+        convention="flat",
     ),
     Bug(
         "zero-action samples shift the group reward baseline",
         "OpenRLHF #1239",
         "https://github.com/OpenRLHF/OpenRLHF/pull/1239",
         "a sibling with action_mask.sum() == 0 still enters the dr_grpo mean",
-        None,
-        None,
-        "needs the action mask: token level, see the token oracle",
+        flat.openrlhf_1239_buggy,
+        flat.openrlhf_1239_fixed,
+        convention="flat",
+    ),
+    Bug(
+        "raw uids used as dense ids: negative uids raise, sparse ones over-allocate",
+        "verl #7150",
+        "https://github.com/verl-project/verl/pull/7150",
+        "as_torch_index took integer labels as positions",
+        flat.verl_7150_buggy,
+        flat.verl_7150_fixed,
+        convention="flat",
+    ),
+    Bug(
+        "valid_mask swallowed in **kwargs: placeholder rows move their siblings",
+        "NeMo-RL #3837",
+        "https://github.com/NVIDIA-NeMo/RL/pull/3837",
+        "GDPO and REINFORCE++ accepted valid_mask and never read it",
+        flat.nemo_3837_buggy,
+        flat.nemo_3837_fixed,
+        convention="flat",
+    ),
+    Bug(
+        "uneven groups fall back to one batch-wide baseline",
+        "slime #2230",
+        "https://github.com/THUDM/slime/issues/2230",
+        "a constant group gets −1.09 instead of 0 when group sizes differ",
+        flat.slime_2230_buggy,
+        flat.grouped_fixed,
+        convention="flat",
+    ),
+    Bug(
+        "rows left over from a group-size reshape are divided by ε",
+        "AReaL #1673",
+        "https://github.com/areal-project/AReaL/pull/1673",
+        "[1, 2, 3] with G = 2: the third row becomes 3/1e-5 = 300000",
+        flat.areal_1673_buggy,
+        flat.grouped_fixed,
+        convention="flat",
+    ),
+    Bug(
+        "bf16 rewards round the group baseline away",
+        "OpenRLHF #1334",
+        "https://github.com/OpenRLHF/OpenRLHF/pull/1334",
+        "[1, 1, 1, 1.0078] in bf16 gives about [0, 0, 0, 2]; a constant fp16 group NaN",
+        flat.openrlhf_1334_buggy,
+        flat.grouped_fixed,
+        convention="flat",
     ),
 ]
