@@ -77,7 +77,12 @@ _BATCH = bounds.standardised_ddof0
         # verl's G = 1 group gives r/(1 + ε): not zero, not centred, not shift-invariant at G = 1
         Variant(
             {"convention": "verl-0.9.1"},
-            Claims(shift=None, scale_power=None, rational=False, magnitude=bounds.standardised),
+            Claims(
+                shift=None,
+                scale_power=None,
+                rational=False,
+                magnitude=bounds.standardised_or_reward,
+            ),
         ),
     ),
 )

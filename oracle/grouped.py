@@ -183,10 +183,11 @@ def dropped_groups(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Findin
 
 
 def accepted_sizes(est: RowCall, n: int, dtype: torch.dtype) -> list[int]:
-    """The group sizes 1..n that ``est`` accepts for a group alone."""
+    """The group sizes 1..n that ``est`` accepts, two groups of the size in a batch (a
+    shrinkage across prompts needs two)."""
     ok = []
     for size in range(1, n + 1):
-        r, ids = batch([size], seed=size)
+        r, ids = batch([size, size], seed=size)
         if not isinstance(_try(partial(est, r.to(dtype), ids)), str):
             ok.append(size)
     return ok

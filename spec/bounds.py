@@ -42,3 +42,8 @@ def n_minus_one(n: int, k: int) -> float:
 def n_scale(n: int, k: int) -> float:
     """N: the harmonic-weighted pass@k sum with one success among N (MaxRL's unbiased form)."""
     return float(n)
+
+
+def standardised_or_reward(n: int, k: int) -> float:
+    """(N − 1)/√N, and 1 at N = 1: verl's GRPO returns r/(1 + ε) for a group of one."""
+    return 1.0 if n == 1 else standardised(n, k)
