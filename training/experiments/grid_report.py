@@ -148,7 +148,9 @@ def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
         "(the table counts the steps it bound).",
         "",
         f"Finished runs: {done} of {len(planned) * PLANNED_SEEDS} planned ({per_arm}; "
-        f"{PLANNED_SEEDS} seeds per arm planned); comparisons use the seeds both arms finished.",
+        f"{PLANNED_SEEDS} seeds per arm planned); comparisons use the seeds both arms finished. "
+        f"Resume the grid (finished runs are skipped, each new one committed): "
+        f"`scripts/grid.sh {name}`.",
         "",
     ]
 
