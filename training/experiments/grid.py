@@ -91,7 +91,7 @@ DESIGNS: dict[str, Design] = {
     ),
     "embedded": Design(
         None, None, (), "digits",
-        train_rows=64, steps=60, prompts=8, group_size=8, tokens=5, lr=3e-4, lora_r=0,
+        train_rows=64, steps=200, prompts=8, group_size=8, tokens=5, lr=3e-4, lora_r=0,
         eval_prompts=64, eval_samples=32,
     ),
 }  # fmt: skip

@@ -125,7 +125,7 @@ def cell(v: tuple[float, float, float], sign: str = "") -> str:
 
 def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
     d = info["design"]
-    model = f"`{d['model']}`" if d["model"] else "the embedded tiny model"
+    model = f"`{d['model']}`" if d["model"] else "The embedded tiny model"
     task = f"reasoning-gym `{d['task']}` (one digit)" if d["task"] else "the embedded addition"
     adapter = f"LoRA r = {d['lora_r']}" if d["lora_r"] else "every weight"
     planned = [*DESIGN_ARMS, *(a for a in runs if a not in DESIGN_ARMS)]
@@ -215,10 +215,25 @@ def conclusion(found: dict[str, Any], basis: dict[str, str]) -> list[str]:
             said.append(f"{names(rest)} not compared yet")
         lines.append(f"* **pass@{k}**: " + "; ".join(said) + ".")
     for arm in found:
-        if all(found[arm][k]["verdict"] not in ("above", "below") for k in KS):
+        verdicts = {found[arm][k]["verdict"] for k in KS}
+        if verdicts == {"no measured difference"}:
             lines.append(f"* **`{arm}`**: this grid measured no difference from `{REFERENCE}`, "
                          f"so choosing it rests on {basis[arm]}, not on this grid.")  # fmt: skip
+        elif not verdicts & {"above", "below"}:
+            lines.append(f"* **`{arm}`**: not yet compared with `{REFERENCE}` at every k, so "
+                         f"choosing it rests on {basis[arm]}, not on this grid.")  # fmt: skip
     return [*lines, ""]
+
+
+def level_line(runs: dict[str, dict[int, Any]]) -> list[str]:
+    """Which arms' training pass@1 levelled off (``levels``), in one sentence."""
+    words = {a: levels([r[s] for s in sorted(r)]).split(" (")[0] for a, r in runs.items()}
+    groups = {w: [a for a in runs if words[a] == w] for w in dict.fromkeys(words.values())}
+    said = "; ".join(f"{w}: {names(arms)}" for w, arms in groups.items())
+    rising = groups.get("still rising")
+    tail = (f" ({names(rising)} would need longer runs: the comparison is of runs cut short)"
+            if rising else "")  # fmt: skip
+    return [f"* **Training pass@1**: {said}{tail}.", ""]
 
 
 METHOD = (
@@ -246,7 +261,7 @@ def section(
 ) -> list[str]:
     """The page's lines for every design in ``grid`` (``load``); none when there is none."""
     out: list[str] = []
-    for name, info in grid.items():
+    for name, info in sorted(grid.items(), key=lambda kv: (not kv[1]["design"]["model"], kv[0])):
         runs = {a: info["runs"][a] for a in sorted(info["runs"], key=_order)}
         out += setup(name, info, runs)
         if REFERENCE not in runs:
@@ -254,7 +269,7 @@ def section(
             continue
         table, found = comparison_table(runs)
         basis = {a: rests_on(a, rows, bandit) for a in found}
-        out += arm_table(runs) + table + conclusion(found, basis)
+        out += arm_table(runs) + table + conclusion(found, basis)[:-1] + level_line(runs)
         out += [METHOD.format(reps=REPS), ""]
     return out
 
