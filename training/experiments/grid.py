@@ -214,6 +214,7 @@ def run_one(d: Design, arm: str, seed: int, paths: dict[str, Path], before: list
         "wall_seconds": round(time.monotonic() - start, 1),
         "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
         "threads": _threads(),
+        "device": _device(),
     }
 
 
@@ -221,6 +222,13 @@ def _threads() -> int:
     import torch
 
     return int(torch.get_num_threads())
+
+
+def _device() -> str:
+    """Where the run ran: the GPU's name, or "cpu" (a seed's arms share one device)."""
+    import torch
+
+    return str(torch.cuda.get_device_name()) if torch.cuda.is_available() else "cpu"
 
 
 def commit(paths: list[Path], message: str) -> None:
@@ -299,7 +307,10 @@ def prepare(d: Design, results: Path, data: Path) -> list[int] | None:
     if path.is_file() and json.loads(path.read_text()) != info:
         raise SystemExit(f"{path} holds another design; give another --results folder")
     results.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(info, indent=1) + "\n")
+    if not path.is_file():  # whole or absent: processes of one grid may start together
+        part = path.with_suffix(f".{os.getpid()}")
+        part.write_text(json.dumps(info, indent=1) + "\n")
+        part.replace(path)
     before = results / "before.json"
     return list(json.loads(before.read_text())["counts"]) if before.is_file() else None
 
