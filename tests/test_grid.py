@@ -68,6 +68,20 @@ def test_one_seed_is_not_compared() -> None:
     assert grid_report.compare(runs, "maxpo", 1)["verdict"].startswith("not compared")
 
 
+def test_a_rising_curve_is_still_rising_and_a_flat_one_shows_no_measured_rise() -> None:
+    rng = np.random.default_rng(2)
+    steps = np.arange(40)
+
+    def runs(slope: float) -> list[dict[str, Any]]:
+        return [{"train_pass1": (0.2 + slope * steps + rng.normal(0, 0.05, 40)).tolist()}
+                for _ in range(10)]  # fmt: skip
+
+    assert grid_report.levels(runs(0.01)).startswith("still rising")
+    assert grid_report.levels(runs(0.0)).startswith("no measured rise")
+    assert grid_report.levels(runs(-0.01)).startswith("falling")
+    assert grid_report.levels(runs(0.01)[:1]).startswith("not judged")
+
+
 def test_the_words_follow_the_verdicts_and_print_ties_as_ties() -> None:
     basis = {"maxpo": "the Coq proofs (`Unbiased.maxpo_is_unbiased`)"}
     tied = "\n".join(grid_report.conclusion({"maxpo": {1: {"verdict": "no measured difference"},

@@ -109,7 +109,7 @@ def levels(records: list[dict[str, Any]]) -> str:
     curves = np.array([r["train_pass1"][:T] for r in records])  # [S, T]
     rise = curves[:, T - q :].mean(axis=1) - curves[:, T - 2 * q : T - q].mean(axis=1)  # [S]
     mean, lo, hi = seed_bootstrap(rise)
-    word = "still rising" if lo > 0 else "falling" if hi < 0 else "levelled off"
+    word = "still rising" if lo > 0 else "falling" if hi < 0 else "no measured rise"
     return f"{word} ({mean:+.3f} [{lo:+.3f}, {hi:+.3f}])"
 
 
@@ -226,7 +226,8 @@ def conclusion(found: dict[str, Any], basis: dict[str, str]) -> list[str]:
 
 
 def level_line(runs: dict[str, dict[int, Any]]) -> list[str]:
-    """Which arms' training pass@1 levelled off (``levels``), in one sentence."""
+    """Which arms' training pass@1 shows no measured rise at the end (``levels``), in one
+    sentence."""
     words = {a: levels([r[s] for s in sorted(r)]).split(" (")[0] for a, r in runs.items()}
     groups = {w: [a for a in runs if words[a] == w] for w in dict.fromkeys(words.values())}
     said = "; ".join(f"{w}: {names(arms)}" for w, arms in groups.items())
@@ -241,8 +242,9 @@ METHOD = (
     "difference in unbiased pass@k between an arm and `grpo` on the same seed and held-out "
     "prompt, resampling seeds and then prompts. Test: an arm is above (below) `grpo` when the "
     "whole interval is above (below) 0; otherwise there is no measured difference. Training "
-    "pass@1 levels off when the mean over the last quarter of the steps minus the quarter "
-    "before it (every step and seed) has an interval, over seeds, that does not lie above 0. "
+    "pass@1 is still rising when the mean over the last quarter of the steps minus the quarter "
+    "before it (every step and seed) has an interval, over seeds, above 0, and shows no "
+    "measured rise (has levelled off, as far as the seeds can tell) otherwise. "
     "Step times are kept in the files, not compared here: the machine was shared."
 )
 
