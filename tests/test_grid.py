@@ -103,6 +103,24 @@ def test_the_page_shows_the_grid_as_the_files_render_it() -> None:
     assert bool(data["grid"]) == ("## The pass/fail grid" in page)
 
 
+def _info(runs: dict[str, Any]) -> dict[str, Any]:
+    design = json.loads(json.dumps(grid.asdict(grid.DESIGNS["smollm2"])))
+    return {"design": design, "held_out": ["p"] * 64, "runs": runs}
+
+
+def test_the_page_s_answer_is_chosen_by_the_pass_at_8_verdict() -> None:
+    above = "\n".join(grid_report.lead({"x": _info(_arms(0.1))}, [], None))
+    assert "`maxpo` is above `grpo`: use it." in above and "pass@8, up to 10 seeds" in above
+    below = "\n".join(grid_report.lead({"x": _info(_arms(-0.1))}, [], None))
+    assert "`maxpo` below `grpo`; use `grpo`." in below
+    same = _arms(0.0)
+    same["maxpo"] = {s: {**r, "arm": "maxpo"} for s, r in same["grpo"].items()}
+    tied = "\n".join(grid_report.lead({"x": _info(same)}, [], None))
+    assert "`grpo` and `maxpo` tie (no measured difference)" in tied
+    assert "rests not on this grid but on: `maxpo`: nothing measured or proved" in tied
+    assert grid_report.lead({"x": _info(_arms(0.3, seeds=1))}, [], None) == []
+
+
 def test_a_changed_count_changes_the_grid_section() -> None:
     runs = _arms(0.0, seeds=3, prompts=8)
     info = {"design": {**json.loads(json.dumps(grid.asdict(grid.DESIGNS["embedded"])))},

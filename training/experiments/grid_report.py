@@ -16,6 +16,7 @@ rests on instead.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from math import comb
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,10 @@ from advest.training.experiments.choosing_facts import proofs
 REFERENCE = "grpo"
 DESIGN_ARMS = ("grpo", "maxpo", "pkpo_sloo")
 """The design's arms (issue 42 item 4); others count as planned once a run of theirs exists."""
-KS = (1, 4)
-"""pass@k compared: pass@1, and pass@K at the K = 4 that maxpo and pkpo_sloo optimise."""
+KS = (1, 4, 8)
+"""pass@k compared: pass@1, pass@K at the K = 4 that maxpo and pkpo_sloo optimise, and the
+pass@8 that the page's question asks about."""
+QUESTION = "**I train with verifiable 0/1 rewards and want pass@8: what do I use?**"
 MIN_SEEDS = 2
 """Fewer common seeds than this: no verdict (one seed cannot show seed-to-seed spread)."""
 REPS = 4000
@@ -49,7 +52,10 @@ def load(folder: Path) -> dict[str, Any]:
 
 
 def pass_at(counts: list[int], n: int, k: int) -> np.ndarray:
-    """Unbiased pass@k of each prompt from its pass count of ``n`` samples: ``[P]``."""
+    """Unbiased pass@k of each prompt from its pass count of ``n`` samples: ``[P]``. Raises
+    ``ValueError`` for k > n (no estimate exists)."""
+    if not 1 <= k <= n:
+        raise ValueError(f"pass@{k} needs 1 <= k <= n samples; got n = {n}")
     return np.array([1 - comb(n - c, k) / comb(n, k) for c in counts])
 
 
@@ -119,7 +125,7 @@ def clipped(records: list[dict[str, Any]]) -> str:
     return f"{float(np.median(norms)):.3f}; clipped on {bound} of {len(norms)} steps"
 
 
-def cell(v: tuple[float, float, float], sign: str = "") -> str:
+def cell(v: Sequence[float], sign: str = "") -> str:
     return f"{v[0]:{sign}.3f} [{v[1]:{sign}.3f}, {v[2]:{sign}.3f}]"
 
 
@@ -155,12 +161,19 @@ def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
     ]
 
 
+def ks_of(runs: dict[str, dict[int, Any]]) -> tuple[int, ...]:
+    """The ``KS`` that the runs' samples per prompt can estimate."""
+    n = min(r["samples"] for by_seed in runs.values() for r in by_seed.values())
+    return tuple(k for k in KS if k <= n)
+
+
 def arm_table(runs: dict[str, dict[int, Any]]) -> list[str]:
+    ks = ks_of(runs)
     lines = [
-        "| arm | seeds | pass@1 before | pass@1 after | pass@4 after | training pass@1, last "
-        "quarter − the one before | median gradient norm |",
-        "|---|---|---|---|---|---|---|",
-    ]
+        "| arm | seeds | pass@1 before | " + " | ".join(f"pass@{k} after" for k in ks)
+        + " | training pass@1, last quarter − the one before | median gradient norm |",
+        "|---|---|---|" + "---|" * len(ks) + "---|---|",
+    ]  # fmt: skip
     for arm, by_seed in runs.items():
         recs = [by_seed[s] for s in sorted(by_seed)]
         n = recs[0]["samples"]
@@ -168,25 +181,27 @@ def arm_table(runs: dict[str, dict[int, Any]]) -> list[str]:
         def of(key: str, k: int, recs: list[dict[str, Any]] = recs, n: int = n) -> str:
             return cell(paired_bootstrap(np.array([pass_at(r[key], n, k) for r in recs])))
 
-        lines.append(f"| `{arm}` | {len(recs)} | {of('before', 1)} | {of('after', 1)} | "
-                     f"{of('after', 4)} | {levels(recs)} | {clipped(recs)} |")  # fmt: skip
+        after = " | ".join(of("after", k) for k in ks)
+        lines.append(f"| `{arm}` | {len(recs)} | {of('before', 1)} | {after} | {levels(recs)} | "
+                     f"{clipped(recs)} |")  # fmt: skip
     return [*lines, ""]
 
 
 def comparison_table(runs: dict[str, dict[int, Any]]) -> tuple[list[str], dict[str, Any]]:
-    head = " | ".join(f"pass@{k}: difference [95%] | verdict" for k in KS)
-    lines = [f"| arm − {REFERENCE} | seeds | {head} |", "|---|---|" + "---|---|" * len(KS)]
+    ks = ks_of(runs)
+    head = " | ".join(f"pass@{k}: difference [95%] | verdict" for k in ks)
+    lines = [f"| arm − {REFERENCE} | seeds | {head} |", "|---|---|" + "---|---|" * len(ks)]
     found: dict[str, Any] = {}
     for arm in runs:
         if arm == REFERENCE:
             continue
-        found[arm] = {k: compare(runs, arm, k) for k in KS}
+        found[arm] = {k: compare(runs, arm, k) for k in ks}
         cells = [
             (cell((c["mean"], c["lo"], c["hi"]), "+") if "mean" in c else "–")
             + f" | {c['verdict']}"
             for c in found[arm].values()
         ]
-        lines.append(f"| `{arm}` | {found[arm][KS[0]]['seeds']} | {' | '.join(cells)} |")
+        lines.append(f"| `{arm}` | {found[arm][1]['seeds']} | {' | '.join(cells)} |")
     return [*lines, ""], found
 
 
@@ -198,7 +213,8 @@ def names(arms: list[str]) -> str:
 def conclusion(found: dict[str, Any], basis: dict[str, str]) -> list[str]:
     """One sentence per k, chosen by the verdicts; then what each undecided arm rests on."""
     lines = []
-    for k in KS:
+    ks = sorted({k for per_k in found.values() for k in per_k})
+    for k in ks:
         by = {v: [a for a in found if found[a][k]["verdict"] == v]
               for v in ("above", "below", "no measured difference")}  # fmt: skip
         said = []
@@ -215,7 +231,7 @@ def conclusion(found: dict[str, Any], basis: dict[str, str]) -> list[str]:
             said.append(f"{names(rest)} not compared yet")
         lines.append(f"* **pass@{k}**: " + "; ".join(said) + ".")
     for arm in found:
-        verdicts = {found[arm][k]["verdict"] for k in KS}
+        verdicts = {c["verdict"] for c in found[arm].values()}
         if verdicts == {"no measured difference"}:
             lines.append(f"* **`{arm}`**: this grid measured no difference from `{REFERENCE}`, "
                          f"so choosing it rests on {basis[arm]}, not on this grid.")  # fmt: skip
@@ -274,6 +290,51 @@ def section(
         out += arm_table(runs) + table + conclusion(found, basis)[:-1] + level_line(runs)
         out += [METHOD.format(reps=REPS), ""]
     return out
+
+
+def lead(
+    grid: dict[str, Any], rows: list[tuple[str, str]], bandit: dict[str, Any] | None
+) -> list[str]:
+    """The page's answer, chosen from the grid's pass@8 verdicts: from the real model's grid
+    once it has compared an arm on at least ``MIN_SEEDS`` seeds, else the embedded model's;
+    none (the page keeps its earlier answer) while no design has."""
+    ready = [(not info["design"]["model"], name) for name, info in grid.items()
+             if _compared(info["runs"])]  # fmt: skip
+    if not ready:
+        return []
+    name = min(ready)[1]
+    runs = grid[name]["runs"]
+    k = max(ks_of(runs))  # 8 when the runs sampled that many
+    found = {a: compare(runs, a, k) for a in sorted(runs, key=_order) if a != REFERENCE}
+    by = {v: [a for a, c in found.items() if c["verdict"] == v] for v in ("above", "below")}
+    tied = [a for a, c in found.items() if c["verdict"] == "no measured difference"]
+    model = grid[name]["design"]["model"] or "the embedded tiny model"
+    seeds, prompts = max(c["seeds"] for c in found.values()), len(grid[name]["held_out"])
+    on = (f"On the paired pass/fail grid `{name}` ({model}; pass@{k}, up to {seeds} seeds × "
+          f"{prompts} shared held-out prompts; its section is below)")  # fmt: skip
+    said = []
+    if by["above"]:
+        one = len(by["above"]) == 1
+        use = "it" if one else "one of them (they are not compared with each other)"
+        said.append(f"{names(by['above'])} {'is' if one else 'are'} above `{REFERENCE}`: use {use}")
+    if by["below"]:
+        said.append(f"{names(by['below'])} below `{REFERENCE}`")
+        if not by["above"]:
+            said.append(f"use `{REFERENCE}`" + (" or an arm that ties with it" if tied else ""))
+    if tied:
+        basis = "; ".join(f"`{a}`: {rests_on(a, rows, bandit)}" for a in tied)
+        said.append(f"{names([REFERENCE, *tied])} tie (no measured difference), so a choice "
+                    f"among them rests not on this grid but on: {basis}")  # fmt: skip
+    waiting = [a for a in found if a not in {*by["above"], *by["below"], *tied}]
+    if waiting:
+        said.append(f"{names(waiting)} not compared yet")
+    return [QUESTION, "", f"{on}, " + "; ".join(said) + ".", ""]
+
+
+def _compared(runs: dict[str, dict[int, Any]]) -> bool:
+    """Whether some arm and the reference share at least ``MIN_SEEDS`` seeds."""
+    ref = set(runs.get(REFERENCE, {}))
+    return any(len(ref & set(r)) >= MIN_SEEDS for a, r in runs.items() if a != REFERENCE)
 
 
 def _order(arm: str) -> tuple[int, str]:
