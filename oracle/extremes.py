@@ -4,7 +4,7 @@
   from ties, near ties, a spread of 1e-6, groups of one) against a bound at the group size
   (``spec/bounds.py``): a registered estimator's declared bound, else the larger of the rewards'
   range (1) and the largest standardised value, √(N − 1), N the rows of the call (loose on
-  purpose: it admits every estimator advest ships and no division by ε). NeMo-RL issue 1518's
+  purpose: it admits every estimator advest ships and no division by ε). NeMo-RL #1518's
   leave-one-out std (±1e6 when the others tie) and AReaL PR 1673's leftover rows (divided by ε)
   fail it.
 * **low-precision rewards**: rewards given in bfloat16 and float16, near ties included

@@ -27,9 +27,10 @@ from .properties import Finding
 from .rows import RowCall, labellings
 from .tolerance import allowance
 
-CALL_ERRORS = (ValueError, TypeError, IndexError, KeyError, RuntimeError)
+CALL_ERRORS = (Exception,)
 """What an estimator may raise on a batch it cannot handle (verl PR 7150's negative uids raised
-an IndexError): reported as the row's verdict, never as the oracle's failure."""
+an IndexError; a user's division by G − 1 a ZeroDivisionError): reported as the row's verdict,
+never as the oracle's failure (``_try`` lets the oracle's own ``OracleError`` through)."""
 
 
 def batch(sizes: list[int], seed: int = 0) -> tuple[Tensor, list[int]]:

@@ -227,10 +227,14 @@ def trainer_rows(
 ) -> list[Finding]:
     """The rows of trainers' data at largest group size ``n``: the grouped rows where the
     convention has ids (not ``[B, G]``), the magnitude bound and the low-precision rows."""
-    findings = grouped_findings(rows, n, dtype) if rows.takes_ids or rows.ragged else []
-    mag = magnitude(rows, n, dtype, bound, k, coupled)
-    mag.dtype, mag.n = _dtype_name(dtype), n
-    return [*findings, mag, *low_precision(rows, n)]
+    import warnings
+
+    with warnings.catch_warnings():  # groups of one make a user's std warn: the rows judge it
+        warnings.simplefilter("ignore")
+        findings = grouped_findings(rows, n, dtype) if rows.takes_ids or rows.ragged else []
+        mag = magnitude(rows, n, dtype, bound, k, coupled)
+        mag.dtype, mag.n = _dtype_name(dtype), n
+        return [*findings, mag, *low_precision(rows, n)]
 
 
 def _bind(

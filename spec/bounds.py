@@ -3,7 +3,7 @@ advantage satisfies |A| ≤ bound(N, K), N the group size (for an estimator whos
 coupled through batch statistics, the number of rows the statistic spans, B·G).
 
 A bound is what a reader can check an output against without knowing the estimator's internals:
-a trainer that divides by a leave-one-out std whose others tie (NeMo-RL issue 1518) or by ε for
+a trainer that divides by a leave-one-out std whose others tie (NeMo-RL #1518) or by ε for
 a group of one (AReaL PR 1673) gives |A| near 10⁶, far past every bound here. Floats, not
 Fractions: the standardised bounds are square roots. Pure (``math`` only), like ``scales``.
 """

@@ -67,7 +67,7 @@ def test_each_row_fails_its_planted_estimator(
 
 
 def test_a_leave_one_out_std_that_divides_by_epsilon_breaks_the_magnitude_bound() -> None:
-    """NeMo-RL issue 1518: the others tie, their std is 0, the advantage ~1e6."""
+    """NeMo-RL #1518: the others tie, their std is 0, the advantage ~1e6."""
 
     def loo_std(rewards: Tensor, index: Any) -> Tensor:
         out = torch.zeros_like(rewards)

@@ -32,7 +32,7 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     _, test = _quick_start()
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert test in ci_lines
-    # ... inside a virtual environment it creates and activates first, as users do (issue 45)
+    # ... inside a virtual environment it creates and activates first, as users do
     before = ci_lines[: ci_lines.index(test)]
     assert "python3 -m venv .venv" in before and "source .venv/bin/activate" in before
     assert before.index("python3 -m venv .venv") < before.index("source .venv/bin/activate")

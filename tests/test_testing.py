@@ -88,12 +88,16 @@ def _see_outer_packages(venv: Path) -> None:
     """Let ``venv`` import this interpreter's installed packages (torch, pytest), after its own.
 
     ``--system-site-packages`` would expose the *base* interpreter's site-packages, which is not
-    this one's when the tests themselves run in a virtual environment (issue 45: torch was not
+    this one's when the tests themselves run in a virtual environment (torch was not
     found). A ``.pth`` line naming each of this interpreter's package folders works for both: a
     plain path line is appended to ``sys.path`` without running the ``.pth`` files inside it, so
     this checkout's editable install of advest stays invisible and the wheel is what imports."""
     inner = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -134,7 +138,7 @@ def test_a_fresh_project_with_the_wheel_runs_the_fixture_and_fails_the_broken_es
         env=env,
     )
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "1 failed, 1 passed" in run.stdout, run.stdout
+    assert "1 failed, 3 passed" in run.stdout, run.stdout
     assert "broken_grpo (family outcome, K=2) differs from the expected verdicts" in run.stdout
     where = [python, "-c", "import advest.testing; print(advest.testing.__file__)"]
     installed = subprocess.run(where, cwd=project, capture_output=True, text=True, env=env)
