@@ -3,7 +3,7 @@
 Experiments: ``bandit`` (the MaxPO softmax bandit, MaxPO paper §5.1 / App. G.1), ``compare`` (the
 embedded task trained with several estimators), ``values`` (an SVEB-style value-estimation
 benchmark), ``real`` (SmolLM2-135M-Instruct on reasoning-gym tasks), ``grid`` (the paired
-pass/fail design of issue 42, resumable across sessions). Each writes
+pass/fail design of the choosing page, resumable across sessions). Each writes
 ``config.json``, ``metrics.json``, PNG plots and ``summary.md`` under
 ``runs/<name>/<time>/`` (``--out`` to change) and has a ``--quick`` smoke mode.
 """

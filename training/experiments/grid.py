@@ -1,4 +1,4 @@
-"""``advest experiment grid``: the pass/fail design of issue 42, run so that it can span sessions.
+"""``advest experiment grid``: the choosing page's pass/fail design, spanning sessions.
 
 Arms grpo, maxpo and pkpo_sloo (K = 4, G = 8), ten seeds each, trained on a reasoning-gym task
 whose graded score is turned pass/fail (``--reward_threshold 1``: full credit passes), every arm
@@ -225,7 +225,7 @@ def _threads() -> int:
 
 
 def _device() -> str:
-    """Where the run ran: the GPU's name, or "cpu" (a seed's arms share one device)."""
+    """Where the run ran: the GPU's name, or "cpu" (the arms of one seed share one device)."""
     import torch
 
     return str(torch.cuda.get_device_name()) if torch.cuda.is_available() else "cpu"

@@ -27,7 +27,7 @@ from advest.training.experiments.choosing_facts import proofs
 
 REFERENCE = "grpo"
 DESIGN_ARMS = ("grpo", "maxpo", "pkpo_sloo")
-"""The design's arms (issue 42 item 4); others count as planned once a run of theirs exists."""
+"""The design's arms; others count as planned once a run of theirs exists."""
 KS = (1, 4, 8)
 """pass@k compared: pass@1, pass@K at the K = 4 that maxpo and pkpo_sloo optimise, and the
 pass@8 that the page's question asks about."""
