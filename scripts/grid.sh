@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start or resume the pass/fail grid of issue 42 (`advest experiment grid`) in the background:
+# Start or resume the pass/fail grid (`advest experiment grid`) in the background:
 # one torch thread at the lowest priority (the machine's other core is someone else's), each
 # finished run's per-prompt file committed as it finishes (finished runs are skipped).
 #   scripts/grid.sh [DESIGN]      DESIGN: smollm2 (default) or embedded

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The pass/fail grid of issue 42 (`advest experiment grid`) on one GPU: one process per seed,
+# The pass/fail grid (`advest experiment grid`) on one GPU: one process per seed,
 # each running every arm of its seed (so a seed's arms are paired on one device), at most JOBS
 # processes at a time (default 10: SmolLM2-135M with LoRA holds well under 10 GB each, as the
 # K-V cache of 32 samples × 16 tokens is small). The first arm of the first seed runs alone

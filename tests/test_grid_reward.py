@@ -1,5 +1,5 @@
 """The pass/fail reward (``--reward_threshold``) and the shared rows (``--data_seed``) that the
-grid of issue 42 needs: chen_passk, which refuses graded rewards, trains on a graded verifier
+pass/fail grid needs: chen_passk, which refuses graded rewards, trains on a graded verifier
 turned pass/fail; seeds with one ``--data_seed`` share their rows and their held-out set."""
 
 from __future__ import annotations
