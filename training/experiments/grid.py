@@ -8,8 +8,9 @@ rows and many steps, so each prompt recurs (``kae`` gets a history, pass@1 has t
 
 Advantage scale: every arm trains with AdamW, whose update is invariant to a constant factor on
 the loss (its first moment and the root of its second scale together; ε = 1e-8 is far below the
-gradients' root mean square), so the constant scales that separate the arms (maxpo's N/K,
-grpo's division by the group's spread) do not change the step size. Gradient clipping would
+gradients' root mean square), so a constant scale that separates the arms (maxpo's N/K) does
+not change the step size; what is left is direction and the relative weight of groups and
+steps (grpo's division by each group's spread), which the comparison measures. Clipping would
 break the invariance (measured: on the embedded model clipping at 1 bound grpo's every step and
 none of chen_passk's), so it is off (``NO_CLIP``); every run keeps its per-step gradient norm.
 

@@ -148,10 +148,12 @@ def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
         f"{len(info['held_out'])} held-out prompts × {d['eval_samples']} samples; the starting "
         "weights are the same for every run, so their counts are measured once and shared.",
         "",
-        "Advantage scale: every arm trains with AdamW, whose step is unchanged by a constant "
-        "factor on the loss (maxpo's N/K, grpo's division by the group's spread), so one "
-        "learning rate serves every arm; gradient clipping would break this, so it is off "
-        "(the table counts the steps it bound).",
+        "Advantage scale: every arm trains with AdamW (one update per step), whose step is "
+        "unchanged by a constant factor on the loss (such as maxpo's N/K), so one learning "
+        "rate serves every arm; gradient clipping would break this, so it is off (the table "
+        "counts the steps it bound). What is left between the arms is the direction and the "
+        "relative weight of groups and steps (grpo's division by each group's spread is one), "
+        "which is what the comparison measures.",
         "",
         f"Finished runs: {done} of {len(planned) * PLANNED_SEEDS} planned ({per_arm}; "
         f"{PLANNED_SEEDS} seeds per arm planned); comparisons use the seeds both arms finished. "
