@@ -24,7 +24,7 @@ from torch import Tensor
 
 from .calling import OracleError
 from .properties import Finding
-from .rows import RowCall, labellings
+from .rows import RowCall, TokenRows, labellings
 from .tolerance import allowance
 
 CALL_ERRORS = (Exception,)
@@ -183,6 +183,61 @@ def dropped_groups(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Findin
     return _verdict(worst, "dropped groups", detail)
 
 
+def response_length(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
+    """verl's and SkyRL's conventions: other response lengths (the rewards and ids unchanged)
+    move no advantage of a sequence-level estimator (verl PR 6497: GDPO whitened over tokens,
+    so long responses weighed more)."""
+    what = "response length"
+    if not isinstance(est, TokenRows):
+        return Finding(what, "not applicable", "the convention passes no responses")
+    r, ids = batch(sizes, seed=6)
+    r = r.to(dtype)
+    base = est(r, ids)
+    est.draw = 1
+    try:
+        out = est(r, ids)
+    finally:
+        est.draw = 0
+    worst = _excess(base, out, r, dtype)
+    i = int((base.double() - out.double()).abs().argmax())
+    detail = (
+        f"two draws of response lengths 1..5 for the same {len(ids)} rows: max diff {worst:.2g} "
+        f"× allowance (row {i}: {float(base[i]):.4g} → {float(out[i]):.4g})"
+    )
+    return _verdict(worst, what, detail)
+
+
+def std_option(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
+    """verl's ``algorithm.norm_adv_by_std_in_grpo=False`` (SkyRL's ``grpo_norm_by_std``):
+    documented as "do not divide by the group's std", so with it the advantages scale with the
+    rewards, A(2r) = 2·A(r). "no effect": the option changed nothing (verl PR 7893: the flag
+    never reached ``grpo_vectorized``); an estimator that never divides by a std is "yes"."""
+    what = "std division off"
+    if not isinstance(est, TokenRows):
+        return Finding(what, "not applicable", "the convention has no algorithm config")
+    from .verl import algo_config
+
+    r, ids = batch(sizes, seed=7)
+    r = r.to(dtype)
+    base = est(r, ids)
+    saved = est.config, est.std_flag
+    est.config, est.std_flag = algo_config(2, norm_adv_by_std_in_grpo=False), False
+    try:
+        off, doubled = est(r, ids), est(2 * r, ids)
+    finally:
+        est.config, est.std_flag = saved
+    scale = _excess(2 * off, doubled, 2 * r, dtype)
+    same = _excess(base, off, r, dtype)
+    detail = (
+        f"with the option off, A(2r) vs 2·A(r): {scale:.2g} × allowance; the option moved the "
+        f"advantages by {same:.2g} × allowance"
+    )
+    if scale <= 1:
+        return Finding(what, "yes", detail, data={"excess": scale})
+    verdict = "no effect" if same <= 1 else "no"
+    return Finding(what, verdict, detail + "; still divided by a std", data={"excess": scale})
+
+
 def accepted_sizes(est: RowCall, n: int, dtype: torch.dtype) -> list[int]:
     """The group sizes 1..n that ``est`` accepts, two groups of the size in a batch (a
     shrinkage across prompts needs two)."""
@@ -213,6 +268,11 @@ def grouped_findings(est: RowCall, n: int, dtype: torch.dtype) -> list[Finding]:
         lambda: masked_rows(est, mixed, dtype),
         lambda: dropped_groups(est, mixed, dtype),
     ]
+    if isinstance(est, TokenRows):
+        checks += [
+            lambda: response_length(est, mixed, dtype),
+            lambda: std_option(est, mixed, dtype),
+        ]
     out = []
     for run in checks:
         finding = run()

@@ -39,9 +39,10 @@ MASK_NAMES = ("valid", "valid_mask", "mask")
 """The parameter names a flat estimator's valid-row mask may have."""
 
 
-def _lengths(n: int) -> Tensor:
-    """``[N]`` response lengths 1..LENGTH_T, fixed per position (``tolerance.sample_lengths``)."""
-    gen = torch.Generator().manual_seed(7919 + n)
+def _lengths(n: int, draw: int = 0) -> Tensor:
+    """``[N]`` response lengths 1..LENGTH_T, fixed per position and ``draw``
+    (``tolerance.sample_lengths``)."""
+    gen = torch.Generator().manual_seed(7919 + n + 104729 * draw)
     return torch.randint(1, LENGTH_T + 1, (n,), generator=gen)
 
 
@@ -85,12 +86,16 @@ class TokenRows(RowCall):
         extra = {"grpo_norm_by_std", "lambd"} if skyrl else set()
         self.wanted = wanted_inputs(fn, set(SYNTHETIC) | extra, "which the oracle cannot make up")
         self.takes_mask = True
+        self.draw = 0
+        """Which draw of response lengths the calls use (the ``response length`` row)."""
+        self.std_flag = True
+        """SkyRL's ``grpo_norm_by_std`` keyword (the ``std division off`` row)."""
 
     def __call__(self, rewards: Tensor, ids: Any, valid: Tensor | None = None) -> Tensor:
         from .verl import call_verl
 
         n, T = rewards.shape[0], LENGTH_T
-        length = _lengths(n)
+        length = _lengths(n, self.draw)
         if valid is not None:
             length = torch.where(valid, length, torch.zeros_like(length))
         mask = (torch.arange(T) < length[:, None]).to(torch.int64)  # [N, T]
@@ -105,7 +110,7 @@ class TokenRows(RowCall):
             "reward_baselines": torch.zeros(n, dtype=rewards.dtype),
             "old_log_probs": torch.full((n, T), -0.693, dtype=rewards.dtype),
             "sum_pi_squared": torch.full((n, T), 0.5, dtype=rewards.dtype),
-            "grpo_norm_by_std": True,
+            "grpo_norm_by_std": self.std_flag,
             "lambd": 1.0,
         }
         adv = check_output(

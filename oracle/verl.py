@@ -62,14 +62,15 @@ class _Config(dict[str, Any]):
             raise AttributeError(name) from None
 
 
-def algo_config(k: int) -> Any:
+def algo_config(k: int, **overrides: Any) -> Any:
     """verl's default ``AlgoConfig()`` (gamma = lam = 1, ``norm_adv_by_std_in_grpo``), with
-    ``advest_k = k`` for advest's max@K adapters."""
+    ``overrides`` of its fields and ``advest_k = k`` for advest's max@K adapters."""
     try:
         from verl.trainer.config import AlgoConfig
     except ImportError:
-        return _Config(gamma=1.0, lam=1.0, norm_adv_by_std_in_grpo=True, advest_k=k)
-    config = AlgoConfig()
+        defaults = {"gamma": 1.0, "lam": 1.0, "norm_adv_by_std_in_grpo": True}
+        return _Config({**defaults, **overrides, "advest_k": k})
+    config = AlgoConfig(**overrides)
     config.advest_k = k  # a new attribute: BaseConfig freezes only its declared fields
     return config
 

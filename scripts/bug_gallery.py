@@ -8,15 +8,16 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).parent))
 import torch
 from gallery_bugs import BUGS, Bug, Est
 
 from advest.oracle import check, schema
-from advest.oracle.calling import Guard, Watch
+from advest.oracle.calling import Convention, Guard, Watch
 from advest.oracle.order import order_preserving
-from advest.oracle.rows import RowCall, RowsAsPlain
+from advest.oracle.rows import RowsAsPlain, row_call
 from advest.oracle.tolerance import _batches
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "bug_gallery.md"
@@ -38,10 +39,12 @@ with a group id per row (`scripts/gallery_flat_bugs.py`, `advest check --convent
 
 
 def _report(fn: Est, convention: str) -> dict[str, object]:
+    how = cast(Convention, convention)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the buggy twins warn (std of one sample), on purpose
-        findings = check(fn, "outcome", ns=NS, float64=False, convention=convention)  # type: ignore[arg-type]
-        plain: Est = fn if convention == "plain" else RowsAsPlain(RowCall(fn, Guard()))
+        findings = check(fn, "outcome", ns=NS, float64=False, convention=how)
+        rows = None if how == "plain" else RowsAsPlain(row_call(fn, how, Guard(), 2))
+        plain: Est = fn if rows is None else rows
         for n in NS:  # the property check's report does not run yet (oracle/order.py says why)
             batches = [(name, r.float()) for name, r in _batches(n, binary=False)]
             found = order_preserving(Watch(lambda r, _=None: plain(r)), batches, torch.float32)

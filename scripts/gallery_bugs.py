@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -17,7 +18,8 @@ from torch import Tensor
 sys.path.insert(0, str(Path(__file__).parent))
 import gallery_flat_bugs as flat
 
-Est = Callable[..., Tensor]
+Est = Callable[..., Any]
+"""An estimator in its convention: ``[B, G]`` -> ``[B, G]``, flat rows, or verl's pair."""
 EPS = 1e-4  # TRL's epsilon
 
 
@@ -155,6 +157,18 @@ def skyrl_137_fixed(r: Tensor) -> Tensor:
     return r - (r.sum(-1, keepdim=True) - r) / (g - 1)
 
 
+def trl_3991_buggy(r: Tensor) -> Tensor:
+    """``scale_rewards="batch"`` whose std is computed per group, as ``"group"`` would."""
+    std = r.std(-1, keepdim=True) if r.shape[-1] > 1 else torch.zeros_like(r)
+    return (r - r.mean(-1, keepdim=True)) / (std + EPS)
+
+
+def trl_3991_fixed(r: Tensor) -> Tensor:
+    """The group mean over the std of the whole batch."""
+    std = r.std() if r.numel() > 1 else torch.zeros(())
+    return (r - r.mean(-1, keepdim=True)) / (std + EPS)
+
+
 def rllm_916_buggy(r: Tensor) -> Tensor:
     """r − group mean: a one-sample group's mean is its own reward, so A = 0."""
     return r - r.mean(-1, keepdim=True)
@@ -232,6 +246,14 @@ BUGS = [
         rllm_916_fixed,
     ),
     Bug(
+        'scale_rewards="batch" computes the std per group',
+        "TRL #3991",
+        "https://github.com/huggingface/trl/issues/3991",
+        "the batch branch reshaped the rewards into groups before taking the std",
+        trl_3991_buggy,
+        trl_3991_fixed,
+    ),
+    Bug(
         "partial rollout groups mis-grouped by a fixed group_size stride",
         "AReaL #1419",
         "https://github.com/areal-project/AReaL/issues/1419",
@@ -302,6 +324,24 @@ BUGS = [
         flat.areal_1673_buggy,
         flat.grouped_fixed,
         convention="flat",
+    ),
+    Bug(
+        "GDPO's final whitening runs over tokens: long responses weigh more",
+        "verl #6497",
+        "https://github.com/verl-project/verl/pull/6497",
+        "masked_whiten over the response tokens instead of one value per response",
+        flat.verl_6497_buggy,
+        flat.verl_6497_fixed,
+        convention="verl",
+    ),
+    Bug(
+        "norm_adv_by_std_in_grpo=False ignored by grpo_vectorized",
+        "verl #7893",
+        "https://github.com/verl-project/verl/pull/7893",
+        "compute_advantage never forwards the flag; the config says not to divide by the std",
+        flat.verl_7893_buggy,
+        flat.verl_7893_fixed,
+        convention="verl",
     ),
     Bug(
         "bf16 rewards round the group baseline away",

@@ -168,3 +168,61 @@ def openrlhf_1334_buggy(rewards: Tensor, index: Any) -> Tensor:
         if len(rows) > 1:
             out[rows] = (r - r.mean()) / (r.std() + EPS)
     return out
+
+
+# verl's convention: fn(token_level_rewards [bs, T], response_mask [bs, T], index, config, ...)
+# -> (advantages, returns), the outcome reward on the last valid token.
+
+
+def _z_by_uid(token_level_rewards: Tensor, index: Any, divide: bool) -> Tensor:
+    """Each response's (r − group mean)/(group std + ε), or r − group mean, ``[bs]``."""
+    r = token_level_rewards.sum(-1).double()
+    group = _dense(index)
+    out = torch.zeros_like(r)
+    for g in torch.unique(group).tolist():
+        rows = (group == g).nonzero().squeeze(-1)
+        if len(rows) > 1:
+            c = r[rows] - r[rows].mean()
+            out[rows] = c / (r[rows].std() + EPS) if divide else c
+    return out
+
+
+def verl_6497_buggy(
+    token_level_rewards: Tensor, response_mask: Tensor, index: Any, **kwargs: Any
+) -> tuple[Tensor, Tensor]:
+    """GDPO's final whitening over the batch's tokens: a response weighs by its length."""
+    z = _z_by_uid(token_level_rewards, index, divide=True)[:, None] * response_mask  # [bs, T]
+    m = response_mask.bool()
+    white = (z - z[m].mean()) / (z[m].std() + EPS) * response_mask
+    out = white.to(token_level_rewards.dtype)
+    return out, out
+
+
+def verl_6497_fixed(
+    token_level_rewards: Tensor, response_mask: Tensor, index: Any, **kwargs: Any
+) -> tuple[Tensor, Tensor]:
+    """PR 6497: whitened over responses, one value each."""
+    z = _z_by_uid(token_level_rewards, index, divide=True)
+    white = (z - z.mean()) / (z.std() + EPS)
+    out = (white[:, None] * response_mask).to(token_level_rewards.dtype)
+    return out, out
+
+
+def verl_7893_buggy(
+    token_level_rewards: Tensor, response_mask: Tensor, index: Any, config: Any = None, **kw: Any
+) -> tuple[Tensor, Tensor]:
+    """``grpo_vectorized`` reads its own keyword, which ``compute_advantage`` never forwards:
+    ``norm_adv_by_std_in_grpo=False`` in the config still divides by the std."""
+    z = _z_by_uid(token_level_rewards, index, divide=True)
+    out = (z[:, None] * response_mask).to(token_level_rewards.dtype)
+    return out, out
+
+
+def verl_7893_fixed(
+    token_level_rewards: Tensor, response_mask: Tensor, index: Any, config: Any = None, **kw: Any
+) -> tuple[Tensor, Tensor]:
+    """PR 7893: the config's flag decides."""
+    divide = True if config is None else bool(config.get("norm_adv_by_std_in_grpo", True))
+    z = _z_by_uid(token_level_rewards, index, divide=divide)
+    out = (z[:, None] * response_mask).to(token_level_rewards.dtype)
+    return out, out
