@@ -2,12 +2,14 @@
 # Start or resume the pass/fail grid (`advest experiment grid`) in the background:
 # one torch thread at the lowest priority (the machine's other core is someone else's), each
 # finished run's per-prompt file committed as it finishes (finished runs are skipped).
-#   scripts/grid.sh [DESIGN]      DESIGN: smollm2 (default) or embedded
+#   scripts/grid.sh [DESIGN [grid flags...]]   DESIGN: smollm2 (default) or embedded;
+#   e.g. scripts/grid.sh embedded --arms chen_passk kae   (arms beyond the design's three)
 # The log goes to /tmp/advest-grid-DESIGN.log (outside the repository); the PID is printed.
 set -euo pipefail
 design="${1:-smollm2}"
+shift $(( $# > 0 ? 1 : 0 ))
 cd "$(dirname "$0")/.."
 log="/tmp/advest-grid-${design}.log"
 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 nohup nice -n 19 \
-  python -m advest.training.cli experiment grid --design "$design" --commit >"$log" 2>&1 &
+  python -m advest.training.cli experiment grid --design "$design" --commit "$@" >"$log" 2>&1 &
 echo "grid ${design}: PID $!, log ${log}"
