@@ -97,8 +97,12 @@ DESIGNS: dict[str, Design] = {
     ),
 }  # fmt: skip
 """``smollm2``: the question of the page (SmolLM2-135M-Instruct, one-digit products, 16 new
-tokens: measured on one thread about 25 s a step and 7 min an evaluation). ``embedded``: the
-same design on the embedded model (seconds a run), for tests and a first look."""
+tokens). Measured on one thread of a 2-core machine: about 25 s a step (8 s sampling, 17 s
+update) and 7 min an evaluation of 64 × 32 with the other core lightly used; 50 s a step and
+19 min an evaluation with it busy (load average 4.8): 30 to 45 min a run, 11 to 22 hours for
+the 30 runs, so the grid spans sessions (``scripts/grid_gpu.sh`` runs it on one GPU).
+``embedded``: the same design on the embedded model (10 to 30 s a run), the whole grid in
+minutes."""
 
 
 def config(d: Design, arm: str, seed: int, data: Path, out: Path) -> RLConfig:
