@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +97,41 @@ def test_without_the_threshold_chen_passk_refuses_the_graded_reward(
 ) -> None:
     with pytest.raises(Exception, match="binary"):
         _run(model_path, tmp_path / "b")
+
+
+def _weights(model_path: str, out: Path, **over: object) -> dict[str, Any]:
+    import torch
+
+    from advest.training.train import train
+
+    cfg = RLConfig(model=model_path, steps=3, prompts_per_step=4, group_size=4,
+                   max_new_tokens=4, eval_prompts=0, checkpoint_every=0, out=str(out),
+                   lr=1e-3, reward="digits", reward_workers=0, estimator="rloo")  # fmt: skip
+    folder = train(dataclasses.replace(cfg, **over), {"enable_progress_bar": False},
+                   name="scale", evaluate=False)  # fmt: skip
+    state = torch.load(folder / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+    return {k: v for k, v in state.items() if k.startswith("policy.")}
+
+
+def test_a_constant_factor_on_the_advantages_leaves_the_unclipped_update_unchanged(
+    model_path: str, tmp_path: Path
+) -> None:
+    """What the grid's one learning rate rests on: with AdamW and clipping off, rewards × 3 (so
+    rloo's advantages × 3) train the same weights (to 1% of the distance moved: ε = 1e-8 is
+    not negligible for the few weights whose gradients are near it), while a learning rate × 3,
+    the step that plain SGD would take, does not."""
+    from advest.training.policy import load_policy
+
+    def trained(weight: float, lr: float = 1e-3) -> dict[str, Any]:
+        return _weights(model_path, tmp_path / f"{weight}-{lr}", reward_weights=[weight],
+                        max_grad_norm=1e9, lr=lr)  # fmt: skip
+
+    def distance(a: dict[str, Any], b: dict[str, Any]) -> float:
+        return float(sum(float((a[k] - b[k]).square().sum()) for k in a) ** 0.5)
+
+    one = trained(1.0)
+    start = {f"policy.{k}": v for k, v in load_policy(model_path)[0].state_dict().items()}
+    moved = distance(one, start)
+    assert moved > 0.01
+    assert distance(one, trained(3.0)) < 0.01 * moved
+    assert distance(one, trained(1.0, lr=3e-3)) > 0.3 * moved
