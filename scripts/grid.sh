@@ -9,6 +9,10 @@ set -euo pipefail
 design="${1:-smollm2}"
 shift $(( $# > 0 ? 1 : 0 ))
 cd "$(dirname "$0")/.."
+if ! python -c "import torch, advest.training" 2>/dev/null; then
+  echo "grid.sh: this python cannot import torch and advest; activate the project's environment" >&2
+  exit 1
+fi
 log="/tmp/advest-grid-${design}.log"
 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 nohup nice -n 19 \
   python -m advest.training.cli experiment grid --design "$design" --commit "$@" >"$log" 2>&1 &
