@@ -84,6 +84,20 @@ def _add_run_options(parser: Any) -> None:
         "parameter not named k), 'rewards', 'rewards, k=', 'rewards, lengths'",
     )
     parser.add_argument(
+        "--dispatch",
+        action="store_true",
+        help="verl:NAME only: call it through verl's compute_advantage, as verl's trainer does "
+        "(with norm_adv_by_std_in_grpo and the algorithm config), not the registered function",
+    )
+    parser.add_argument(
+        "--algorithm",
+        nargs="+",
+        default=None,
+        metavar="KEY=VALUE",
+        help="verl and SkyRL conventions: overrides of verl's algorithm config (AlgoConfig), e.g. "
+        "norm_adv_by_std_in_grpo=false; the 'std division off' row always checks that option",
+    )
+    parser.add_argument(
         "--json",
         default=None,
         help="also write the findings to this file (schema advest-check/1, docs/testing.md)",
@@ -107,13 +121,37 @@ def _add_run_options(parser: Any) -> None:
     )
 
 
-def load_target(target: str) -> tuple[Callable[..., Any], Convention | None]:
-    """The callable ``target`` names, and ``"verl"`` when it came from verl's registry."""
+def load_target(
+    target: str, dispatch: bool = False
+) -> tuple[Callable[..., Any], Convention | None]:
+    """The callable ``target`` names, and ``"verl"`` when it came from verl's registry
+    (``dispatch``: reached through verl's ``compute_advantage``, as its trainer reaches it)."""
     if target.startswith("verl:"):
-        from .verl import verl_estimator
+        from .verl import dispatched, verl_estimator
 
-        return verl_estimator(target.removeprefix("verl:")), "verl"
+        name = target.removeprefix("verl:")
+        return (dispatched(name) if dispatch else verl_estimator(name)), "verl"
+    if dispatch:
+        raise ImportError("--dispatch is for verl:NAME targets (verl's compute_advantage)")
     return load(target), None
+
+
+def parse_algorithm(pairs: list[str] | None) -> dict[str, Any]:
+    """``--algorithm KEY=VALUE ...`` as a dict: VALUE read as JSON (true, false, numbers,
+    strings in quotes) or, failing that, Python's True/False or a bare string."""
+    import json
+
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--algorithm takes KEY=VALUE; got {pair!r}")
+        literal = {"True": True, "False": False, "None": None}
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = literal.get(raw, raw)
+    return out
 
 
 def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
@@ -127,9 +165,10 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     if os.getcwd() not in sys.path:  # a user's module beside them, as `python -m` would find it
         sys.path.insert(0, os.getcwd())
     convention: Convention = options.pop("convention")
+    dispatch = bool(options.pop("dispatch", False))
     conn.send(("stage", f"importing {target}"))
     try:
-        fn, forced = load_target(target)
+        fn, forced = load_target(target, dispatch)
     except Exception as error:  # a syntax error or an exception raised by the module's import
         where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
         conn.send(("import", f"cannot import {target}: {type(error).__name__}{where}: {error}"))
@@ -222,6 +261,13 @@ def command(args: Any) -> int:
     }
     if args.family == "token":
         options["extends"] = getattr(args, "extends", None)
+    else:
+        try:
+            options["algorithm"] = parse_algorithm(getattr(args, "algorithm", None))
+        except ValueError as error:
+            print(f"advest check: {error}", file=sys.stderr)
+            return 2
+    options["dispatch"] = bool(getattr(args, "dispatch", False))
     kind, payload, stage = run_in_child(target, options, timeout)
     if kind == "timeout":
         print(

@@ -25,7 +25,7 @@ from advest.spec.bounds import Bound
 from .grouped import CALL_ERRORS, accepted_sizes
 from .properties import Finding
 from .rows import RowCall
-from .tolerance import allowance
+from .tolerance import COUPLED, allowance
 
 NEAR = 2.0**-7
 """The smallest step above 1 in bfloat16: ``[1, 1, 1, 1 + 2⁻⁷]`` is OpenRLHF PR 1334's group."""
@@ -108,9 +108,10 @@ def _takes_ragged(est: RowCall, sizes: list[int], dtype: torch.dtype) -> bool:
     return True
 
 
-def low_precision(est: RowCall, n: int) -> list[Finding]:
+def low_precision(est: RowCall, n: int, coupled: bool = False) -> list[Finding]:
     """One row per low dtype (bfloat16, float16): the worst error against float64 on near ties,
-    one-apart groups and a constant group, as a multiple of the allowance."""
+    one-apart groups and a constant group, as a multiple of the allowance (``coupled``: the
+    batch's, as every output then carries the rounding of the batch's statistics)."""
     sizes = [s for s in accepted_sizes(est, n, torch.float64) if s > 1]
     size = max(sizes) if sizes else 0
     findings = []
@@ -136,7 +137,11 @@ def low_precision(est: RowCall, n: int) -> list[Finding]:
             msg = f"{type(error).__name__}: {str(error)[:160]}"
             findings.append(Finding("low-precision rewards", "not accepted", msg, name, n))
             continue
-        findings.append(_judge_low(r64, ref, got, low, name, n))
+        token = COUPLED.set(coupled)
+        try:
+            findings.append(_judge_low(r64, ref, got, low, name, n))
+        finally:
+            COUPLED.reset(token)
     return findings
 
 

@@ -24,7 +24,7 @@ from torch import Tensor
 
 from .calling import OracleError
 from .properties import Finding
-from .rows import RowCall, TokenRows, labellings
+from .rows import RowCall, TokenRows, _lengths, labellings
 from .tolerance import allowance
 
 CALL_ERRORS = (Exception,)
@@ -221,11 +221,18 @@ def std_option(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
     r = r.to(dtype)
     base = est(r, ids)
     saved = est.config, est.std_flag
-    est.config, est.std_flag = algo_config(2, norm_adv_by_std_in_grpo=False), False
+    off_config = {**est.algorithm, "norm_adv_by_std_in_grpo": False}
+    est.config, est.std_flag = algo_config(est.k, **off_config), False
+    est.fixed_lengths = _lengths(r.double())  # 2r: the same responses, twice the reward
     try:
-        off, doubled = est(r, ids), est(2 * r, ids)
+        off, doubled = _try(partial(est, r, ids)), _try(partial(est, 2 * r, ids))
     finally:
         est.config, est.std_flag = saved
+        est.fixed_lengths = None
+    if isinstance(off, str) or isinstance(doubled, str):  # an estimator may refuse the option
+        return Finding(
+            what, "refused", f"with the option off: {off if isinstance(off, str) else doubled}"
+        )
     scale = _excess(2 * off, doubled, 2 * r, dtype)
     same = _excess(base, off, r, dtype)
     detail = (

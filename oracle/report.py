@@ -188,18 +188,20 @@ def check(
     convention: Convention = "plain",
     float64: bool = True,
     bound: Bound | None = None,
+    algorithm: dict[str, Any] | None = None,
 ) -> list[Finding]:
     """Every finding for the user callable ``fn``, in ``dtype`` and (when accepted and
     ``float64``) float64, at each group size in ``ns`` (default ``default_ns``); then how
     ``dtype``'s advantages compare with float64's (``accurate (vs float64)``), and singleton
     and all-equal groups; then the rows of trainers' data (``trainer_rows``): groups by id
     (conventions on flat rows), the magnitude bound (``bound``: the estimator's declared one,
-    default ``extremes.generic_bound``) and low-precision rewards. Raises OracleError for
+    default ``extremes.generic_bound``) and low-precision rewards. ``algorithm``: overrides of
+    verl's ``AlgoConfig`` for the verl and SkyRL conventions. Raises OracleError for
     unusable arguments or outputs (``OutOfScope`` for a callable the oracle cannot judge)."""
     ns = list(ns) if ns else default_ns(family, k)
     validate(family, k, ns, dtype)
     guard = Guard()
-    est = _bind(fn, family, k, signature, convention, guard)
+    est = _bind(fn, family, k, signature, convention, guard, algorithm)
     own = DTYPES[dtype]
     coupling = _coupling(est, max(ns), own)
     coupled = coupling.verdict.startswith("yes")
@@ -208,7 +210,9 @@ def check(
         findings = [coupling, *_all_checks(est, family, k, ns, own, float64)]
     finally:
         COUPLED.reset(token)
-    rows = PlainRows(est) if convention == "plain" else row_call(fn, convention, guard, k)
+    rows = (
+        PlainRows(est) if convention == "plain" else row_call(fn, convention, guard, k, algorithm)
+    )
     findings += trainer_rows(rows, max(ns), own, bound, k if family == "maxk" else 1, coupled)
     mutated = guard.mutations
     findings.insert(
@@ -234,7 +238,7 @@ def trainer_rows(
         findings = grouped_findings(rows, n, dtype) if rows.takes_ids or rows.ragged else []
         mag = magnitude(rows, n, dtype, bound, k, coupled)
         mag.dtype, mag.n = _dtype_name(dtype), n
-        return [*findings, mag, *low_precision(rows, n)]
+        return [*findings, mag, *low_precision(rows, n, coupled)]
 
 
 def _bind(
@@ -244,13 +248,14 @@ def _bind(
     signature: str | None,
     convention: Convention,
     guard: Guard,
+    algorithm: dict[str, Any] | None = None,
 ) -> Estimator:
     if convention == "verl":
         from .verl import VerlCall
 
-        return VerlCall(fn, guard, k=k)
+        return VerlCall(fn, guard, k=k, algorithm=algorithm)
     if convention != "plain":
-        return RowsAsPlain(row_call(fn, convention, guard, k))
+        return RowsAsPlain(row_call(fn, convention, guard, k, algorithm))
     return Plain(fn, resolve_signature(fn, family, signature), k, guard)
 
 

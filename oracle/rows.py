@@ -39,11 +39,15 @@ MASK_NAMES = ("valid", "valid_mask", "mask")
 """The parameter names a flat estimator's valid-row mask may have."""
 
 
-def _lengths(n: int, draw: int = 0) -> Tensor:
-    """``[N]`` response lengths 1..LENGTH_T, fixed per position and ``draw``
-    (``tolerance.sample_lengths``)."""
-    gen = torch.Generator().manual_seed(7919 + n + 104729 * draw)
-    return torch.randint(1, LENGTH_T + 1, (n,), generator=gen)
+def _lengths(rewards: Tensor, draw: int = 0) -> Tensor:
+    """``[N]`` response lengths 1..LENGTH_T, a function of each row's reward and ``draw``: a
+    response keeps its length when the rows are permuted, relabelled or called alone, and
+    another ``draw`` gives other lengths (the ``response length`` row)."""
+    import zlib
+
+    return torch.tensor(
+        [1 + zlib.crc32(f"{r!r}/{draw}".encode()) % LENGTH_T for r in rewards.tolist()]
+    )
 
 
 class RowCall:
@@ -78,16 +82,27 @@ class RowCall:
 class TokenRows(RowCall):
     """verl's and SkyRL's convention on flat rows (``advest.oracle.verl`` supplies the call)."""
 
-    def __init__(self, fn: Callable[..., Any], guard: Guard, k: int, skyrl: bool) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        guard: Guard,
+        k: int,
+        skyrl: bool,
+        algorithm: dict[str, Any] | None = None,
+    ) -> None:
         from .verl import SYNTHETIC, algo_config, wanted_inputs
 
-        self.fn, self.guard, self.skyrl = fn, guard, skyrl
-        self.config = algo_config(k)
+        self.fn, self.guard, self.skyrl, self.k = fn, guard, skyrl, k
+        self.algorithm = dict(algorithm or {})
+        self.config = algo_config(k, **self.algorithm)
         extra = {"grpo_norm_by_std", "lambd"} if skyrl else set()
         self.wanted = wanted_inputs(fn, set(SYNTHETIC) | extra, "which the oracle cannot make up")
         self.takes_mask = True
         self.draw = 0
         """Which draw of response lengths the calls use (the ``response length`` row)."""
+        self.fixed_lengths: Tensor | None = None
+        """Lengths to use instead of ``_lengths`` (a check that rescales the rewards keeps each
+        response's length)."""
         self.std_flag = True
         """SkyRL's ``grpo_norm_by_std`` keyword (the ``std division off`` row)."""
 
@@ -95,7 +110,8 @@ class TokenRows(RowCall):
         from .verl import call_verl
 
         n, T = rewards.shape[0], LENGTH_T
-        length = _lengths(n, self.draw)
+        fixed = self.fixed_lengths
+        length = _lengths(rewards.double(), self.draw) if fixed is None else fixed.clone()
         if valid is not None:
             length = torch.where(valid, length, torch.zeros_like(length))
         mask = (torch.arange(T) < length[:, None]).to(torch.int64)  # [N, T]
@@ -205,12 +221,19 @@ class RowsAsPlain:
         return result.reshape(B, G)
 
 
-def row_call(fn: Callable[..., Any], convention: RowConvention, guard: Guard, k: int) -> RowCall:
-    """``fn`` adapted to the grouped model in ``convention``."""
+def row_call(
+    fn: Callable[..., Any],
+    convention: RowConvention,
+    guard: Guard,
+    k: int,
+    algorithm: dict[str, Any] | None = None,
+) -> RowCall:
+    """``fn`` adapted to the grouped model in ``convention`` (``algorithm``: overrides of
+    verl's ``AlgoConfig``, for verl and SkyRL)."""
     if convention == "flat":
         return RowCall(fn, guard)
     if convention in ("verl", "skyrl"):
-        return TokenRows(fn, guard, k, skyrl=convention == "skyrl")
+        return TokenRows(fn, guard, k, skyrl=convention == "skyrl", algorithm=algorithm)
     if convention == "nemo_rl":
         return NemoRows(fn, guard)
     return GroupList(fn, guard)

@@ -138,8 +138,10 @@ class VerlCall:
 
     T = LENGTH_T
 
-    def __init__(self, fn: Callable[..., Any], guard: Any, k: int) -> None:
-        self.fn, self.guard, self.config = fn, guard, algo_config(k)
+    def __init__(
+        self, fn: Callable[..., Any], guard: Any, k: int, algorithm: dict[str, Any] | None = None
+    ) -> None:
+        self.fn, self.guard, self.config = fn, guard, algo_config(k, **(algorithm or {}))
         made = ", ".join(SYNTHETIC)
         self.wanted = wanted_inputs(
             fn, set(SYNTHETIC), f"which the oracle cannot make up (it makes up {made})"
@@ -181,3 +183,49 @@ class VerlCall:
         per_sample = torch.empty_like(last)
         per_sample[perm] = last
         return per_sample.reshape(B, G)
+
+
+def dispatched(name: str) -> Callable[..., Any]:
+    """verl's estimator ``name`` as verl's trainer reaches it: through ``compute_advantage``
+    (``verl/trainer/ppo/ray_trainer.py``, called by the v1 trainer's ``_compute_advantage``
+    with ``norm_adv_by_std_in_grpo=config.get("norm_adv_by_std_in_grpo", True)`` and the whole
+    algorithm config), in verl's estimator convention. An option the dispatch does not forward
+    (verl PR 7893) then has no effect here, as in a training run."""
+    try:
+        from verl import DataProto
+        from verl.trainer.ppo.ray_trainer import compute_advantage
+    except ImportError as error:
+        raise ImportError(
+            f"verl:{name} --dispatch needs verl (pip install 'advest[verl]'): {error}"
+        ) from None
+
+    def through_compute_advantage(
+        token_level_rewards: Tensor,
+        response_mask: Tensor,
+        index: Any,
+        config: Any,
+        values: Tensor,
+        reward_baselines: Tensor,
+    ) -> tuple[Tensor, Tensor]:
+        batch = {
+            "token_level_rewards": token_level_rewards,
+            "response_mask": response_mask,
+            "values": values,  # read by gae alone
+        }
+        if name == "remax":  # verl's trainer computes greedy baselines for remax alone
+            batch["reward_baselines"] = reward_baselines
+        data = DataProto.from_dict(
+            tensors=batch, non_tensors={"uid": np.asarray(index, dtype=object)}
+        )
+        out = compute_advantage(
+            data,
+            adv_estimator=name,
+            gamma=config.get("gamma", 1.0),
+            lam=config.get("lam", 1.0),
+            norm_adv_by_std_in_grpo=config.get("norm_adv_by_std_in_grpo", True),
+            config=config,
+        )
+        return out.batch["advantages"], out.batch["returns"]
+
+    through_compute_advantage.__name__ = f"compute_advantage[{name}]"
+    return through_compute_advantage

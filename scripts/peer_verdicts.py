@@ -1,5 +1,6 @@
 """The oracle's verdicts on every advantage estimator verl 0.9.1 registers and on TRL 1.16.0's
-GRPO and RLOO conventions, written to docs/peer_verdicts.md.
+GRPO and RLOO conventions, written to docs/peer_verdicts.md (with the rows of trainers' data,
+scripts/peer_rows.py, and the token level, scripts/token_verdicts.py).
 
     .nox/verl/bin/python scripts/peer_verdicts.py           # write docs/peer_verdicts.md
     .nox/verl/bin/python scripts/peer_verdicts.py --check   # exit 1 if the page is stale
@@ -303,10 +304,13 @@ def render(strict: bool = True) -> str:
                 needed.add((key, column))
                 reason = REASONS.get((key, column), "MISSING")
                 why.append(f"- `{shown}`, {COLUMNS[column]}: {reason}")
-    from token_verdicts import check_reasons, token_section  # scripts/ is the working directory
+    from peer_rows import section  # scripts/ is the working directory
+    from token_verdicts import check_reasons, token_section
 
     if strict:
         check_reasons("REASONS", REASONS, needed)
+    trl = {n: (TRL_NAMES[n], globals()[n]) for n in TRL}
+    trainers = section(verl_names(), trl, strict)
 
     return "\n".join(
         [
@@ -320,6 +324,7 @@ def render(strict: bool = True) -> str:
             *SCOPE,
             *out_of_scope,
             "",
+            *trainers,
             *token_section(strict),
         ]
     )

@@ -177,3 +177,17 @@ def test_an_unknown_family_or_convention_is_refused_by_name() -> None:
         assert_estimator(bugs.grouped_fixed, family="nonsense")
     with pytest.raises(ValueError, match=r"convention 'nope'.*flat"):
         assert_estimator(bugs.grouped_fixed, convention="nope")
+
+
+def test_the_rows_of_verls_convention_fail_their_planted_twins() -> None:
+    """verl PR 6497 (whitened over tokens: other lengths move the advantages) and verl PR 7893
+    (``norm_adv_by_std_in_grpo=False`` never reaches the estimator), in verl's convention."""
+    from advest.oracle.rows import TokenRows
+
+    def rows(fn: Callable[..., Any]) -> dict[str, Any]:
+        return describe(grouped_findings(TokenRows(fn, Guard(), 2, skyrl=False), 4, torch.float32))
+
+    assert rows(bugs.verl_6497_buggy)["response length"] == "no"
+    assert rows(bugs.verl_6497_fixed)["response length"] == "yes"
+    assert rows(bugs.verl_7893_buggy)["std division off"] == "no effect"
+    assert rows(bugs.verl_7893_fixed)["std division off"] == "yes"

@@ -17,6 +17,7 @@ CHECKS = [
     "tests/verl/check_processes.py",
     "tests/verl/check_main_ppo.py",
     "tests/verl/check_otb.py",
+    "tests/verl/check_dispatch.py",
 ]
 
 

@@ -11,5 +11,6 @@ collect_ignore = (
         "check_verl.py",
         "check_processes.py",
         "check_otb.py",
+        "check_dispatch.py",
     ]
 )
