@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from advest.training.embedded import EmbeddedSpec, build
+from tests.test_training import TRAINER_WARNINGS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,3 +37,21 @@ def test_the_gpu_script_runs_every_arm_and_seed_on_the_cpu(
             record = json.loads((out / "embedded" / arm / f"seed{seed}.json").read_text())
             assert record["before"] == before and len(record["after"]) == 4
             assert record["device"] == "cpu"
+
+
+@TRAINER_WARNINGS
+@pytest.mark.slow
+def test_the_smollm2_design_runs_chen_passk_on_the_real_model_pass_fail(tmp_path: Path) -> None:
+    """The real GGUF on the grid's reasoning-gym task, its graded score turned pass/fail, with
+    the binary-only chen_passk beside grpo (one step, 2 held-out prompts × 2 samples)."""
+    from advest.training.experiments import grid
+
+    flags = ["--design", "smollm2", "--arms", "grpo", "chen_passk", "--seeds", "1",
+             "--steps", "1", "--eval_prompts", "2", "--eval_samples", "2",
+             "--results", str(tmp_path / "res"), "--runs", str(tmp_path / "runs")]  # fmt: skip
+    assert grid.main(flags) == 0
+    for arm in ("grpo", "chen_passk"):
+        record = json.loads((tmp_path / "res" / "smollm2" / arm / "seed0.json").read_text())
+        assert len(record["after"]) == 2 and all(0 <= c <= 2 for c in record["after"])
+        (rate,) = record["train_pass1"]
+        assert rate * 32 == round(rate * 32)  # a pass rate of 4 prompts × G = 8 samples
