@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from advest.spec.claims import NONE, Claims, Variant
+from advest.spec.claims import DEFAULTS, Claims, Variant
 from advest.spec.scales import Scale
 from advest.spec.tolerances import Tolerances
 
@@ -92,7 +92,7 @@ class Entry:
     tolerance: Tolerances
     """float64 and float32 tolerances of fast against the exact reference
     (``spec.tolerances.pair``)."""
-    claims: Claims = NONE
+    claims: Claims = DEFAULTS
     """What the default options claim; ``claims.pg_scale`` is the scale relative to the unbiased
     gradient (None: biased or not claimed)."""
     variants: tuple[Variant, ...] = ()
@@ -142,7 +142,7 @@ def register(
     kind: Kind = "sequence",
     *,
     tolerance: Tolerances,
-    claims: Claims = NONE,
+    claims: Claims = DEFAULTS,
     variants: tuple[Variant, ...] = (),
     inputs: tuple[str, ...] | None = None,
     stateful: bool = False,

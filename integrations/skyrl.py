@@ -24,7 +24,7 @@ lengths, K), as ``advest_<name>``. The rest, with the reason, are ``register()``
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,35 +34,13 @@ from torch import Tensor
 from advest.fast import calling, registry
 from advest.fast.flat import by_group
 
-PASSED = frozenset({"rewards", "lengths", "k"})
-"""The estimator inputs SkyRL's ``compute_advantages_and_returns`` can feed: the outcome
-reward (``token_level_rewards`` summed), the response length (``response_mask`` summed) and K
-(from ``register``'s ``k`` or ``config.advest_k``)."""
+from . import peers
 
 
 def skipped() -> dict[str, str]:
-    """advest's estimators that SkyRL cannot run, each with the reason."""
-    out: dict[str, str] = {}
-    for name in registry.names():
-        entry = registry.entry(name)
-        if entry.stateful:
-            out[name] = (
-                "keeps a history across steps; SkyRL unpickles its own copy of an estimator in "
-                "every process, so the history would split"
-            )
-        elif missing := [i for i in entry.inputs if i not in PASSED]:
-            out[name] = (
-                f"needs {', '.join(missing)}, which SkyRL's compute_advantages_and_returns does "
-                "not pass to an estimator"
-            )
-    return out
-
-
-def _setting(config: Any, key: str) -> Any:
-    """``key`` of SkyRL's algorithm config (a dataclass, a dict or an OmegaConf node), or None."""
-    if isinstance(config, Mapping):  # a dict or an OmegaConf DictConfig
-        return config.get(key)
-    return getattr(config, key, None)
+    """advest's estimators that SkyRL cannot run, each with the reason (the one rule of
+    ``integrations.peers``)."""
+    return peers.SKYRL.cannot_run()
 
 
 @dataclass(frozen=True)
@@ -97,31 +75,18 @@ class Estimator:
         return out, out
 
     def _k(self, config: Any) -> int | None:
-        if "k" not in registry.entry(self.name).inputs:
-            return None
-        k = _setting(config, "advest_k")
-        k = self.k if k is None else k
-        if k is None:
-            raise ValueError(
-                f"advest_{self.name} is a max@K estimator: call "
-                "advest.integrations.skyrl.register(k=K) before initialize_ray, or give "
-                "trainer.algorithm an advest_k field"
-            )
-        return int(k)
+        how = (
+            "call advest.integrations.skyrl.register(k=K) before initialize_ray, or give "
+            "trainer.algorithm an advest_k field"
+        )
+        return peers.k_for(self.name, peers.setting(config, "advest_k"), self.k, how)
 
     def _with_std(self, grpo_norm_by_std: bool) -> str:
         """SkyRL's ``trainer.algorithm.grpo_norm_by_std`` where it has a meaning: with
-        ``advest_grpo``, False is Dr. GRPO's r − group mean (``dr_grpo``), as in SkyRL's grpo.
-        Every other estimator decides its own scale, so False is refused, not ignored."""
-        if grpo_norm_by_std:
-            return self.name
-        if self.name == "grpo":
-            return "dr_grpo"
-        raise ValueError(
-            f"trainer.algorithm.grpo_norm_by_std=false has no meaning for advest_{self.name}, "
-            "which decides its own scale; leave it at true, or use advest_grpo (false: Dr. "
-            "GRPO's r − group mean) or advest_dr_grpo"
-        )
+        ``advest_grpo``, false is Dr. GRPO's r − group mean (``dr_grpo``), as in SkyRL's grpo.
+        Every other estimator decides its own scale, so false is refused, not ignored."""
+        option = f"trainer.algorithm.grpo_norm_by_std={str(bool(grpo_norm_by_std)).lower()}"
+        return peers.with_std(self.name, bool(grpo_norm_by_std), option, f"advest_{self.name}")
 
 
 def register(k: int | None = None) -> dict[str, str]:

@@ -43,7 +43,8 @@ as ``[B, G]``. Refused with a ``ValueError``: ``multi_objective_aggregation="nor
 which every reward function returned None (advest has no convention for a missing reward), token
 level estimators (TRL gives the estimator no token ids, log-probs or hidden states at this point).
 ``kae`` gets a stable id per distinct prompt (in order of first appearance); its history lives
-in the trainer and is saved in, and restored from, each checkpoint (``advest_kae.pt``).
+in the trainer and is saved in, and restored from, each checkpoint (``advest_<name>.pt``, under
+the estimator's own name).
 
 Evaluation (``eval_strategy`` other than ``"no"``) samples ``num_generations_eval`` completions
 per prompt: the estimator is dry-run at that group size too, so a K that does not fit it is
@@ -67,9 +68,12 @@ from trl.trainer.grpo_trainer import GRPOTrainer
 
 from advest.fast import calling, registry
 
+from . import peers
+
 __all__ = ["AdvestGRPOConfig", "AdvestGRPOTrainer", "advantage_fn"]
 
-STATE_FILE = "advest_kae.pt"
+STATE_FILE = "advest_{}.pt"
+"""A stateful estimator's checkpoint file, by its registry name (``advest_kae.pt``)."""
 
 
 @dataclass
@@ -94,18 +98,15 @@ class Advantage:
 
     def __init__(self, name: str, k: int | None, group_size: int) -> None:
         entry = registry.entry(name)
-        if entry.kind == "token":
-            raise ValueError(
-                f"advest_estimator={name!r} is token level: TRL's GRPOTrainer gives the "
-                "estimator no token ids, log-probs or hidden states; use a sequence-level one"
-            )
-        if entry.kind == "multi_reward":
-            raise ValueError(
-                f"advest_estimator={name!r} reads each reward function's own score; this "
-                "adapter passes advest the weighted sum only. TRL's own "
+        reason = peers.TRL.why_not(name)
+        if reason:
+            extra = {
+                "token": "; use a sequence-level one (this one is token level)",
+                "multi_reward": ": this adapter passes advest the weighted sum only. TRL's own "
                 'multi_objective_aggregation="normalize_then_sum" is advest\'s gdpo with '
-                "eps=1e-4 (spec/gdpo.md, tested)"
-            )
+                "eps=1e-4 (spec/gdpo.md, tested)",
+            }.get(entry.kind, "")
+            raise ValueError(f"advest_estimator={name!r} {reason}{extra}")
         if entry.needs_k and k is None:
             raise ValueError(f"advest_estimator={name!r} is a max@K estimator: set advest_k")
         if not entry.needs_k and k is not None:
@@ -136,27 +137,12 @@ class Advantage:
         return self.plan.per_sample(source)
 
 
-SCALE_REWARDS = {"group": "grpo", "none": "dr_grpo", "batch": "grpo_batch_std"}
-"""TRL's ``scale_rewards`` → the advest estimator that computes that GRPO variant."""
-
-
 def with_scale_rewards(name: str, scale_rewards: Any) -> str:
     """The estimator TRL's ``scale_rewards`` asks for, with ``advest_estimator=name``: a GRPO
     variant for ``"grpo"``; any other estimator only with the default ``"group"`` (it decides its
-    own scale, so another value is refused rather than ignored)."""
-    scale = {True: "group", False: "none"}.get(scale_rewards, scale_rewards)
-    if scale not in SCALE_REWARDS:
-        raise ValueError(f"scale_rewards={scale_rewards!r}: TRL takes {sorted(SCALE_REWARDS)}")
-    if name == "grpo":
-        return SCALE_REWARDS[scale]
-    if scale != "group":
-        raise ValueError(
-            f"scale_rewards={scale_rewards!r} has no meaning for advest_estimator={name!r}, "
-            "which decides its own scale; leave scale_rewards at its default ('group'), or use "
-            f"advest_estimator='grpo' (scale_rewards={scale_rewards!r}: "
-            f"{SCALE_REWARDS[scale]}) or advest_estimator={SCALE_REWARDS[scale]!r}"
-        )
-    return name
+    own scale, so another value is refused rather than ignored; ``peers.with_std``)."""
+    option = f"scale_rewards={scale_rewards!r}"
+    return peers.with_std(name, scale_rewards, option, f"advest_estimator={name!r}")
 
 
 def advantage_fn(name: str, k: int | None, group_size: int) -> Advantage:
@@ -248,15 +234,18 @@ class AdvestGRPOTrainer(GRPOTrainer):
         super()._save_checkpoint(model, trial)  # type: ignore[no-untyped-call]
         if self.advest.state is not None and self.args.should_save:
             folder = self._advest_checkpoint_folder(trial)
-            state = {"kae": self.advest.state.state_dict(), "prompts": self.advest_prompt_ids}
-            torch.save(state, folder / STATE_FILE)
+            state = {
+                self.advest.name: self.advest.state.state_dict(),
+                "prompts": self.advest_prompt_ids,
+            }
+            torch.save(state, folder / STATE_FILE.format(self.advest.name))
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:
         super()._load_from_checkpoint(resume_from_checkpoint, model)
-        path = Path(resume_from_checkpoint) / STATE_FILE
+        path = Path(resume_from_checkpoint) / STATE_FILE.format(self.advest.name)
         if self.advest.state is not None and path.exists():
             state = torch.load(path, weights_only=True)
-            self.advest.state.load_state_dict(state["kae"])
+            self.advest.state.load_state_dict(state[self.advest.name])
             self.advest_prompt_ids = dict(state["prompts"])
 
     def _advest_checkpoint_folder(self, trial: Any) -> Path:

@@ -36,64 +36,32 @@ from torch import Tensor
 from advest.fast import calling, registry
 from advest.fast.flat import by_group, groups, located
 
-SKIPPED: dict[str, str] = {
-    "ktae": "needs token ids, which verl's compute_advantage does not pass to an estimator",
-    "covariance_weights": "needs rollout log-probs, which compute_advantage does not pass",
-    "hista": "needs hidden states, which verl's batch does not carry",
-    "numca": "needs decoded texts and character offsets, which compute_advantage does not pass",
-    "kae": "needs a stable id per prompt across steps; verl's uids are fresh uuid4s each step",
-    "gdpo": "needs each reward's own score, which compute_advantage passes only to the "
-    "estimator named 'gdpo' (verl's own); call advest.integrations.verl.gdpo yourself",
-    "optimal_token_baseline": "needs old_log_probs and sum_pi_squared, which compute_advantage "
-    "passes only to the estimators named optimal_token_baseline and tir_optimal_token_baseline "
-    "(verl's own, which advest's equals: spec/otb.md)",
-}
+from . import peers
+
+SKIPPED: dict[str, str] = peers.VERL.cannot_run()
+"""advest's estimators verl cannot run, each with the reason (the one rule of
+``integrations.peers``)."""
 
 
-def _setting(config: Any, key: str, default: Any) -> Any:
-    """``key`` of verl's algorithm config: a dict, an OmegaConf node or an ``AlgoConfig``."""
-    if config is None:
-        return default
-    if hasattr(config, "get"):
-        return config.get(key, default)
-    return getattr(config, key, default)
-
-
-def _k(config: Any, default: int | None, name: str) -> int:
-    k = _setting(config, "advest_k", None)
-    k = default if k is None else k
-    if k is None:
-        raise ValueError(
-            f"advest_{name} is a max@K estimator: set algorithm.advest_k in verl's config, or "
-            "call advest.integrations.verl.register(k=K)"
-        )
-    return int(k)
+def _k(config: Any, default: int | None, name: str) -> int | None:
+    how = "set algorithm.advest_k in verl's config, or call advest.integrations.verl.register(k=K)"
+    return peers.k_for(name, peers.setting(config, "advest_k"), default, how)
 
 
 def with_std_setting(name: str, config: Any) -> str:
     """verl's ``algorithm.norm_adv_by_std_in_grpo`` where it has a meaning: with
     ``advest_grpo``, False is Dr. GRPO's r − group mean (``dr_grpo``). Every other estimator
-    decides its own scale, so False is refused rather than ignored."""
-    norm = _setting(config, "norm_adv_by_std_in_grpo", True)
-    if norm:
-        return name
-    if name == "grpo":
-        return "dr_grpo"
-    raise ValueError(
-        f"algorithm.norm_adv_by_std_in_grpo=False has no meaning for advest_{name}, which "
-        "decides its own scale; leave it at its default (True), or use advest_grpo (False: "
-        "Dr. GRPO's r − group mean) or advest_dr_grpo"
-    )
+    decides its own scale, so False is refused rather than ignored (``peers.with_std``)."""
+    norm = peers.setting(config, "norm_adv_by_std_in_grpo", True)
+    option = f"algorithm.norm_adv_by_std_in_grpo={norm}"
+    return peers.with_std(name, bool(norm), option, f"advest_{name}")
 
 
 def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tensor]]:
     """advest's ``name`` with verl's calling convention (sequence-level estimators only)."""
-    entry = registry.entry(name)
-    if name in SKIPPED or entry.stateful or entry.kind == "token":
-        raise ValueError(
-            f"advest_{name} cannot run inside verl: {SKIPPED.get(name, 'token level')}"
-        )
-    needs_k = "k" in entry.inputs
+    reason = peers.VERL.why_not(name)
+    if reason:
+        raise ValueError(f"advest_{name} cannot run inside verl: {reason}")
 
     # verl's compute_advantage passes keywords this estimator has no use for
     # (reward_baselines, future additions); accepting **kwargs is verl's own convention.
@@ -105,7 +73,7 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
         **kwargs: Any,
     ) -> tuple[Tensor, Tensor]:
         scores = token_level_rewards.sum(dim=-1)  # [bs]: the outcome reward sits on one token
-        K = _k(config, k if k is not None else _DEFAULT_K.get("k"), name) if needs_k else None
+        K = _k(config, k if k is not None else _DEFAULT_K.get("k"), name)
         estimator = calling.plan(with_std_setting(name, config), k=K)
         lengths = response_mask.sum(dim=-1)  # [bs]
         # groups of any size, any uids; a row with no response token (verl's padding) is no sample
@@ -139,8 +107,7 @@ def register(k: int | None = None) -> dict[str, str]:
     if k is not None:
         _DEFAULT_K["k"] = int(k)
     for name in registry.names():
-        entry = registry.entry(name)
-        if name in SKIPPED or entry.stateful or entry.kind == "token":
+        if name in SKIPPED:
             continue
         if name not in _ADAPTERS:
             _ADAPTERS[name] = adapter(name)
@@ -162,8 +129,8 @@ def check_config(config: Any) -> None:
     for G, ``norm_adv_by_std_in_grpo`` where it has no meaning, a name advest does not have.
     An ``algorithm.advest_*`` key that no adapter reads (a typo) is refused too. Estimators
     not named ``advest_*`` are verl's business and pass untouched."""
-    algorithm = _setting(config, "algorithm", None)
-    name = str(_setting(algorithm, "adv_estimator", ""))
+    algorithm = peers.setting(config, "algorithm", None)
+    name = str(peers.setting(algorithm, "adv_estimator", ""))
     keys = [str(key) for key in (algorithm.keys() if hasattr(algorithm, "keys") else ())]
     unknown = [key for key in keys if key.startswith("advest_") and key not in OPTIONS]
     if unknown:
@@ -182,9 +149,9 @@ def check_config(config: Any) -> None:
         advantage = _ADAPTERS.get(own) or adapter(own)
     except ValueError as error:
         raise ValueError(f"algorithm.adv_estimator={name}: {error}") from None
-    rollout = _setting(_setting(config, "actor_rollout_ref", None), "rollout", None)
-    G = int(_setting(rollout, "n", 1))
-    B = max(1, int(_setting(_setting(config, "data", None), "train_batch_size", 1)))
+    rollout = peers.setting(peers.setting(config, "actor_rollout_ref", None), "rollout", None)
+    G = int(peers.setting(rollout, "n", 1))
+    B = max(1, int(peers.setting(peers.setting(config, "data", None), "train_batch_size", 1)))
     # [B·G, 1]: 0/1 rewards that vary inside every group, as `advest train`'s own dry run
     rewards = (torch.arange(G).repeat(B) % 2).to(torch.float32).reshape(B * G, 1)
     index = np.repeat(np.arange(B), G)  # verl's uids: the G samples of a prompt share one
@@ -193,7 +160,7 @@ def check_config(config: Any) -> None:
     except (ValueError, TypeError) as error:
         settings = f"actor_rollout_ref.rollout.n={G}"
         if "k" in registry.entry(own).inputs:
-            settings += f", algorithm.advest_k={_setting(algorithm, 'advest_k', None)}"
+            settings += f", algorithm.advest_k={peers.setting(algorithm, 'advest_k', None)}"
         raise ValueError(f"algorithm.adv_estimator={name} ({settings}): {error}") from None
 
 
@@ -201,14 +168,14 @@ def _gdpo_keys(
     config: Any, norm_adv_by_std_in_grpo: bool, non_tensor_batch: dict[str, Any] | None
 ) -> list[str]:
     """The reward keys of verl's GDPO config, refused where verl would fall back silently."""
-    keys = _setting(config, "gdpo_reward_keys", None)
+    keys = peers.setting(config, "gdpo_reward_keys", None)
     if not keys or non_tensor_batch is None:
         raise ValueError(
             "advest's gdpo reads each reward's own score: set algorithm.gdpo_reward_keys to the "
             "keys your reward function returns and pass non_tensor_batch (verl's own gdpo would "
             "fall back to the summed reward, which is GDPO of one reward)"
         )
-    if not norm_adv_by_std_in_grpo or not _setting(config, "norm_adv_by_std_in_grpo", True):
+    if not norm_adv_by_std_in_grpo or not peers.setting(config, "norm_adv_by_std_in_grpo", True):
         raise ValueError(
             "algorithm.norm_adv_by_std_in_grpo=False has no meaning for advest's gdpo: the group "
             "std of each reward is GDPO's normalisation"
@@ -243,7 +210,7 @@ def gdpo(
     valid token) is not needed: the score is the sample's."""
     keys = _gdpo_keys(config, norm_adv_by_std_in_grpo, non_tensor_batch)
     assert non_tensor_batch is not None  # _gdpo_keys refuses a batch without it
-    weights = _setting(config, "gdpo_reward_weights", None)
+    weights = peers.setting(config, "gdpo_reward_weights", None)
     device = token_level_rewards.device
     scores = torch.stack(
         [torch.as_tensor(np.asarray(non_tensor_batch[k], dtype=np.float64)) for k in keys], -1

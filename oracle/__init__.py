@@ -25,11 +25,12 @@ One module per role; the names below are the public API (``oracle.check``, ``ora
 
 from __future__ import annotations
 
-from .calling import (
+from .cli import TIMEOUT_S, add_arguments, command, run_in_child
+from .harness import (
     Convention,
     Estimator,
-    Family,
     Guard,
+    Objective,
     OracleError,
     OutOfScope,
     Plain,
@@ -38,7 +39,6 @@ from .calling import (
     load,
     resolve_signature,
 )
-from .cli import TIMEOUT_S, add_arguments, command, run_in_child
 from .properties import (
     NON_FINITE,
     Finding,
@@ -66,9 +66,9 @@ __all__ = [
     "USABLE",
     "Convention",
     "Estimator",
-    "Family",
     "Finding",
     "Guard",
+    "Objective",
     "OracleError",
     "OutOfScope",
     "Plain",
@@ -99,3 +99,18 @@ __all__ = [
     "unbiasedness",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``Family``, the old name of ``Objective``, with a DeprecationWarning (one release)."""
+    if name == "Family":
+        import warnings
+
+        warnings.warn(
+            "advest.oracle.Family is deprecated: it is advest.oracle.Objective (what an "
+            "estimator is judged against; a registry entry's family is its module)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return Objective
+    raise AttributeError(f"module 'advest.oracle' has no attribute {name!r}")

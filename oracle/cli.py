@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import schema
-from .calling import Convention, OracleError, OutOfScope, load
+from .harness import Convention, OracleError, OutOfScope, load
 from .properties import NON_FINITE, Finding
 from .report import check, table
 from .tolerance import DTYPES, rule
@@ -20,8 +20,10 @@ K = 2, 12 s at K = 4), so five minutes leaves room for slow pure-Python estimato
 ending a hang."""
 
 
-def add_arguments(parser: Any) -> None:
-    """``advest check``'s options, on any argparse-compatible parser (argparse, jsonargparse)."""
+def add_arguments(parser: Any, switch: Callable[[Any, str, bool, str], None] | None = None) -> None:
+    """``advest check``'s options, on any argparse-compatible parser (argparse, jsonargparse).
+    ``switch(parser, name, default, help)`` adds a boolean option (advest's command line: a
+    ``--name`` / ``--no_name`` pair); by default a plain ``store_true`` flag."""
     parser.add_argument(
         "target",
         nargs="?",
@@ -52,10 +54,14 @@ def add_arguments(parser: Any) -> None:
         help="group sizes N to check (several allowed); default N = K, K+1 and max(2K+2, 8) "
         "for maxk, 2, 3 and 8 for outcome",
     )
-    _add_run_options(parser)
+    _add_run_options(parser, switch or _store_true)
 
 
-def _add_run_options(parser: Any) -> None:
+def _store_true(parser: Any, name: str, default: bool, help: str) -> None:
+    parser.add_argument(f"--{name}", action="store_true", default=default, help=help)
+
+
+def _add_run_options(parser: Any, switch: Callable[[Any, str, bool, str], None]) -> None:
     """How the estimator is called and what the check writes: dtype, convention, signature,
     --json, --compare and --timeout."""
     parser.add_argument(
@@ -83,10 +89,11 @@ def _add_run_options(parser: Any) -> None:
         help="argument order for --convention plain, e.g. 'rewards, k' (passes K even to a "
         "parameter not named k), 'rewards', 'rewards, k=', 'rewards, lengths'",
     )
-    parser.add_argument(
-        "--dispatch",
-        action="store_true",
-        help="verl:NAME only: call it through verl's compute_advantage, as verl's trainer does "
+    switch(
+        parser,
+        "dispatch",
+        False,
+        "verl:NAME only: call it through verl's compute_advantage, as verl's trainer does "
         "(with norm_adv_by_std_in_grpo and the algorithm config), not the registered function",
     )
     parser.add_argument(

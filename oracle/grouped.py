@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .calling import OracleError
+from .harness import OracleError
 from .properties import Finding
 from .rows import RowCall, TokenRows, _lengths, labellings
 from .tolerance import allowance

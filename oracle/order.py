@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .calling import Estimator
+from .harness import Estimator
 from .properties import Finding
 from .tolerance import allowance
 

@@ -15,7 +15,7 @@ from torch import Tensor
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
 
-from .calling import Estimator, OracleError
+from .harness import Estimator, OracleError
 from .tolerance import _excess, _verdict, allowance, sample_lengths
 
 

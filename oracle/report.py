@@ -13,30 +13,30 @@ from torch import Tensor
 from advest.spec.bounds import Bound
 
 from . import properties as find
-from .calling import (
+from .extremes import low_precision, magnitude
+from .grouped import grouped_findings
+from .harness import (
     Convention,
     Estimator,
-    Family,
     Guard,
+    Objective,
     OracleError,
     Plain,
     Watch,
     resolve_signature,
 )
-from .extremes import low_precision, magnitude
-from .grouped import grouped_findings
 from .properties import NON_FINITE, Finding
 from .rows import PlainRows, RowCall, RowsAsPlain, row_call
 from .tolerance import COUPLED, DTYPES, _batches, _cast, _dtype_name, allowance, sample_lengths
 from .unbiased import unbiasedness
 
 
-def default_ns(family: Family, k: int) -> list[int]:
+def default_ns(family: Objective, k: int) -> list[int]:
     """N = K, K + 1 and a larger N (max@K); 2, 3 and 8 for outcome and MaxRL estimators."""
     return sorted({k, k + 1, max(2 * k + 2, 8)}) if family == "maxk" else [2, 3, 8]
 
 
-def validate(family: Family, k: int, ns: Sequence[int], dtype: str) -> None:
+def validate(family: Objective, k: int, ns: Sequence[int], dtype: str) -> None:
     """OracleError for K, N or dtype values the oracle cannot use, before the user's code runs."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise OracleError(f"--k must be an integer >= 1; got {k!r}")
@@ -69,7 +69,7 @@ def _accepts(est: Estimator, probe: Tensor, lenient: bool = False) -> str | None
 
 def _run_dtype(
     est: Estimator,
-    family: Family,
+    family: Objective,
     k: int,
     n: int,
     dtype: torch.dtype,
@@ -144,7 +144,7 @@ FLOAT32_EXCESS = torch.finfo(torch.float32).eps / torch.finfo(torch.float64).eps
 """An error up to this many times float64's allowance is within float32's (2^29)."""
 
 
-def _float64(est: Estimator, family: Family, k: int, n: int) -> list[Finding]:
+def _float64(est: Estimator, family: Objective, k: int, n: int) -> list[Finding]:
     """The float64 column at ``n``. An estimator that computes in float32 whatever its input
     (verl's ``grpo_vectorized`` casts to float32) misses float64's allowance by a factor that
     float32's covers: its column is then judged with float32's allowance, and says so in a
@@ -179,7 +179,7 @@ def _accuracy(est: Estimator, n: int, dtype: torch.dtype) -> Finding:
 
 def check(
     fn: Callable[..., Any],
-    family: Family,
+    family: Objective,
     k: int = 2,
     signature: str | None = None,
     *,
@@ -243,7 +243,7 @@ def trainer_rows(
 
 def _bind(
     fn: Callable[..., Any],
-    family: Family,
+    family: Objective,
     k: int,
     signature: str | None,
     convention: Convention,
@@ -264,7 +264,7 @@ def accuracy_only(
     dtype: str,
     ns: Sequence[int],
     *,
-    family: Family = "outcome",
+    family: Objective = "outcome",
     k: int = 1,
     convention: Convention = "plain",
 ) -> list[Finding]:
@@ -306,7 +306,7 @@ def _coupling(est: Estimator, g: int, dtype: torch.dtype) -> Finding:
 
 
 def _all_checks(
-    est: Estimator, family: Family, k: int, ns: list[int], own: torch.dtype, float64: bool
+    est: Estimator, family: Objective, k: int, ns: list[int], own: torch.dtype, float64: bool
 ) -> list[Finding]:
     dtype = _dtype_name(own)
     findings: list[Finding] = []

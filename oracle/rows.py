@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .calling import Estimator, Guard, OracleError, OutOfScope, check_output
+from .harness import Estimator, Guard, OracleError, OutOfScope, check_output
 from .tolerance import LENGTH_T
 
 RowConvention = Literal["flat", "verl", "skyrl", "nemo_rl", "prime_rl"]

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .calling import OracleError
+from .harness import OracleError
 from .properties import Finding
 
 SCHEMA = "advest-check"

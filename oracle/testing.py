@@ -13,11 +13,11 @@ from typing import Any, cast, get_args
 
 from advest.spec.bounds import Bound
 
-from .calling import Convention, Family
+from .harness import Convention, Objective
 from .properties import Finding
 from .report import check
 
-FAMILIES: tuple[str, ...] = (*get_args(Family), "token")
+FAMILIES: tuple[str, ...] = (*get_args(Objective), "token")
 """The families ``assert_estimator`` and ``advest check --family`` judge."""
 CONVENTIONS: tuple[str, ...] = get_args(Convention)
 """The calling conventions (``advest check --convention``)."""
@@ -91,7 +91,7 @@ def assert_estimator(
             expect = {"centred": "yes", "finite output": "yes"}
         findings = check(
             fn,
-            cast(Family, family),
+            cast(Objective, family),
             k,
             ns=ns,
             dtype=dtype,

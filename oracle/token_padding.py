@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .calling import OracleError
+from .harness import OracleError
 from .properties import Finding
 from .token_checks import _excess, allowed
 from .token_trees import TREES, Layout, Seq, enumerate_groups, inputs

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from . import token_checks as find
 from . import token_padding as pad
-from .calling import Convention, Guard, OracleError
+from .harness import Convention, Guard, OracleError
 from .properties import Finding
 from .token_trees import TREES, enumerate_groups, inputs
 from .tokens import Declared, TokenEstimator, VerlTokens, cast

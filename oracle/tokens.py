@@ -15,7 +15,7 @@ from torch import Tensor
 
 from advest.fast import calling, registry
 
-from .calling import Guard, OracleError, OutOfScope
+from .harness import Guard, OracleError, OutOfScope
 from .verl import algo_config, call_verl, wanted_inputs
 
 FLOATS = ("rewards", "logprobs", "sum_pi_squared", "hidden", "values")

@@ -10,7 +10,7 @@ from torch import Tensor
 
 from advest.spec import bandit
 
-from .calling import Estimator, OracleError
+from .harness import Estimator, OracleError
 from .properties import Finding
 from .tolerance import allowance
 

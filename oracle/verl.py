@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .calling import OracleError, OutOfScope, check_output
+from .harness import OracleError, OutOfScope, check_output
 from .tolerance import LENGTH_T, sample_lengths
 
 

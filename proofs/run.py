@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from . import bounded, coq, symbolic, unbiased
+from . import bounded, coq_check, symbolic, unbiased
 from .records import Record
 
 Job = tuple[str, Callable[[], Record]]
@@ -45,7 +45,7 @@ def run(
     todo = jobs(max_n, unbiased_max_n, ci=ci)
     if progress and with_coq:
         print("checking the Coq proofs (coqc) ...", file=sys.stderr)
-    records: list[Record] = list(coq.check_shipped()) if with_coq else []
+    records: list[Record] = list(coq_check.check_shipped()) if with_coq else []
     start = time.perf_counter()
     for i, (label, job) in enumerate(todo, 1):
         if budget_s is not None and time.perf_counter() - start > budget_s:

@@ -15,7 +15,7 @@ import torch
 from gallery_bugs import BUGS, Bug, Est
 
 from advest.oracle import check, schema
-from advest.oracle.calling import Convention, Guard, Watch
+from advest.oracle.harness import Convention, Guard, Watch
 from advest.oracle.order import order_preserving
 from advest.oracle.rows import RowsAsPlain, row_call
 from advest.oracle.tolerance import _batches

@@ -141,7 +141,7 @@ input and output follow each on the page."""
 def verdicts(name: str, plain: Any = None) -> dict[str, tuple[str, str]]:
     """{column: (verdict, evidence)} for verl's ``name`` through ``compute_advantage`` (or the
     ``[B, G]`` callable ``plain``: TRL's transcriptions)."""
-    from advest.oracle.calling import Guard
+    from advest.oracle.harness import Guard
     from advest.oracle.report import _coupling, trainer_rows
     from advest.oracle.rows import PlainRows, RowsAsPlain, row_call
     from advest.oracle.verl import dispatched

@@ -55,9 +55,24 @@ class Claims:
     for every registered estimator in tests/test_grouped.py. None: not claimed."""
 
 
-NONE = Claims()
-"""The claims of an estimator that claims nothing beyond the defaults (shift-invariant,
-scale-equivariant, monotone)."""
+DEFAULTS = Claims()
+"""The claims every field's default makes: shift-invariant, scale-equivariant and monotone, and
+nothing else (no unbiasedness, no centring). The old name ``NONE`` said the opposite of what it
+claims; it resolves here with a DeprecationWarning for one release."""
+
+
+def __getattr__(name: str) -> Claims:
+    if name == "NONE":
+        import warnings
+
+        warnings.warn(
+            "advest.spec.claims.NONE is deprecated: it is DEFAULTS (it claims shift "
+            "invariance, scale equivariance and monotonicity)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return DEFAULTS
+    raise AttributeError(f"module 'advest.spec.claims' has no attribute {name!r}")
 
 
 class Flags(TypedDict, total=False):
@@ -79,4 +94,4 @@ class Variant:
     """Another setting of an estimator's keyword ``options``, tested with its own ``claims``."""
 
     options: dict[str, Any] = field(default_factory=dict)
-    claims: Claims = NONE
+    claims: Claims = DEFAULTS

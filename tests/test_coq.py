@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from advest.proofs import coq
+from advest.proofs import coq_check as coq
 from advest.spec.maxk_weights import BinomRatio
 
 ROOT = Path(__file__).parents[1]

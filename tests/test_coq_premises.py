@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from advest.fast import registry
-from advest.proofs import coq
+from advest.proofs import coq_check as coq
 
 # The two hypotheses every expectation theorem carries: π sums to 1, the score has mean 0.
 _MODEL = ("\\sum_v pi v = 1", "\\sum_v pi v * s v = 0")

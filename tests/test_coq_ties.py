@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import pytest
 
-from advest.proofs import coq
+from advest.proofs import coq_check as coq
 from advest.reference import group, maxrl
 
 Q = Fraction

@@ -15,10 +15,10 @@ import torch
 from torch import Tensor
 
 from advest.fast import by_group
-from advest.oracle.calling import Guard
 from advest.oracle.catalogue import CATALOGUE, Row
 from advest.oracle.extremes import low_precision, magnitude
 from advest.oracle.grouped import describe, grouped_findings
+from advest.oracle.harness import Guard
 from advest.oracle.rows import GroupList, NemoRows, RowCall, labellings
 from advest.testing import EstimatorMismatch, assert_estimator
 

@@ -348,7 +348,7 @@ def test_prove_without_coq_says_in_its_table_that_coq_did_not_run_and_how_to_ins
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Its table used to say "FAILED: {'N': 'all', 'K': 'all'}: unknown" for each Coq claim."""
-    from advest.proofs import coq
+    from advest.proofs import coq_check as coq
     from advest.training.cli import main
 
     monkeypatch.setenv("PATH", NO_COQ)

@@ -15,7 +15,7 @@ from advest import fast, oracle
 from advest.training.cli import main
 
 
-def _verdicts(fn: object, family: oracle.Family, k: int = 2) -> dict[str, str]:
+def _verdicts(fn: object, family: oracle.Objective, k: int = 2) -> dict[str, str]:
     """float64 verdicts at N = 4 (maxk, K = 2) or 8 (outcome), the notes' reference setting."""
     n = 4 if family == "maxk" else 8
     findings = oracle.check(fn, family, k, ns=[n], dtype="float64")  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from advest.fast.group import dr_grpo, rloo
 from advest.fast.ktae import ktae
 from advest.oracle import token_checks as find
 from advest.oracle import token_padding as pad
-from advest.oracle.calling import Guard
+from advest.oracle.harness import Guard
 from advest.oracle.token_report import check_tokens
 from advest.oracle.tokens import Declared, TokenEstimator, VerlTokens
 

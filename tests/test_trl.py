@@ -195,7 +195,7 @@ def test_misconfiguration_is_refused_before_training(tmp_path: Path) -> None:
         build(advest_estimator="rloo", advest_k=2)
     with pytest.raises(ValueError, match="token level"):
         build(advest_estimator="ktae")
-    with pytest.raises(ValueError, match="reads each reward function's own score"):
+    with pytest.raises(ValueError, match="needs each reward's own score"):
         build(advest_estimator="gdpo")
     with pytest.raises(ValueError, match="K=5"):
         build(advest_estimator="maxpo", advest_k=5)  # K > G

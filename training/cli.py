@@ -195,7 +195,7 @@ def check_parser() -> Parser:
     from advest.oracle import add_arguments
 
     p = new_parser("advest check", "Report the properties of any advantage estimator.")
-    add_arguments(p)
+    add_arguments(p, switch)
     return p
 
 

@@ -7,12 +7,12 @@ keep a run alive.
 ``reasoning_gym``: the task's own ``score_answer`` (rows of ``--data reasoning_gym:TASK``).
 ``module:function``: a user's verifier, imported from the working directory (``resolve``).
 
-``Scorer`` is what a run calls: the weighted sum of its verifiers, each also kept on its own,
-with every call bounded by a timeout. Calls run in worker processes (``Pool``), so that one slow
-or hanging call costs its own timeout and no more: a worker past its deadline is killed and
-replaced. With no workers, ``Guarded`` bounds each call in this process with ``SIGALRM``. Either
-way an exception or a timeout gives reward 0, is counted by kind, and is warned about once per
-kind, never killing the run.
+What a run calls is ``training.scoring.Scorer``: the weighted sum of its verifiers, each also
+kept on its own, with every call bounded by a timeout. Calls run in worker processes
+(``scoring.Pool``), so that one slow or hanging call costs its own timeout and no more: a worker
+past its deadline is killed and replaced. With no workers, ``Guarded`` bounds each call in this
+process with ``SIGALRM``. Either way an exception or a timeout gives reward 0, is counted by
+kind, and is warned about once per kind, never killing the run.
 """
 
 from __future__ import annotations

@@ -173,7 +173,3 @@ class RLConfig:
     generator: Literal["generate", "continuous"] = "generate"
     """Rollout engine: ``generate`` (``model.generate``) or ``continuous`` (transformers'
     continuous batching, paged KV cache, ``generate_batch``)."""
-
-    @property
-    def optimizer_steps_per_rollout(self) -> int:
-        return self.ppo_epochs * self.minibatches

@@ -12,8 +12,8 @@ import torch
 # imported at collection, where verl's own import-time deprecation warnings are not errors
 from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: F401
 
-from advest.oracle.calling import Guard
 from advest.oracle.grouped import describe, grouped_findings
+from advest.oracle.harness import Guard
 from advest.oracle.rows import row_call
 from advest.oracle.verl import dispatched
 

@@ -139,7 +139,7 @@ def test_an_estimators_error_names_verls_uid_and_batch_rows() -> None:
 
 
 def _verdicts(
-    name: str, family: oracle.Family, k: int, ns: list[int]
+    name: str, family: oracle.Objective, k: int, ns: list[int]
 ) -> dict[tuple[str, str], str]:
     fn = verl_oracle.verl_estimator(name)
     findings = oracle.check(fn, family, k, ns=ns, convention="verl")

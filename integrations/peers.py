@@ -1,0 +1,119 @@
+"""What the peer adapters (verl, SkyRL, TRL) share, written once: which advest estimators a peer
+can run (one rule, from each registry entry's ``inputs`` and ``stateful``), the estimator a
+peer's "divide by the std" option picks, and where K comes from.
+
+A peer runs an estimator when its advantage call can feed every input the entry declares
+(``Peer.passes``) and, for a stateful (history) estimator, when the peer keeps one instance
+across steps. A new estimator needs no edit here: its entry decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from advest.fast import registry
+
+WHAT = {
+    "token_ids": "token ids",
+    "mask": "the token mask",
+    "logprobs": "rollout log-probs",
+    "advantages": "a base estimator's advantages",
+    "hidden": "hidden states",
+    "texts": "decoded texts",
+    "offsets": "character offsets",
+    "prompt_ids": "a stable id per prompt across steps",
+    "reward_parts": "each reward's own score",
+    "reward_weights": "the reward weights",
+    "sum_pi_squared": "Σπ² of the rollout policy",
+}
+"""How each input a peer may lack is named in a refusal."""
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A trainer advest plugs into: what its advantage call passes an estimator."""
+
+    name: str
+    passes: frozenset[str]
+    """The registry inputs (``registry.INPUTS``) the peer's advantage call can feed."""
+    stateless_because: str = ""
+    """Why a stateful estimator cannot keep its history there ("" where it can)."""
+
+    def cannot_run(self) -> dict[str, str]:
+        """advest's estimators this peer cannot run, each with the reason."""
+        out: dict[str, str] = {}
+        for name in registry.names():
+            reason = self.why_not(name)
+            if reason:
+                out[name] = reason
+        return out
+
+    def why_not(self, name: str) -> str:
+        """Why this peer cannot run ``name`` ("" when it can)."""
+        entry = registry.entry(name)
+        if entry.stateful and self.stateless_because:
+            return f"keeps a history across steps; {self.stateless_because}"
+        missing = [i for i in entry.inputs if i not in self.passes]
+        if missing:
+            named = ", ".join(WHAT.get(i, i) for i in missing)
+            return f"needs {named}, which {self.name}'s advantage call does not pass"
+        return ""
+
+
+STD_VARIANTS = {"group": "grpo", "none": "dr_grpo", "batch": "grpo_batch_std"}
+"""A peer's std option → the advest estimator that computes that GRPO variant: divided by the
+group's std (the default), not divided (Dr. GRPO), divided by the batch's std."""
+
+
+def with_std(name: str, value: Any, option: str, who: str) -> str:
+    """The estimator a peer's std option asks for with ``name`` configured: a GRPO variant for
+    ``grpo``; any other estimator decides its own scale, so only the default is accepted (a
+    refusal, not a silent no-op). ``value``: True/"group" (divide by the group's std, the
+    default), False/"none", or "batch"; ``option`` shows the setting as the user wrote it (e.g.
+    ``algorithm.norm_adv_by_std_in_grpo=False``), ``who`` the estimator as the peer names it."""
+    scale = {True: "group", False: "none"}.get(value, value)
+    if scale not in STD_VARIANTS:
+        raise ValueError(f"{option}: takes {sorted(STD_VARIANTS)} (or true / false)")
+    if name == "grpo":
+        return STD_VARIANTS[scale]
+    if scale != "group":
+        variant = STD_VARIANTS[scale]
+        raise ValueError(
+            f"{option} has no meaning for {who}, which decides its own scale; leave it at its "
+            f"default, or use the grpo estimator ({option}: {variant}) or {variant}"
+        )
+    return name
+
+
+def k_for(name: str, configured: Any, default: int | None, how: str) -> int | None:
+    """K for ``name``: the peer's configured value, else ``default``; None for an estimator
+    without K; a ValueError saying ``how`` to set it when a max@K estimator has none."""
+    if "k" not in registry.entry(name).inputs:
+        return None
+    k = default if configured is None else configured
+    if k is None:
+        raise ValueError(f"advest_{name} is a max@K estimator: {how}")
+    return int(k)
+
+
+def setting(config: Any, key: str, default: Any = None) -> Any:
+    """``key`` of a peer's config: a dict, an OmegaConf node, a dataclass, or None."""
+    if config is None:
+        return default
+    if hasattr(config, "get"):
+        return config.get(key, default)
+    return getattr(config, key, default)
+
+
+VERL = Peer(
+    "verl",
+    frozenset({"rewards", "lengths", "k"}),
+    "verl's uids are fresh uuid4s every step, so no prompt id is stable",
+)
+SKYRL = Peer(
+    "SkyRL",
+    frozenset({"rewards", "lengths", "k"}),
+    "SkyRL unpickles its own copy of an estimator in every process, so the history would split",
+)
+TRL = Peer("TRL", frozenset({"rewards", "lengths", "k", "prompt_ids"}))

@@ -1,0 +1,43 @@
+"""Names renamed so that each means one thing keep working for one release, with a
+DeprecationWarning naming the new one."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "new"),
+    [
+        ("advest.oracle.calling", "load", "advest.oracle.harness"),
+        ("advest.proofs.coq", "THEOREMS", "advest.proofs.coq_check"),
+        ("advest.oracle", "Family", "advest.oracle.Objective"),
+        ("advest.spec.claims", "NONE", "DEFAULTS"),
+    ],
+)
+def test_an_old_name_still_resolves_and_warns(module: str, name: str, new: str) -> None:
+    old = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=new.rsplit(".", 1)[-1]):
+        value = getattr(old, name)
+    assert value is not None
+    with pytest.raises(AttributeError):
+        old.never_a_name  # noqa: B018
+
+
+def test_the_old_names_are_the_new_objects() -> None:
+    import warnings
+
+    from advest.oracle import Objective, harness
+    from advest.spec.claims import DEFAULTS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import advest.oracle
+        import advest.oracle.calling
+        import advest.spec.claims
+
+        assert advest.oracle.calling.load is harness.load
+        assert advest.oracle.Family is Objective
+        assert advest.spec.claims.NONE is DEFAULTS
