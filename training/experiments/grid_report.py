@@ -330,6 +330,12 @@ def lead(
     waiting = [a for a in found if a not in {*by["above"], *by["below"], *tied}]
     if waiting:
         said.append(f"{names(waiting)} not compared yet")
+    pending = [n for n, info in grid.items() if info["design"]["model"] and n != name]
+    if pending and not grid[name]["design"]["model"]:
+        runs_done = sum(len(r) for n in pending for r in grid[n]["runs"].values())
+        said[-1] += (f". The real model's grid ({names(pending)}: {runs_done} runs finished) "
+                     "has not yet compared an arm on two seeds, so this answer is the embedded "
+                     "model's")  # fmt: skip
     return [QUESTION, "", f"{on}, " + "; ".join(said) + ".", ""]
 
 
