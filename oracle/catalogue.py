@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -24,9 +24,7 @@ from advest.fast import calling, registry
 from advest.fast._checks import check_rewards
 from advest.fast.registry import Entry, KDomain
 from advest.reference._exact import to_fractions
-from advest.spec.bounds import Bound
-from advest.spec.claims import Claims
-from advest.spec.scales import Scale, zero
+from advest.spec.claims import DEFAULTS, Claims
 from advest.spec.tolerances import Tolerance
 
 
@@ -40,26 +38,16 @@ class Row:
     fast: Callable[..., Tensor]
     k_domain: KDomain | None  # None: the estimator takes no K
     options: dict[str, Any] = field(default_factory=dict)
-    min_n: int = 1
-    min_b: int = 1  # the fewest groups a batch needs (shrinkage across prompts needs 2)
-    binary_only: bool = False
-    nonnegative: bool = False  # refuses negative rewards (MaxRL divides by the mean reward)
-    batch_coupled: bool = False  # the output of one group depends on the others (REINFORCE++)
     needs_lengths: bool = False
-    # I14: r -> r + c moves the output by c * shift(N, K); None = not claimed.
-    shift: Scale | None = zero
-    # P4: r -> a r (a > 0) scales the output by a**scale_power; None = not claimed.
-    scale_power: int | None = 1
-    centred: bool = False  # Σ_i A_i = 0 in every group
-    # Unbiasedness: E[Σ_i A_i ∇log π(a_i)] = pg_scale(N, K) · ∇J exactly, J = max@K (K = 1 for
-    # the group family: the mean reward); None = biased or not claimed.
-    pg_scale: Scale | None = None
-    exact_zero_on_flat: bool = False  # exact zeros when fewer than K samples lie below the max
-    monotone: bool = True  # P2: non-decreasing along the sorted rewards
-    # The reference is rational; False where a square root makes it exact only to 60 digits.
-    rational: bool = True
-    # For rewards in [0, 1], |A| ≤ magnitude(N, K) (B·G for batch-coupled); None = not claimed.
-    magnitude: Bound | None = None
+    claims: Claims = DEFAULTS
+    """The entry's (or the variant's) claims, as declared: ``row.centred`` reads
+    ``row.claims.centred``, so no field of ``Claims`` is copied here."""
+
+    def __getattr__(self, name: str) -> Any:
+        # only for names a Row lacks: the claims' fields (min_n, centred, pg_scale, ...)
+        if name.startswith("__") or name == "claims":
+            raise AttributeError(name)
+        return getattr(self.claims, name)
 
     @property
     def id(self) -> str:
@@ -70,7 +58,7 @@ class Row:
         """Every valid K for a group of n (``[1]`` for estimators without K)."""
         if self.k_domain is None:
             return [1]
-        top = {"k<=n": n, "k<=n-1": n - 1, "k=n": n}[self.k_domain]
+        top = n - registry.K_MAX_OFFSET[self.k_domain]  # the registry's one statement of it
         bottom = n if self.k_domain == "k=n" else 1
         return list(range(bottom, top + 1))
 
@@ -138,10 +126,9 @@ def _row(entry: Entry, options: dict[str, Any], claims: Claims) -> Row:
     reference = reference_of(entry)
     if entry.kind == "multi_reward":
         reference = one_reward_reference(reference)
-    own = {f.name: getattr(claims, f.name) for f in fields(Claims)}
-    own.pop("comparison_scale")
-    if entry.kind == "multi_reward":  # one reward: every group's output is read together
-        own["batch_coupled"] = True
+        claims = replace(
+            claims, batch_coupled=True
+        )  # one reward: every group's output read together
     return Row(
         entry.name,
         entry.kind,
@@ -150,7 +137,7 @@ def _row(entry: Entry, options: dict[str, Any], claims: Claims) -> Row:
         entry.k_range,
         dict(options),
         needs_lengths=entry.needs_lengths and entry.kind == "sequence",
-        **own,
+        claims=claims,
     )
 
 
