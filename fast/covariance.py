@@ -75,6 +75,7 @@ def _scope_sum(x: Tensor) -> Tensor:
 @register(
     "covariance_weights",
     "token",
+    extends="grpo",
     inputs=("logprobs", "advantages", "mask"),
     tolerance=pair(
         "output", "w̃ = exp(−c²/2σ²)·N/Σw in float64, mean 1 per scope: ulps of max w̃ (>= 1)"

@@ -35,6 +35,7 @@ from typing import NamedTuple, NoReturn
 import torch
 from torch import Tensor
 
+from advest.spec.claims import Variant
 from advest.spec.tolerances import pair
 
 from ._checks import check_rewards
@@ -283,7 +284,10 @@ def _pooled_input(
 @register(
     "hista",
     "token",
+    extends="rloo",
     inputs=("hidden", "mask", "rewards"),
+    # w = 1: a baseline at every token (the default window spans a short response whole)
+    variants=(Variant({"w": 1}),),
     tolerance=pair(
         "output", "softmax-weighted rewards after centring the hidden states: ulps of max|A|"
     ),

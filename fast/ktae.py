@@ -90,6 +90,7 @@ def _h2(q: Tensor) -> Tensor:
 @register(
     "ktae",
     "token",
+    extends="grpo",
     inputs=("token_ids", "mask", "rewards"),
     tolerance=pair(
         "output", "grpo(R) + top·tanh(s/2) in float64 (lgamma Fisher tail sums): ulps of max|A|"

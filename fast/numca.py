@@ -144,6 +144,7 @@ def _available(span_r: Tensor, space: Tensor, starts: Tensor, ends: Tensor, widt
 @register(
     "numca",
     "token",
+    extends="rloo",
     inputs=("texts", "offsets", "mask", "rewards"),
     tolerance=pair("output", "leave-one-out means of rewards in float64: ulps of max|A|"),
 )

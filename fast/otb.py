@@ -69,6 +69,7 @@ def _check(
 @register(
     "optimal_token_baseline",
     "token",
+    extends="dr_grpo",
     inputs=("rewards", "mask", "logprobs", "sum_pi_squared"),
     # A ratio of sums of path weights: ill-conditioned where Σ W + ε is tiny (π ≈ 1 everywhere),
     # which no output scale covers: tests/test_otb.py bounds each position by its condition.

@@ -100,6 +100,9 @@ class Entry:
     stateful: bool = False
     k_range: KDomain | None = None
     """Where K may lie (None: the estimator has no K)."""
+    extends: str | None = None
+    """A token-level estimator: the registered sequence estimator it reduces to when no token
+    discriminates (the token oracle's ``extends`` row)."""
 
     @property
     def family(self) -> str:
@@ -147,6 +150,7 @@ def register(
     inputs: tuple[str, ...] | None = None,
     stateful: bool = False,
     k_range: KDomain | None = None,
+    extends: str | None = None,
 ) -> Callable[[F], F]:
     """Register ``fn`` as ``name``: the estimator's one declaration. ``inputs`` defaults, for
     a "sequence" estimator, to rewards, then k when ``k_range`` lets K vary; other kinds list
@@ -165,7 +169,7 @@ def register(
         if name in _REGISTRY:
             raise ValueError(f"estimator {name!r} is registered twice")
         _REGISTRY[name] = Entry(
-            name, kind, fn, inputs, tolerance, claims, variants, stateful, k_range
+            name, kind, fn, inputs, tolerance, claims, variants, stateful, k_range, extends
         )
         return fn
 

@@ -122,18 +122,26 @@ def safe_check(fn: Callable[..., Any], **options: Any) -> list[Finding] | str:
         return str(error)
 
 
-ADVEST: list[tuple[str, str, str, dict[str, Any]]] = [
-    ("ktae", "ktae", "grpo", {}),
-    ("hista", "hista", "rloo", {}),
-    ("hista (w = 1)", "hista", "rloo", {"w": 1}),
-    ("numca", "numca", "rloo", {}),
-    ("covariance_weights", "covariance_weights", "grpo", {}),
-    ("optimal_token_baseline", "optimal_token_baseline", "dr_grpo", {}),
-]
-"""advest's token-level estimators as the table shows them: (row, registered name, the sequence
-estimator it reduces to when no token discriminates (spec/ktae.md, hista.md, numca.md,
-covariance.md, otb.md), options). Hista's default window (w = 16) spans every response of the
-trees, so its baseline is the others' mean; w = 1 gives a baseline at every token."""
+def _advest_rows() -> list[tuple[str, str, str, dict[str, Any]]]:
+    from advest.fast import registry
+
+    rows: list[tuple[str, str, str, dict[str, Any]]] = []
+    for entry in registry.entries():
+        if entry.kind != "token" or entry.extends is None:
+            continue
+        rows.append((entry.name, entry.name, entry.extends, {}))
+        for variant in entry.variants:
+            shown = ", ".join(f"{key} = {value}" for key, value in variant.options.items())
+            rows.append((f"{entry.name} ({shown})", entry.name, entry.extends, variant.options))
+    return rows
+
+
+ADVEST: list[tuple[str, str, str, dict[str, Any]]] = _advest_rows()
+"""advest's token-level estimators as the table shows them, derived from their registry entries:
+(row, registered name, the sequence estimator it reduces to when no token discriminates
+(``Entry.extends``; spec/ktae.md, hista.md, numca.md, covariance.md, otb.md), options), one row
+per declared variant too. Hista's default window (w = 16) spans every response of the trees, so
+its baseline is the others' mean; its variant w = 1 gives a baseline at every token."""
 
 COLUMNS = {
     "unbiased": "unbiased",

@@ -134,3 +134,82 @@ def test_the_docs_list_it_and_its_family_page(copy: Path) -> None:
     found = json.loads(_run(copy, "docs/hooks.py"))
     assert "| `throwaway` | group | sequence | rewards |" in found["estimators"]
     assert "group" in found["families"]
+
+
+# One throwaway of each other kind, registered in its family's modules as an estimator would be:
+# every derived list (the catalogue, the token oracle's table, the peers' one rule, verl's and
+# SkyRL's skipped lists, TRL's refusal, the families) must pick each up with nothing else edited.
+KINDS = {
+    "fast/ktae.py": '''
+
+@register("throwaway_token", "token", inputs=("token_ids", "mask", "rewards"), extends="grpo",
+          tolerance=pair("output", "a test's throwaway"))
+def throwaway_token(token_ids: Tensor, mask: Tensor, rewards: Tensor) -> Tensor:
+    """[B, G, T]: grpo on every valid token."""
+    return grpo(rewards).unsqueeze(-1) * mask
+''',
+    "reference/ktae.py": """
+
+def throwaway_token(token_ids: object, mask: object, rewards: object) -> object:
+    raise NotImplementedError("a test's throwaway")
+""",
+    "fast/gdpo.py": '''
+
+@register("throwaway_multi", "multi_reward", inputs=("reward_parts", "reward_weights"),
+          tolerance=pair("output", "a test's throwaway"))
+def throwaway_multi(reward_parts: Tensor, reward_weights: object = None) -> Tensor:
+    """[B, G, R] -> [B, G]: grpo of the summed parts."""
+    return grpo(reward_parts.sum(-1))
+''',
+    "reference/gdpo.py": """
+
+def throwaway_multi(reward_parts: object, reward_weights: object = None) -> object:
+    raise NotImplementedError("a test's throwaway")
+""",
+    "fast/kae.py": """
+
+@register("throwaway_history", "history", inputs=("prompt_ids", "rewards"), stateful=True,
+          tolerance=pair("output", "a test's throwaway"))
+class throwaway_history:  # noqa: N801
+    def __call__(self, prompt_ids: Tensor, rewards: Tensor) -> Tensor:
+        return rewards - rewards.mean(-1, keepdim=True)
+""",
+    "reference/kae.py": """
+
+class throwaway_history:  # noqa: N801
+    pass
+""",
+}
+
+
+def test_every_derived_list_picks_up_an_estimator_of_each_kind(tmp_path: Path) -> None:
+    _copy(tmp_path)
+    for path, text in KINDS.items():
+        with (tmp_path / path).open("a") as f:
+            f.write(text)
+    code = """
+import json
+from advest.fast import registry
+from advest.integrations import peers, skyrl, verl
+from advest.oracle import catalogue, token_report
+names = ["throwaway_token", "throwaway_multi", "throwaway_history"]
+print(json.dumps({
+    "kinds": [registry.entry(n).kind for n in names],
+    "token table": [row[0] for row in token_report.ADVEST if row[1] in names],
+    "history catalogue": [r.name for r in catalogue.HISTORY_CATALOGUE if r.name in names],
+    "catalogue": [r.name for r in catalogue.CATALOGUE if r.name in names],
+    "verl skips": [n for n in names if n in verl.SKIPPED],
+    "skyrl skips": [n for n in names if n in skyrl.skipped()],
+    "trl runs": [n for n in names if n not in peers.TRL.cannot_run()],
+}))
+"""
+    found = json.loads(_run(tmp_path, "-c", code))
+    assert found == {
+        "kinds": ["token", "multi_reward", "history"],
+        "token table": ["throwaway_token"],
+        "history catalogue": ["throwaway_history"],
+        "catalogue": ["throwaway_multi"],
+        "verl skips": ["throwaway_token", "throwaway_multi", "throwaway_history"],
+        "skyrl skips": ["throwaway_token", "throwaway_multi", "throwaway_history"],
+        "trl runs": ["throwaway_history"],
+    }
