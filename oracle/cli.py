@@ -132,12 +132,17 @@ def load_target(
     target: str, dispatch: bool = False
 ) -> tuple[Callable[..., Any], Convention | None]:
     """The callable ``target`` names, and ``"verl"`` when it came from verl's registry
-    (``dispatch``: reached through verl's ``compute_advantage``, as its trainer reaches it)."""
+    (``dispatch``: reached through verl's ``compute_advantage``, as its trainer reaches it), or
+    ``"skyrl"`` for ``skyrl:NAME`` (through SkyRL's ``compute_advantages_and_returns``)."""
     if target.startswith("verl:"):
         from .verl import dispatched, verl_estimator
 
         name = target.removeprefix("verl:")
         return (dispatched(name) if dispatch else verl_estimator(name)), "verl"
+    if target.startswith("skyrl:"):  # SkyRL's estimators: always through its dispatch
+        from . import skyrl
+
+        return skyrl.dispatched(target.removeprefix("skyrl:")), "skyrl"
     if dispatch:
         raise ImportError("--dispatch is for verl:NAME targets (verl's compute_advantage)")
     return load(target), None

@@ -8,12 +8,15 @@ maintainer needs: the input, what was expected, what came out, the line of their
 every entry a "no".
 
     .nox/verl/bin/python scripts/peer_rows.py   # print the section (a draft, reasons or not)
+    .nox/skyrl/bin/python scripts/peer_rows.py --skyrl [--check]   # SkyRL's rows, as JSON
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -133,20 +136,66 @@ def _found() -> dict[tuple[str, str], str]:
     return out
 
 
-FOUND: dict[tuple[str, str], str] = _found()
+SKY = "skyrl/backends/skyrl_train/utils/ppo_utils.py"
+
+
+def _found_skyrl() -> dict[tuple[str, str], str]:
+    """The SkyRL 0.4.0 rows' "no"s, by the same classes as verl's."""
+    out: dict[tuple[str, str], str] = {}
+    whitened = {
+        "SkyRL gae": f"{SKY}:1339 (`masked_whiten(advantages, response_mask)`)",
+        "SkyRL reinforce++": f"{SKY}:1253 (`masked_whiten(returns, response_mask)`)",
+    }
+    for shown, line in whitened.items():
+        for column in ("ragged groups", "dropped groups", "response length"):
+            out[(shown, column)] = BATCH.format(line)
+        out[(shown, "std division off")] = (
+            "Expected with `grpo_norm_by_std=false`: no division by a std. The flag is "
+            f"documented for GRPO only; this estimator whitens regardless ({line})."
+        )
+    out[("SkyRL gae", "masked rows")] = (
+        "Expected: 0 on a row with no response token. With values 0 its token-level advantage "
+        f"is whitened to a nonzero constant ({whitened['SkyRL gae']}); the others do not move."
+    )
+    for shown, line in (
+        ("SkyRL grpo", f"{SKY}:1367"),
+        ("SkyRL maxrl", f"{SKY}:1405"),
+        ("SkyRL rloo", f"{SKY}:1284"),
+    ):
+        out[(shown, "masked rows")] = (
+            "Expected: a row with no response token leaves its siblings' baseline alone. Its "
+            f"score 0 still enters the uid's statistics (`scores = token_level_rewards.sum(dim="
+            f"-1)` over every row, {line}); the row itself gets 0 only through the mask."
+        )
+        out[(shown, "low-precision rewards bfloat16")] = (
+            "Expected: the float64 advantages up to the output's rounding. The group statistics "
+            f"are taken in bfloat16 (from {line}: `torch.tensor` of the scores keeps their "
+            "dtype), which rounds a near tie's baseline away."
+        )
+    out[("SkyRL maxrl", "std division off")] = (
+        "Expected with `grpo_norm_by_std=false`: no division by a std. The flag is documented "
+        "for GRPO only; MaxRL's (r − mean)/(mean + ε) is scale-invariant by design "
+        f"({SKY}:1405-1430)."
+    )
+    return out
+
+
+FOUND: dict[tuple[str, str], str] = {**_found(), **_found_skyrl()}
 """(estimator, column) -> what a maintainer needs to see the "no" for themselves; the measured
 input and output follow each on the page."""
 
 
-def verdicts(name: str, plain: Any = None) -> dict[str, tuple[str, str]]:
-    """{column: (verdict, evidence)} for verl's ``name`` through ``compute_advantage`` (or the
-    ``[B, G]`` callable ``plain``: TRL's transcriptions)."""
+def verdicts(name: str, plain: Any = None, peer: str = "verl") -> dict[str, tuple[str, str]]:
+    """{column: (verdict, evidence)} for ``peer``'s ``name`` through its own dispatch (verl's
+    ``compute_advantage``, SkyRL's ``compute_advantages_and_returns``), or the ``[B, G]``
+    callable ``plain`` (TRL's transcriptions)."""
+    from advest.oracle import skyrl, verl
     from advest.oracle.harness import Guard
     from advest.oracle.report import _coupling, trainer_rows
     from advest.oracle.rows import PlainRows, RowsAsPlain, row_call
-    from advest.oracle.verl import dispatched
 
-    rows = PlainRows(plain) if plain is not None else row_call(dispatched(name), "verl", Guard(), 2)
+    through = {"verl": verl.dispatched, "skyrl": skyrl.dispatched}[peer]
+    rows = PlainRows(plain) if plain is not None else row_call(through(name), peer, Guard(), 2)  # type: ignore[arg-type]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:  # the batch's allowance for an estimator whose groups are coupled, as check uses
@@ -171,14 +220,17 @@ def section(names: list[str], trl: dict[str, tuple[str, Any]], strict: bool) -> 
         "The rows of [the oracle on trainers' data](spec/oracle.md) at groups of up to "
         f"N = {N} (float32): verl's estimators reached through `compute_advantage` as its "
         "trainer calls it (`advest check verl:NAME --dispatch`: `norm_adv_by_std_in_grpo` and "
-        "the algorithm config passed as the v1 trainer passes them), flat rows with string "
-        "uids, a masked row one with no response token; TRL's conventions as `[B, G]`.",
+        "the algorithm config passed as the v1 trainer passes them), SkyRL 0.4.0's through "
+        "`compute_advantages_and_returns` (`advest check skyrl:NAME`; computed in SkyRL's "
+        "environment into `docs/results/skyrl_rows.json`), flat rows with string uids, a "
+        "masked row one with no response token; TRL's conventions as `[B, G]`.",
         "",
         head,
         "|---" * (1 + len(COLUMNS)) + "|",
     ]
     notes, needed, scope = [], set(), []
     rows = [(n, verdicts(n)) for n in names]
+    rows += [(f"SkyRL {n}", got) for n, got in skyrl_rows().items()]
     rows += [(shown, verdicts(key, plain)) for key, (shown, plain) in trl.items()]
     for shown, got in rows:
         if "scope" in got:
@@ -210,8 +262,36 @@ def section(names: list[str], trl: dict[str, tuple[str, Any]], strict: bool) -> 
     ]
 
 
+SKYRL_ROWS = Path(__file__).resolve().parents[1] / "docs" / "results" / "skyrl_rows.json"
+
+
+def skyrl_rows() -> dict[str, dict[str, tuple[str, str]]]:
+    """SkyRL's rows as its environment computed them (``--skyrl``), read from the results file."""
+    found = json.loads(SKYRL_ROWS.read_text())
+    return {n: {c: (v[0], v[1]) for c, v in cols.items()} for n, cols in found.items()}
+
+
+def skyrl_names() -> list[str]:
+    """SkyRL's own registered estimators (advest's ``advest_*`` entries left out)."""
+    from skyrl.backends.skyrl_train.utils.ppo_utils import AdvantageEstimatorRegistry
+
+    return sorted(n for n in AdvantageEstimatorRegistry.list_available() if "advest" not in n)
+
+
+def compute_skyrl() -> str:
+    """The results file's text, computed now (SkyRL's environment)."""
+    out = {n: verdicts(n, peer="skyrl") for n in skyrl_names()}
+    return json.dumps(out, indent=1, ensure_ascii=False) + "\n"
+
+
 def main() -> int:
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    if "--skyrl" in sys.argv:  # in .nox/skyrl: write (or --check) docs/results/skyrl_rows.json
+        text = compute_skyrl()
+        if "--check" in sys.argv:
+            return 0 if SKYRL_ROWS.read_text() == text else 1
+        SKYRL_ROWS.write_text(text)
+        return 0
+    sys.path.insert(0, str(Path(__file__).parent))
     import peer_verdicts
     from peer_verdicts import TRL, TRL_NAMES, verl_names
 
