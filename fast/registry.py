@@ -77,8 +77,6 @@ INPUTS = (
 )
 """The rollout fields an estimator may consume (the table in this module's docstring)."""
 F = TypeVar("F", bound=Callable[..., Any])
-_INFRASTRUCTURE = ("registry", "calling", "detokenize", "maxk_dense", "flat")
-"""Modules of advest.fast that hold no estimator family (every other public module does)."""
 
 
 @dataclass(frozen=True)
@@ -177,13 +175,13 @@ def register(
 
 
 def modules() -> list[str]:
-    """The family modules of ``advest.fast``: every public module but the infrastructure."""
+    """The public modules of ``advest.fast``, every one imported by ``_load``: a family module
+    registers estimators there, the others (this registry, ``calling``, ``flat``, ...) register
+    none and so name no family (``families``). Nothing lists which is which."""
     import advest.fast
 
     found = pkgutil.iter_modules(advest.fast.__path__)
-    return sorted(
-        m.name for m in found if not m.name.startswith("_") and m.name not in _INFRASTRUCTURE
-    )
+    return sorted(m.name for m in found if not m.name.startswith("_"))
 
 
 _LOADED: list[str] = []
