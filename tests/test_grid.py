@@ -121,6 +121,16 @@ def test_the_page_s_answer_is_chosen_by_the_pass_at_8_verdict() -> None:
     assert grid_report.lead({"x": _info(_arms(0.3, seeds=1))}, [], None) == []
 
 
+def test_a_reference_near_its_ceiling_is_said_to_leave_no_room() -> None:
+    def runs(count: int) -> dict[str, Any]:
+        return {"grpo": {0: {"after": [count] * 8, "samples": 32}}}
+
+    assert grid_report.at_ceiling(runs(31)) == pytest.approx({1: 31 / 32, 4: 1.0, 8: 1.0})
+    assert "pass@1 0.969, pass@4 1.000" in grid_report.ceiling_line(runs(31))[0]
+    assert set(grid_report.at_ceiling(runs(16))) == {8}  # 1 − C(16, k)/C(32, k): 0.949 at k = 4
+    assert grid_report.ceiling_line(runs(1)) == []
+
+
 def test_a_changed_count_changes_the_grid_section() -> None:
     runs = _arms(0.0, seeds=3, prompts=8)
     info = {"design": {**json.loads(json.dumps(grid.asdict(grid.DESIGNS["embedded"])))},

@@ -32,6 +32,8 @@ KS = (1, 4, 8)
 """pass@k compared: pass@1, pass@K at the K = 4 that maxpo and pkpo_sloo optimise, and the
 pass@8 that the page's question asks about."""
 QUESTION = "**I train with verifiable 0/1 rewards and want pass@8: what do I use?**"
+CEILING = 0.95
+"""A reference pass@k after training at or above this leaves little room for an arm above it."""
 MIN_SEEDS = 2
 """Fewer common seeds than this: no verdict (one seed cannot show seed-to-seed spread)."""
 REPS = 4000
@@ -243,6 +245,25 @@ def conclusion(found: dict[str, Any], basis: dict[str, str]) -> list[str]:
     return [*lines, ""]
 
 
+def at_ceiling(runs: dict[str, dict[int, Any]]) -> dict[int, float]:
+    """k → the reference's mean pass@k after training, for the k where it is at least
+    ``CEILING`` (there an arm can hardly be measured above it)."""
+    recs = list(runs.get(REFERENCE, {}).values())
+    means = {k: float(np.mean([pass_at(r["after"], r["samples"], k) for r in recs]))
+             for k in ks_of(runs)} if recs else {}  # fmt: skip
+    return {k: m for k, m in means.items() if m >= CEILING}
+
+
+def ceiling_line(runs: dict[str, dict[int, Any]]) -> list[str]:
+    high = at_ceiling(runs)
+    if not high:
+        return []
+    said = ", ".join(f"pass@{k} {m:.3f}" for k, m in high.items())
+    return [f"* **Ceiling**: `{REFERENCE}`'s held-out {said} after training: at or above "
+            f"{CEILING}, an arm can hardly be measured above it there, so a tie at "
+            f"{'that k' if len(high) == 1 else 'those k'} says little."]  # fmt: skip
+
+
 def level_line(runs: dict[str, dict[int, Any]]) -> list[str]:
     """Which arms' training pass@1 shows no measured rise at the end (``levels``), in one
     sentence."""
@@ -289,7 +310,8 @@ def section(
             continue
         table, found = comparison_table(runs)
         basis = {a: rests_on(a, rows, bandit) for a in found}
-        out += arm_table(runs) + table + conclusion(found, basis)[:-1] + level_line(runs)
+        out += arm_table(runs) + table + conclusion(found, basis)[:-1] + ceiling_line(runs)
+        out += level_line(runs)
         out += [METHOD.format(reps=REPS), ""]
     return out
 
@@ -336,6 +358,9 @@ def lead(
         said[-1] += (f". The real model's grid ({names(pending)}: {runs_done} runs finished) "
                      "has not yet compared an arm on two seeds, so this answer is the embedded "
                      "model's")  # fmt: skip
+    if k in at_ceiling(runs):
+        said[-1] += (f". `{REFERENCE}`'s pass@{k} is near its ceiling there, so a tie says "
+                     "little")  # fmt: skip
     return [QUESTION, "", f"{on}, " + "; ".join(said) + ".", ""]
 
 
