@@ -56,6 +56,11 @@ def _excess(a: Tensor, b: Tensor, rewards: Tensor, dtype: torch.dtype) -> float:
     return float(err / (2 * allowed.max()))
 
 
+def _worst(a: Tensor, b: Tensor, rewards: Tensor, dtype: torch.dtype) -> tuple[float, int]:
+    """(``_excess`` of ``b`` against ``a``, the row where they differ most)."""
+    return _excess(a, b, rewards, dtype), int((a.double() - b.double()).abs().argmax())
+
+
 def _shown(x: Tensor) -> list[float]:
     return [round(float(v), 4) for v in x]
 
@@ -106,8 +111,7 @@ def row_order(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
     perm = torch.randperm(len(ids), generator=torch.Generator().manual_seed(3))
     base = est(r, ids)
     out = est(r[perm], [ids[int(i)] for i in perm])
-    worst = _excess(base[perm], out, r, dtype)
-    i = int((base[perm].double() - out.double()).abs().argmax())
+    worst, i = _worst(base[perm], out, r, dtype)
     detail = (
         f"{len(ids)} rows permuted: max diff {worst:.2g} × allowance (row {int(perm[i])}: "
         f"{float(base[perm][i]):.4g} in place, {float(out[i]):.4g} moved)"
@@ -174,8 +178,7 @@ def dropped_groups(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Findin
     out = _try(lambda: est(r[keep], [g for g in ids if g != 0]))
     if isinstance(out, str):
         return Finding("dropped groups", "no: refused", f"group 0 dropped: {out}")
-    worst = _excess(base[keep], out, r, dtype)
-    i = int((base[keep].double() - out.double()).abs().argmax())
+    worst, i = _worst(base[keep], out, r, dtype)
     detail = (
         f"group 0 (size {sizes[0]}) dropped from {len(sizes)}: the others moved by {worst:.2g} × "
         f"allowance (e.g. {float(base[keep][i]):.4g} → {float(out[i]):.4g})"
@@ -198,8 +201,7 @@ def response_length(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Findi
         out = est(r, ids)
     finally:
         est.draw = 0
-    worst = _excess(base, out, r, dtype)
-    i = int((base.double() - out.double()).abs().argmax())
+    worst, i = _worst(base, out, r, dtype)
     detail = (
         f"two draws of response lengths 1..5 for the same {len(ids)} rows: max diff {worst:.2g} "
         f"× allowance (row {i}: {float(base[i]):.4g} → {float(out[i]):.4g})"

@@ -67,15 +67,22 @@ BATCH = (
 )
 
 
-def _found() -> dict[tuple[str, str], str]:
+def _whitened(lines: dict[str, str], flag: str) -> dict[tuple[str, str], str]:
+    """The "no"s of estimators that whiten over the batch's tokens (``lines``: name -> where)."""
     out: dict[tuple[str, str], str] = {}
-    for name, line in WHITENED.items():
+    for name, line in lines.items():
         for column in ("ragged groups", "dropped groups", "response length"):
             out[(name, column)] = BATCH.format(line)
         out[(name, "std division off")] = (
-            "Expected with `norm_adv_by_std_in_grpo=False`: no division by a std. The flag is "
-            f"documented for GRPO only; this estimator whitens regardless ({line})."
+            f"Expected with `{flag}`: no division by a std. The flag is documented for GRPO "
+            f"only; this estimator whitens regardless ({line})."
         )
+    return out
+
+
+def _found() -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    out.update(_whitened(WHITENED, "norm_adv_by_std_in_grpo=False"))
     out[("gae", "masked rows")] = (
         "Expected: 0 on a row with no response token. With values 0 and no valid token its "
         f"token-level advantage is whitened to a nonzero constant ({WHITENED['gae']}); the "
@@ -146,13 +153,7 @@ def _found_skyrl() -> dict[tuple[str, str], str]:
         "SkyRL gae": f"{SKY}:1339 (`masked_whiten(advantages, response_mask)`)",
         "SkyRL reinforce++": f"{SKY}:1253 (`masked_whiten(returns, response_mask)`)",
     }
-    for shown, line in whitened.items():
-        for column in ("ragged groups", "dropped groups", "response length"):
-            out[(shown, column)] = BATCH.format(line)
-        out[(shown, "std division off")] = (
-            "Expected with `grpo_norm_by_std=false`: no division by a std. The flag is "
-            f"documented for GRPO only; this estimator whitens regardless ({line})."
-        )
+    out.update(_whitened(whitened, "grpo_norm_by_std=false"))
     out[("SkyRL gae", "masked rows")] = (
         "Expected: 0 on a row with no response token. With values 0 its token-level advantage "
         f"is whitened to a nonzero constant ({whitened['SkyRL gae']}); the others do not move."
