@@ -64,13 +64,21 @@ def magnitude(
     own = bound if bound is not None else generic_bound
     name = "declared" if bound is not None else "max(1, √(N − 1))"
     sizes = accepted_sizes(est, n, dtype)
+    if not sizes and not est.binary:  # pass/fail rewards only: the 0/1 hostile groups
+        est.binary = True
+        sizes = accepted_sizes(est, n, dtype)
     # largest groups first: a reshape to the first group's size leaves the small ones over
     # (AReaL PR 1673)
     sizes = sorted(sizes, reverse=True)
     calls = [sizes] if est.ragged and _takes_ragged(est, sizes, dtype) else [[s] for s in sizes]
     worst, where = 0.0, "no group accepted"
     for call_sizes in calls:
-        groups = [(s, label, g) for s in call_sizes for label, g in hostile_groups(s)]
+        groups = [
+            (s, label, g)
+            for s in call_sizes
+            for label, g in hostile_groups(s)
+            if not est.binary or set(g) <= {0.0, 1.0}
+        ]
         rewards = torch.tensor([x for _, _, g in groups for x in g], dtype=dtype)
         ids = [j for j, (_, _, g) in enumerate(groups) for _ in g]
         try:
@@ -113,6 +121,9 @@ def low_precision(est: RowCall, n: int, coupled: bool = False) -> list[Finding]:
     one-apart groups and a constant group, as a multiple of the allowance (``coupled``: the
     batch's, as every output then carries the rounding of the batch's statistics)."""
     sizes = [s for s in accepted_sizes(est, n, torch.float64) if s > 1]
+    if not sizes and not est.binary:  # pass/fail rewards only: 0/1 groups
+        est.binary = True
+        sizes = [s for s in accepted_sizes(est, n, torch.float64) if s > 1]
     size = max(sizes) if sizes else 0
     findings = []
     for low in (torch.bfloat16, torch.float16):
@@ -121,12 +132,9 @@ def low_precision(est: RowCall, n: int, coupled: bool = False) -> list[Finding]:
             findings.append(Finding("low-precision rewards", "not checked", "no group accepted"))
             continue
         rest = size - 1
-        groups = [
-            [1.0] * rest + [1.0 + NEAR],
-            [0.0] * rest + [NEAR],
-            [1.0] * rest + [0.0],
-            [0.75] * size,
-        ]
+        near = [[1.0] * rest + [1.0 + NEAR], [0.0] * rest + [NEAR], [0.75] * size]
+        exact = [[1.0] * rest + [0.0], [0.0] * rest + [1.0], [1.0] * size]
+        groups = exact if est.binary else [*near[:2], exact[0], near[2]]
         r64 = torch.tensor(groups, dtype=torch.float64)  # [4, size], exact in both dtypes
         ids = [j for j in range(len(groups)) for _ in range(size)]
         flat = r64.reshape(-1)

@@ -33,14 +33,16 @@ an IndexError; a user's division by G − 1 a ZeroDivisionError): reported as th
 never as the oracle's failure (``_try`` lets the oracle's own ``OracleError`` through)."""
 
 
-def batch(sizes: list[int], seed: int = 0) -> tuple[Tensor, list[int]]:
-    """Rewards ``[N]`` (float64, on a 1/8 grid in [0, 1], no group constant but the size-1 ones)
-    and ids 0..B−1, one group per entry of ``sizes``, its rows interleaved with the others'."""
+def batch(sizes: list[int], seed: int = 0, binary: bool = False) -> tuple[Tensor, list[int]]:
+    """Rewards ``[N]`` (float64, on a 1/8 grid in [0, 1], or 0/1 where ``binary``; no group
+    constant but the size-1 ones) and ids 0..B−1, one group per entry of ``sizes``, its rows
+    interleaved with the others'."""
     gen = torch.Generator().manual_seed(seed)
     ids = [j for j, size in enumerate(sizes) for _ in range(size)]
     order = torch.randperm(len(ids), generator=gen)
     ids = [ids[int(i)] for i in order]
-    rewards = torch.randint(0, 9, (len(ids),), generator=gen).double() / 8
+    top = 1 if binary else 8  # 0/1 for an estimator defined on pass/fail rewards only
+    rewards = torch.randint(0, top + 1, (len(ids),), generator=gen).double() / top
     for j in range(len(sizes)):
         rows = [i for i, g in enumerate(ids) if g == j]
         if len(rows) > 1 and bool((rewards[rows] == rewards[rows[0]]).all()):
@@ -84,7 +86,7 @@ def ids_relabelled(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Findin
     what = "ids relabelled"
     if not est.takes_ids:
         return Finding(what, "not applicable", "the convention passes no ids")
-    r, ids = batch(sizes)
+    r, ids = batch(sizes, binary=est.binary)
     r = r.to(dtype)
     kinds = labellings(ids)
     base = est(r, kinds["ints 0..B−1"])
@@ -106,7 +108,7 @@ def ids_relabelled(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Findin
 
 
 def row_order(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
-    r, ids = batch(sizes, seed=1)
+    r, ids = batch(sizes, seed=1, binary=est.binary)
     r = r.to(dtype)
     perm = torch.randperm(len(ids), generator=torch.Generator().manual_seed(3))
     base = est(r, ids)
@@ -123,7 +125,7 @@ def ragged(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
     what = "ragged groups"
     if not est.ragged or len(set(sizes)) < 2:
         return Finding(what, "not applicable", "the convention takes groups of one size")
-    r, ids = batch(sizes, seed=2)
+    r, ids = batch(sizes, seed=2, binary=est.binary)
     r = r.to(dtype)
     out = _try(lambda: est(r, ids))
     if isinstance(out, str):
@@ -149,9 +151,10 @@ def masked_rows(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
     what = "masked rows"
     if not est.takes_mask:
         return Finding(what, "not applicable", "the convention passes no valid-row mask")
-    r, ids = batch(sizes, seed=4)
+    r, ids = batch(sizes, seed=4, binary=est.binary)
     extra_ids = [0, 1, len(sizes), len(sizes)]  # one row in group 0 and 1, a whole masked group
-    r_m = torch.cat([r, torch.tensor([1.0, 0.0, 0.25, 1.0], dtype=torch.float64)]).to(dtype)
+    extra = [1.0, 0.0, 0.0 if est.binary else 0.25, 1.0]
+    r_m = torch.cat([r, torch.tensor(extra, dtype=torch.float64)]).to(dtype)
     ids_m = ids + extra_ids
     valid = torch.tensor([True] * len(ids) + [False] * len(extra_ids))
     base = est(r.to(dtype), ids, torch.ones(len(ids), dtype=torch.bool))
@@ -161,7 +164,7 @@ def masked_rows(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
     leak = float(out[~valid].abs().max())
     worst = _excess(base, out[valid], r.to(dtype), dtype)
     detail = (
-        f"4 masked rows (2 inside groups 0 and 1, a masked group of 2; rewards 1, 0, 0.25, 1): "
+        f"4 masked rows (2 inside groups 0 and 1, a masked group of 2; rewards {extra}): "
         f"their largest |A| {leak:.3g}; the other rows moved by {worst:.2g} × allowance"
     )
     if worst > 1:
@@ -171,7 +174,7 @@ def masked_rows(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
 
 
 def dropped_groups(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
-    r, ids = batch(sizes, seed=5)
+    r, ids = batch(sizes, seed=5, binary=est.binary)
     r = r.to(dtype)
     keep = torch.tensor([g != 0 for g in ids])
     base = est(r, ids)
@@ -193,7 +196,7 @@ def response_length(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Findi
     what = "response length"
     if not isinstance(est, TokenRows):
         return Finding(what, "not applicable", "the convention passes no responses")
-    r, ids = batch(sizes, seed=6)
+    r, ids = batch(sizes, seed=6, binary=est.binary)
     r = r.to(dtype)
     base = est(r, ids)
     est.draw = 1
@@ -219,7 +222,7 @@ def std_option(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
         return Finding(what, "not applicable", "the convention has no algorithm config")
     from .verl import algo_config
 
-    r, ids = batch(sizes, seed=7)
+    r, ids = batch(sizes, seed=7, binary=est.binary)
     r = r.to(dtype)
     base = est(r, ids)
     saved = est.config, est.std_flag
@@ -252,7 +255,7 @@ def accepted_sizes(est: RowCall, n: int, dtype: torch.dtype) -> list[int]:
     shrinkage across prompts needs two)."""
     ok = []
     for size in range(1, n + 1):
-        r, ids = batch([size, size], seed=size)
+        r, ids = batch([size, size], seed=size, binary=est.binary)
         if not isinstance(_try(partial(est, r.to(dtype), ids)), str):
             ok.append(size)
     return ok
@@ -262,11 +265,14 @@ def grouped_findings(est: RowCall, n: int, dtype: torch.dtype) -> list[Finding]:
     """The five grouped rows at largest group size ``n``: equal groups of ``n`` for relabelling,
     order and dropping, and every accepted size up to ``n`` for the ragged and masked rows."""
     sizes = accepted_sizes(est, n, dtype)
+    if not sizes and not est.binary:  # an estimator of pass/fail rewards only: 0/1 batches
+        est.binary = True
+        sizes = accepted_sizes(est, n, dtype)
     if not sizes:
         return [Finding("grouped rows", "not checked", f"no group of size 1..{n} accepted")]
     equal = [max(sizes)] * 4
     ragged_sizes = sorted(sizes)[-4:] + sorted(sizes)[-4:] if est.ragged else equal
-    r, ids = batch(ragged_sizes, seed=2)
+    r, ids = batch(ragged_sizes, seed=2, binary=est.binary)
     # an estimator that refuses ragged batches (a batch statistic needs one size) fails that row
     # alone: the other rows then run on equal groups
     mixed = ragged_sizes if not isinstance(_try(lambda: est(r.to(dtype), ids)), str) else equal

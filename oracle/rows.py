@@ -56,6 +56,8 @@ class RowCall:
     that a row is no sample; ``ragged``: it takes groups of several sizes in one call."""
 
     takes_ids, takes_mask, ragged = True, True, True
+    binary = False
+    """Judged on 0/1 rewards (set by the checks when it refuses the 1/8 grid: pass/fail only)."""
 
     def __init__(self, fn: Callable[..., Any], guard: Guard) -> None:
         self.fn, self.guard = fn, guard
