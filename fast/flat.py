@@ -159,6 +159,12 @@ def _check_sizes(
     entry = plan.entry
     for order, ids in by_size:
         size = order.shape[1]
+        if size < entry.claims.min_n:  # e.g. RLOO's leave-one-out needs another sample
+            where = ", ".join(str(int(rows[r])) for r in order[0])
+            raise ValueError(
+                f"{named % (ids[0], where)} has {size} samples: {entry.name} needs groups of at "
+                f"least {entry.claims.min_n} samples"
+            )
         if plan.k is not None and entry.k_max(size) < plan.k:
             where = ", ".join(str(int(rows[r])) for r in order[0])
             need = plan.k - entry.k_max(0)  # k_max(n) = n − offset: the smallest n for this K

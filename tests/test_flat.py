@@ -72,6 +72,8 @@ def test_bad_rows_are_refused_in_words() -> None:
     rewards = torch.tensor([1.0, 0.0, 0.5, 1.0, 0.25])
     with pytest.raises(ValueError, match=r"group id 'b' \(batch rows 3, 4\) has 2 samples"):
         by_group("maxpo", rewards, ["a", "a", "a", "b", "b"], k=2)
+    with pytest.raises(ValueError, match=r"group id 7 \(batch rows 4\) has 1 samples: rloo"):
+        by_group("rloo", rewards, [3, 3, 3, 3, 7])
     with pytest.raises(ValueError, match="needs every group the same size"):
         by_group("grpo_batch_std", rewards, ["a", "a", "a", "b", "b"])
     with pytest.raises(ValueError, match="index has 4 ids for 5 rewards"):
