@@ -105,7 +105,8 @@ def test_main_ppo_with_advest_maxpo_starts_on_cpu_up_to_verls_gpu_requirement(
         (
             ("+algorithm.advest_k=2", "+algorithm.advest_k=4"),
             "algorithm.adv_estimator=advest_maxpo (actor_rollout_ref.rollout.n=4, "
-            "algorithm.advest_k=4): maxpo needs 1 <= K <= N-1; got K=4, N=4",
+            "algorithm.advest_k=4): uid 0 (verl batch rows 0, 1, 2, 3) has 4 samples: maxpo "
+            "at K = 4 needs groups of at least 5 samples",
         ),
         (
             ("+algorithm.advest_k=2", "+algorithm.advest_kk=2"),
