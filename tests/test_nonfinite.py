@@ -113,6 +113,9 @@ def test_ctrl_c_stops_the_run_in_words_keeping_its_last_checkpoint(
         stderr=subprocess.PIPE,
         text=True,
         env={"PYTHONWARNINGS": "ignore", **__import__("os").environ},
+        # a terminal's Ctrl-C: the run starts with SIGINT's default action even when this test
+        # runs in a background job, which ignores SIGINT and passes that on to its children
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     ckpt = tmp_path / "int" / "checkpoints" / "last.ckpt"
     deadline = time.time() + 120
