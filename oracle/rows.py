@@ -50,6 +50,14 @@ def _lengths(rewards: Tensor, draw: int = 0) -> Tensor:
     )
 
 
+def _rows_by_id(ids: Any) -> dict[Any, list[int]]:
+    """The rows of each id, the ids in order of first appearance (a list or an array)."""
+    rows: dict[Any, list[int]] = {}
+    for i, key in enumerate(ids.tolist() if hasattr(ids, "tolist") else list(ids)):
+        rows.setdefault(key, []).append(i)
+    return rows
+
+
 class RowCall:
     """A user's callable on flat rows (the base class: the ``flat`` convention). ``takes_ids``:
     it sees the ids (so relabelling them is a property to judge); ``takes_mask``: it can be told
@@ -172,10 +180,7 @@ class GroupList(RowCall):
         self.fn, self.guard = fn, guard
 
     def __call__(self, rewards: Tensor, ids: Any, valid: Tensor | None = None) -> Tensor:
-        keys = ids.tolist() if hasattr(ids, "tolist") else list(ids)
-        rows: dict[Any, list[int]] = {}
-        for i, key in enumerate(keys):
-            rows.setdefault(key, []).append(i)
+        rows = _rows_by_id(ids)
         groups = [rewards[torch.tensor(r)] for r in rows.values()]
         out = self.fn([g.clone() for g in groups])
         if not isinstance(out, (list, tuple)) or len(out) != len(groups):
@@ -196,11 +201,7 @@ class PlainRows(RowCall):
         self.est = est
 
     def __call__(self, rewards: Tensor, ids: Any, valid: Tensor | None = None) -> Tensor:
-        keys = ids.tolist() if hasattr(ids, "tolist") else list(ids)
-        rows: dict[Any, list[int]] = {}
-        for i, key in enumerate(keys):
-            rows.setdefault(key, []).append(i)
-        order = torch.tensor(list(rows.values()))  # [B, G]: ragged rows fail here
+        order = torch.tensor(list(_rows_by_id(ids).values()))  # [B, G]: ragged rows fail here
         out = torch.empty_like(rewards)
         out[order.reshape(-1)] = self.est(rewards[order]).reshape(-1)
         return out
