@@ -49,8 +49,8 @@ def _usage(help_text: str) -> str:
 def subcommands(path: tuple[str, ...]) -> list[str]:
     """The subcommands of ``advest <path>``, from the command line's own dispatch tables (the
     names ``main`` dispatches on), so a new command gets its page without touching this file."""
-    from advest.training.cli import SUMMARY
-    from advest.training.experiments import EXPERIMENTS
+    from advest.cli import SUMMARY
+    from advest.experiments import EXPERIMENTS
 
     tables: dict[tuple[str, ...], list[str]] = {
         (): list(SUMMARY),
@@ -64,7 +64,7 @@ def _capture_help(path: tuple[str, ...]) -> str:
     import contextlib
     import io
 
-    from advest.training.cli import main
+    from advest.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     code: object = 0
@@ -97,7 +97,7 @@ def collect_estimators() -> str:
     import contextlib
     import io
 
-    from advest.training.cli import main
+    from advest.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -89,7 +89,9 @@ def _time_round_robin(
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def _time(fn: Callable[[], Any], repeats: int, device: torch.device) -> float:
+def time_call(fn: Callable[[], Any], repeats: int, device: torch.device) -> float:
+    """Median wall seconds of ``fn()`` over ``repeats`` calls after one warm-up (the device
+    synchronised around each call)."""
     return _time_round_robin({"fn": fn}, repeats, device)["fn"]
 
 
@@ -182,10 +184,10 @@ def _measure(
         out[kind][name] = t
     rewards = inputs["general"]
     if rewards.shape[1] <= 1024:
-        out["general"][DENSE] = _time(lambda: dense_maxpo(rewards, k), 3, dev)
+        out["general"][DENSE] = time_call(lambda: dense_maxpo(rewards, k), 3, dev)
         host = rewards.cpu()
         loop_reps = 1 if rewards.numel() > 2**17 else 3
-        out["general"][LOOP] = _time(lambda: python_loop_canonical(host, k), loop_reps, dev)
+        out["general"][LOOP] = time_call(lambda: python_loop_canonical(host, k), loop_reps, dev)
     return out
 
 

@@ -15,5 +15,5 @@ if ! python -c "import torch, advest.training" 2>/dev/null; then
 fi
 log="/tmp/advest-grid-${design}.log"
 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 nohup nice -n 19 \
-  python -m advest.training.cli experiment grid --design "$design" --commit "$@" >"$log" 2>&1 &
+  python -m advest.cli experiment grid --design "$design" --commit "$@" >"$log" 2>&1 &
 echo "grid ${design}: PID $!, log ${log}"

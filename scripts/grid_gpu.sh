@@ -11,7 +11,7 @@
 # (default) or embedded. Further flags go to every process (e.g. --model, --steps). A finished
 # run is skipped when the script runs again with the same OUT. Then, in the repository: copy
 # OUT/DESIGN to docs/results/grid/DESIGN-gpu (not beside the CPU runs: a seed's arms must share
-# a device) and regenerate the page (advest.training.experiments.grid.write_page).
+# a device) and regenerate the page (advest.experiments.grid.write_page).
 set -euo pipefail
 OUT=${1:?usage: grid_gpu.sh OUT [DESIGN] [grid flags...]}
 DESIGN=${2:-smollm2}
@@ -19,7 +19,7 @@ shift $(( $# >= 2 ? 2 : 1 ))
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 mkdir -p "$OUT/logs"
-GRID=(python3 -m advest.training.cli experiment grid --design "$DESIGN" --results "$OUT" "$@")
+GRID=(python3 -m advest.cli experiment grid --design "$DESIGN" --results "$OUT" "$@")
 start=$(date +%s)
 "${GRID[@]}" --first_seed 0 --seeds 1 --arms grpo --runs "$OUT/runs/first" \
   > "$OUT/logs/first.log" 2>&1

@@ -16,7 +16,7 @@
 # folder (OUT/real: metrics.json, summary.json, passk.csv, summary.md, passk.png; OUT/values:
 # metrics.json, summary.md; logs beside them). WHEELS: optional folder of wheels to install
 # offline first (reasoning-gym and its dependencies, gguf for a .gguf MODEL).
-# Then, on a machine with the repository: python -m advest.training.experiments.choosing
+# Then, on a machine with the repository: python -m advest.experiments.choosing
 #   --real OUT/real --values OUT/values   (rewrites docs/choosing.md and the README block).
 set -euo pipefail
 MODEL=${1:?usage: real_gpu.sh MODEL OUT [WHEELS]}
@@ -29,7 +29,7 @@ if [ -n "$WHEELS" ]; then
   export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
 mkdir -p "$OUT/parts"
-ADVEST="python3 -m advest.training.cli"
+ADVEST="python3 -m advest.cli"
 # a GGUF file becomes a plain folder once, here, not in 13 processes at the same time
 MODEL=$(python3 -c 'import sys; from advest.training import models; print(models.folder(sys.argv[1]))' "$MODEL")
 GRID=(--model "$MODEL" --steps 40 --prompts 8 --tokens 32 --eval_prompts 64 --samples 64)
@@ -57,4 +57,4 @@ pids+=($!)
 failed=0
 for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
 echo "grid done in $(( $(date +%s) - start )) s; $failed process(es) failed (see $OUT/parts/*.log)"
-python3 -m advest.training.experiments.real_report "$OUT/real" "$OUT"/parts/*/
+python3 -m advest.experiments.real_report "$OUT/real" "$OUT"/parts/*/

@@ -118,14 +118,14 @@ def test_the_catalogue_driven_tests_run_on_it(copy: Path) -> None:
 
 
 def test_advest_list_shows_it(copy: Path) -> None:
-    lines = _run(copy, "-m", "advest.training.cli", "list").splitlines()
+    lines = _run(copy, "-m", "advest.cli", "list").splitlines()
     (line,) = [x for x in lines if x.startswith("throwaway ")]
     assert line.split()[1:4] == ["group", "sequence", "rewards"] and "spec/group.md" in line
     assert "(N − 1)·∇J" in line
 
 
 def test_advest_check_judges_it(copy: Path) -> None:
-    out = _run(copy, "-m", "advest.training.cli", "check", "advest.fast.group:throwaway")
+    out = _run(copy, "-m", "advest.cli", "check", "advest.fast.group:throwaway")
     assert "| centred | yes (N = 2, 3, 8) |" in out
     assert "N=3: yes, E[ĝ] = 2·∇J" in out
 

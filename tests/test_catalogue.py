@@ -126,7 +126,7 @@ def test_the_default_rows_carry_the_scale_the_registry_declares() -> None:
     """The registry entry's Claims.pg_scale is the claim the catalogue's default-option row makes
     (checked by exact enumeration in tests/test_bandit.py) and the scale the bandit experiment
     divides by, so neither keeps a table of its own."""
-    from advest.training.experiments.bandit import pg_scale
+    from advest.experiments.bandit import pg_scale
 
     cited = {row.name: row.pg_scale for row in CATALOGUE if not row.options and row.pg_scale}
     declared = {e.name: e.scale for e in registry.entries() if e.scale is not None}

@@ -1,20 +1,20 @@
 """The page "Choosing an estimator" and the README's real-model block are generated from the
 results files (``docs/results/*.json``), ``docs/theorems.md`` and ``docs/integrations.md`` by
-``training/experiments/choosing.py``: they must read exactly as it renders them."""
+``experiments/choosing.py``: they must read exactly as it renders them."""
 
 from __future__ import annotations
 
 import copy
 from pathlib import Path
 
-from advest.training.experiments import choosing
+from advest.experiments import choosing
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_page_and_the_readme_block_are_what_the_results_files_render() -> None:
     page, readme = choosing.render(ROOT)
-    command = "python -m advest.training.experiments.choosing (see the page's end)"
+    command = "python -m advest.experiments.choosing (see the page's end)"
     assert (ROOT / "docs" / "choosing.md").read_text() == page, f"regenerate: {command}"
     assert (ROOT / "README.md").read_text() == readme, f"regenerate: {command}"
 

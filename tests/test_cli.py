@@ -15,14 +15,15 @@ from typing import Any
 import pytest
 from jsonargparse import ActionYesNo
 
+from advest.experiments import bandit, compare, values
 from advest.fast import registry
 from advest.oracle.catalogue import CATALOGUE
-from advest.training import cli, evaluate, train
+from advest import cli
+from advest.training import evaluate, train
 from advest.training.config import RLConfig
-from advest.training.experiments import bandit, compare, values
 
 PARSERS: dict[str, Callable[[], Any]] = {
-    **{name: build for name, (build, _) in cli.LOCAL.items()},
+    **cli.parsers(),
     "train": train.parser,
     "eval": evaluate.parser,
     "experiment bandit": bandit.parser,
@@ -93,7 +94,7 @@ def test_estimator_help_points_to_advest_list() -> None:
 
 
 def test_bench_needs_no_positional_argument() -> None:
-    ns = cli.bench_parser().parse_args([])
+    ns = cli.parsers()["bench"]().parse_args([])
     assert ns.quick is False and ns.repeats == 15
 
 

@@ -75,8 +75,8 @@ def test_the_configuration_is_strict_and_treats_broken_links_and_unlisted_pages_
 
 def test_every_command_the_cli_dispatches_gets_a_page() -> None:
     hooks = _hooks()
-    from advest.training.cli import DELEGATED, SUMMARY
-    from advest.training.experiments import EXPERIMENTS
+    from advest.cli import DELEGATED, SUMMARY
+    from advest.experiments import EXPERIMENTS
 
     top = hooks.subcommands(())
     assert set(top) == set(SUMMARY) and set(DELEGATED) <= set(top)

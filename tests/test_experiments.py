@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import torch
 
+from advest.cli import main as cli_main
+from advest.experiments import bandit
 from advest.spec import bandit as exact
-from advest.training.cli import main as cli_main
-from advest.training.experiments import bandit
 
 GOLDEN: list[dict[str, Any]] = json.loads(
     (Path(__file__).parents[1] / "spec" / "golden" / "bandit.json").read_text()
@@ -109,7 +109,7 @@ def test_the_bandit_experiment_loads_neither_the_catalogue_nor_the_references() 
 
     code = (
         "import json, sys, advest\n"
-        "from advest.training.experiments import bandit\n"
+        "from advest.experiments import bandit\n"
         "scales = {n: bandit.pg_scale(n, 8, 2) for n in advest.names()}\n"
         "print(json.dumps([scales, sorted(m for m in sys.modules if m.startswith('advest'))]))"
     )

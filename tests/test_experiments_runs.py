@@ -26,7 +26,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_compare_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, model: Path) -> None:
-    from advest.training.experiments.compare import main
+    from advest.experiments.compare import main
 
     out = tmp_path / "cmp"
     assert main(["--quick", "--model", str(model), "--out", str(out)]) == 0
@@ -43,7 +43,7 @@ def test_compare_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, mo
 
 @pytest.mark.slow
 def test_values_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, model: Path) -> None:
-    from advest.training.experiments import main
+    from advest.experiments import main
 
     out = tmp_path / "values"
     assert main(["values", "--quick", "--model", str(model), "--out", str(out)]) == 0
@@ -62,7 +62,7 @@ def test_values_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, mod
 def test_values_takes_a_reasoning_gym_task_and_its_held_out_prompts(
     tmp_path: Path, model: Path
 ) -> None:
-    from advest.training.experiments import main
+    from advest.experiments import main
 
     out = tmp_path / "values"
     task = ["--data", "reasoning_gym:chain_sum", "--reward", "reasoning_gym"]

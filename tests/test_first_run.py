@@ -32,7 +32,7 @@ BAR = re.compile(r"rollout steps: +\d+%\|.*\| \d+/\d+ \[.*\]")
 def test_a_default_run_prints_advest_lines_and_one_bar(tmp_path: Path) -> None:
     env = {**os.environ, "COLUMNS": "120"}
     got = subprocess.run(
-        [sys.executable, "-m", "advest.training.cli", "train", "--steps", "2"],
+        [sys.executable, "-m", "advest.cli", "train", "--steps", "2"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert got.returncode == 0, got.stderr[-3000:]

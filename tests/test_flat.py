@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import advest
+from advest.cli import main
 from advest.fast import by_group
 from advest.oracle.cli import parse_algorithm
-from advest.training.cli import main
 
 
 @given(

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from advest.training.experiments import choosing, grid, grid_report
-from advest.training.experiments.real_report import passk_table
+from advest.experiments import choosing, grid, grid_report
+from advest.experiments.real_report import passk_table
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -44,7 +44,7 @@ def test_the_gpu_script_runs_every_arm_and_seed_on_the_cpu(
 def test_the_smollm2_design_runs_chen_passk_on_the_real_model_pass_fail(tmp_path: Path) -> None:
     """The real GGUF on the grid's reasoning-gym task, its graded score turned pass/fail, with
     the binary-only chen_passk beside grpo (one step, 2 held-out prompts × 2 samples)."""
-    from advest.training.experiments import grid
+    from advest.experiments import grid
 
     flags = ["--design", "smollm2", "--arms", "grpo", "chen_passk", "--seeds", "1",
              "--steps", "1", "--eval_prompts", "2", "--eval_samples", "2",

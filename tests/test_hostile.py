@@ -291,7 +291,7 @@ def test_hostile_input_is_refused_in_words_before_loading_touching_nothing(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from advest.training.cli import main
+    from advest.cli import main
 
     if case.cpu_only:  # on a GPU machine the refusal must still be seen, not skipped
         monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -334,7 +334,7 @@ def test_the_demo_shows_a_k_equal_g_estimator_only_at_the_k_asked_for(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """tang_passk fixes K = G: the demo used to print it under any --k as if it honoured it."""
-    from advest.training.cli import main
+    from advest.cli import main
 
     assert main(["demo", "--rewards", "3", "1", "4", "1", "5", "--k", "2"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("tang_passk"))
@@ -348,8 +348,8 @@ def test_prove_without_coq_says_in_its_table_that_coq_did_not_run_and_how_to_ins
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Its table used to say "FAILED: {'N': 'all', 'K': 'all'}: unknown" for each Coq claim."""
+    from advest.cli import main
     from advest.proofs import coq_check as coq
-    from advest.training.cli import main
 
     monkeypatch.setenv("PATH", NO_COQ)
     assert main(["prove", "--max_n", "1", "--unbiased_max_n", "1", "--no_progress"]) == 1
@@ -370,7 +370,7 @@ def test_prove_without_z3_says_how_to_install_it(
     import sys
 
     import advest.proofs
-    from advest.training.cli import main
+    from advest.cli import main
 
     monkeypatch.setitem(sys.modules, "z3", None)  # None in sys.modules: `import z3` fails
     for name, module in list(sys.modules.items()):

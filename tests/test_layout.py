@@ -18,7 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LAYERED = sorted(p.name for p in (ROOT / "advest").iterdir() if p.is_symlink())
 """The top-level package folders, as the advest/ links name them."""
-PACKAGES = ("fast", "reference", "spec", "oracle", "proofs", "training", "integrations")
+PACKAGES = (
+    "fast", "reference", "spec", "oracle", "proofs", "training", "integrations", "experiments"
+)  # fmt: skip
 MUST = (
     "advest/__init__.py",
     "advest/py.typed",
@@ -28,7 +30,7 @@ MUST = (
     "advest/spec/golden/maxk.json",
     "advest/oracle/report.py",
     "advest/proofs/coq/Sorted.v",
-    "advest/training/experiments/real.py",
+    "advest/experiments/real.py",
     "advest/integrations/verl_plugin.py",
 )
 
@@ -74,7 +76,7 @@ def test_a_checkout_without_symlinks_builds_a_complete_wheel_and_sdist(tmp_path:
     smoke = (
         "import torch, advest; print(advest.__file__); "
         "print(advest.get('maxpo')(torch.tensor([[0.0, 1.0, 3.0, 2.0]]), 2).tolist()); "
-        "from advest.training.cli import main; main(['list'])"
+        "from advest.cli import main; main(['list'])"
     )
     done = _run(sys.executable, "-S", "-c", smoke, cwd=tmp_path, env=env)
     first, adv, *listing = done.stdout.splitlines()
@@ -130,9 +132,19 @@ def test_a_reversed_import_fails_the_contract(tmp_path: Path) -> None:
             [str(exe)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
         )
 
-    assert lint().returncode == 0  # control: the copy as it is keeps both contracts
-    with (tmp_path / "spec" / "hyperparams.py").open("a") as f:
-        f.write("\nimport advest.training.cli  # planted\n")
+    assert lint().returncode == 0  # control: the copy as it is keeps every contract
+    hyperparams = tmp_path / "spec" / "hyperparams.py"
+    kept = hyperparams.read_text()
+    hyperparams.write_text(kept + "\nimport advest.cli  # planted\n")
     broken = lint()
     assert broken.returncode == 1
-    assert "advest.spec.hyperparams -> advest.training.cli" in broken.stdout
+    assert "advest.spec.hyperparams -> advest.cli" in broken.stdout
+    # Planted: the trainer importing the oracle (below it in the layers, so only the second
+    # contract, training imports only fast and spec, can catch it).
+    hyperparams.write_text(kept)
+    with (tmp_path / "training" / "metrics.py").open("a") as f:
+        f.write("\nimport advest.oracle.report  # planted\n")
+    broken = lint()
+    assert broken.returncode == 1
+    assert "training imports only fast and spec BROKEN" in broken.stdout
+    assert "advest.training.metrics -> advest.oracle.report" in broken.stdout

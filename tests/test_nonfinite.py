@@ -107,7 +107,7 @@ def test_ctrl_c_stops_the_run_in_words_keeping_its_last_checkpoint(
 ) -> None:
     args = [*_args(model, tmp_path), "--steps", "400", "--name", "int", "--reward_workers", "1"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "advest.training.cli", "train", *args],
+        [sys.executable, "-m", "advest.cli", "train", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -12,7 +12,7 @@ import torch
 import advest.fast.group
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast, oracle
-from advest.training.cli import main
+from advest.cli import main
 
 
 def _verdicts(fn: object, family: oracle.Objective, k: int = 2) -> dict[str, str]:

@@ -196,7 +196,7 @@ def test_the_wheel_installs_as_users_do_beside_their_own_spec_fast_and_training(
             sys.executable,
             "-S",
             "-c",
-            "import sys; from advest.training.cli import main; sys.exit(main(['--help']))",
+            "import sys; from advest.cli import main; sys.exit(main(['--help']))",
         ],
         cwd=user,
         env=env,

@@ -154,7 +154,7 @@ def test_one_step_on_a_reasoning_gym_task_exports_a_folder_that_loads_and_genera
 # ----------------------------------------------------------------------------- bad input
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     """``advest train`` with ``argv`` exits 2 with one message, before any model loads."""
-    from advest.training.cli import main
+    from advest.cli import main
 
     assert main(["train", *argv]) == 2
     return capsys.readouterr().err

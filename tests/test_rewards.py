@@ -15,8 +15,9 @@ import lightning as L
 import pytest
 
 from advest.fast import registry
-from advest.training import cli, scoring
-from advest.training.parsing import gather_lists
+from advest.parsing import gather_lists
+from advest import cli
+from advest.training import scoring
 from tests.test_training import TRAINER_WARNINGS, _cfg, _train, model_path
 
 __all__ = ["model_path"]  # the module-scoped fixture, shared with test_training

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from advest.cli import main
 from advest.oracle import OracleError, check, schema
 from advest.testing import EstimatorMismatch, assert_estimator
-from advest.training.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "user_project"))

@@ -239,7 +239,7 @@ def test_the_command_line_reports_bad_configuration_with_exit_code_2(tmp_path: P
         [
             sys.executable,
             "-m",
-            "advest.training.cli",
+            "advest.cli",
             "train",
             "--estimator",
             "nope",
@@ -378,7 +378,7 @@ def test_pass_at_k_is_stable_for_large_n() -> None:
 def _cli(args: list[str], **kw: Any) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     return subprocess.Popen(
-        [sys.executable, "-m", "advest.training.cli", "train", *args],
+        [sys.executable, "-m", "advest.cli", "train", *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -161,8 +161,9 @@ def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk"
 
 
 def parser() -> Any:
+    from advest.parsing import add_settings, new_parser
+
     from .config import PROMPT_SETTINGS, REWARD_SETTINGS, SAMPLING_SETTINGS, RLConfig
-    from .parsing import add_settings, new_parser
 
     p = new_parser("advest eval", "Held-out pass@k curves of a checkpoint.")
     p.add_argument(
@@ -234,10 +235,11 @@ def _checked_items(ns: Any) -> list[Item]:
 
 def main(argv: list[str]) -> int:
     """``advest eval``: pass@k for k = 1..n of a checkpoint on a held-out set."""
+    from advest.parsing import fail, gather_lists
+
     from . import generation, models
     from .config import ConfigError, build_scorer
     from .data import DataError
-    from .parsing import fail, gather_lists
     from .policy import load_policy
     from .scale import torch_dtype
 

@@ -323,7 +323,7 @@ def parser() -> Any:
 
     from jsonargparse import ActionConfigFile  # type: ignore[attr-defined]
 
-    from .parsing import add_settings, new_parser, switch
+    from advest.parsing import add_settings, new_parser, switch
 
     p = new_parser(
         "advest train",
@@ -365,8 +365,9 @@ def trainer_arguments(ns: Any, defaults: Any) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str]) -> int:
+    from advest.parsing import fail, gather_lists, settings
+
     from .module import RunStopped
-    from .parsing import fail, gather_lists, settings
 
     p = parser()
     ns = p.parse_args(gather_lists(list(argv)))

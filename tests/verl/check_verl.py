@@ -201,7 +201,7 @@ def test_remax_gets_a_made_up_baseline_and_the_token_baselines_are_out_of_scope(
 
 
 def test_check_command_says_out_of_scope_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    from advest.training.cli import main
+    from advest.cli import main
 
     assert main(["check", "verl:optimal_token_baseline", "--n", "3"]) == 2
     err = capsys.readouterr().err.strip()

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from advest.training.experiments.grid_report import DESIGN_ARMS
+from advest.experiments.grid_report import DESIGN_ARMS
 from advest.training.settings import RLConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -257,7 +257,7 @@ def commit(paths: list[Path], message: str) -> None:
 
 def write_page() -> None:
     """Rewrite ``docs/choosing.md`` from the results files (the README is left alone)."""
-    from advest.training.experiments import choosing
+    from advest.experiments import choosing
 
     (ROOT / "docs" / "choosing.md").write_text(choosing.render(ROOT)[0])
 
@@ -265,7 +265,7 @@ def write_page() -> None:
 def regenerate() -> bool:
     """``write_page`` in a fresh interpreter (the code as it is on disk now, not as this long
     process imported it). Whether it worked."""
-    code = "from advest.training.experiments.grid import write_page; write_page()"
+    code = "from advest.experiments.grid import write_page; write_page()"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
         print(f"the page was not regenerated: {done.stderr.strip()[-400:]}", flush=True)
@@ -273,7 +273,7 @@ def regenerate() -> bool:
 
 
 def parser() -> Any:
-    from advest.training.parsing import new_parser, switch
+    from advest.parsing import new_parser, switch
 
     p = new_parser("advest experiment grid", __doc__ or "")
     p.add_argument("--design", type=str, choices=list(DESIGNS), default="smollm2")

@@ -10,7 +10,7 @@ difference" otherwise. Every sentence of the conclusion is chosen from these ver
 is printed as a tie, and where no difference is measured the section names what a choice
 rests on instead.
 
-``advest.training.experiments.grid.write_page()`` rewrites ``docs/choosing.md``.
+``advest.experiments.grid.write_page()`` rewrites ``docs/choosing.md``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from advest.training.experiments.choosing_facts import proofs
+from advest.experiments.choosing_facts import proofs
 
 REFERENCE = "grpo"
 DESIGN_ARMS = ("grpo", "maxpo", "pkpo_sloo")

@@ -14,11 +14,11 @@ import sys
 from collections.abc import Sequence
 
 EXPERIMENTS = {
-    "bandit": "advest.training.experiments.bandit",
-    "compare": "advest.training.experiments.compare",
-    "values": "advest.training.experiments.values",
-    "real": "advest.training.experiments.real",
-    "grid": "advest.training.experiments.grid",
+    "bandit": "advest.experiments.bandit",
+    "compare": "advest.experiments.compare",
+    "values": "advest.experiments.values",
+    "real": "advest.experiments.real",
+    "grid": "advest.experiments.grid",
 }
 
 

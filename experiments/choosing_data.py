@@ -3,7 +3,7 @@ experiment's summary, the value-estimation benchmark, the bandit and the oracle'
 condensed into one JSON file under ``docs/results/`` (small enough to commit; every number in
 them was written by the experiment that measured it).
 
-``python -m advest.training.experiments.choosing --real DIR --values DIR --bandit DIR --oracle
+``python -m advest.experiments.choosing --real DIR --values DIR --bandit DIR --oracle
 DIR`` calls ``collect`` and then renders the page; a source not given keeps its file.
 """
 
@@ -28,7 +28,7 @@ ORACLE_PROPS = (
 def real(out: Path, dest: Path) -> None:
     """``advest experiment real``'s folder → ``dest/real.json`` (its summary, the runs planned
     and finished) and ``dest/real_passk.png``."""
-    from advest.training.experiments import real_report
+    from advest.experiments import real_report
 
     if not (out / "metrics.json").is_file():
         print(f"{out}: no run has finished yet; docs/results/real.json is left as it is")

@@ -14,9 +14,8 @@ from typing import Any
 import torch
 
 from advest.fast import registry
-from advest.oracle.bench import _time
-
-from .rollout import Rollout, plan, synthetic
+from advest.oracle.bench import time_call
+from advest.training.rollout import Rollout, plan, synthetic
 
 TARGETS = {"ktae": 0.02, "covariance_weights": 0.02, "hista": 0.10}
 """Issue targets: estimator time / forward time."""
@@ -31,7 +30,7 @@ def _estimator_call(name: str, r: Rollout) -> Callable[[], Any]:
 def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from .embedded import EmbeddedSpec, build_model
+    from advest.training.embedded import EmbeddedSpec, build_model
 
     spec = EmbeddedSpec()
     base = build_model(spec, 15)
@@ -45,7 +44,7 @@ def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) ->
     def forward() -> Any:
         return model(input_ids=ids, output_hidden_states=True, use_cache=False)
 
-    fwd = _time(forward, repeats, torch.device("cpu"))
+    fwd = time_call(forward, repeats, torch.device("cpu"))
     r = synthetic(B, G, T, D)
     names = [n for n in registry.names() if registry.entry(n).kind in ("token", "history")]
     print(
@@ -56,6 +55,6 @@ def run(B: int = 8, G: int = 16, T: int = 256, P: int = 16, repeats: int = 5) ->
     print(f"{'':<22}{'ms':>12}{'× forward':>12}{'target':>10}")
     print(f"{'forward pass':<22}{fwd * 1e3:>12.2f}{1.0:>12.3f}")
     for name in names:
-        t = _time(_estimator_call(name, r), repeats, torch.device("cpu"))
+        t = time_call(_estimator_call(name, r), repeats, torch.device("cpu"))
         target = f"≤ {TARGETS[name]:.0%}" if name in TARGETS else ""
         print(f"{name:<22}{t * 1e3:>12.2f}{t / fwd:>12.3f}{target:>10}")

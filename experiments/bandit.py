@@ -336,7 +336,7 @@ def check(cfg: Config) -> None:
 
 
 def parser() -> Any:
-    from advest.training.parsing import add_settings, new_parser
+    from advest.parsing import add_settings, new_parser
 
     p = new_parser(
         "advest experiment bandit",
@@ -351,7 +351,7 @@ def parser() -> Any:
 
 
 def parse(argv: Sequence[str]) -> tuple[Config, Path]:
-    from advest.training.parsing import settings
+    from advest.parsing import settings
 
     p = parser()
     ns = p.parse_args(list(argv))
@@ -369,7 +369,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         check(cfg)
     except ValueError as error:
-        from advest.training.parsing import fail
+        from advest.parsing import fail
 
         return fail("advest experiment bandit", str(error))
     metrics = run(cfg, out)

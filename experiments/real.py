@@ -186,7 +186,7 @@ def earlier(out: Path, config: dict[str, Any]) -> dict[str, dict[str, list[Recor
 
 
 def parser() -> Any:
-    from advest.training.parsing import new_parser, switch
+    from advest.parsing import new_parser, switch
 
     p = new_parser("advest experiment real", __doc__ or "")
     p.add_argument("--model", type=str, default="smollm2-135m-instruct", help="--model to train")
@@ -245,7 +245,7 @@ def main(argv: list[str]) -> int:
                 left = (time.monotonic() - start) / done * (total - done)
                 print(f"[{done}/{total} runs] {task} {arm} seed {seed}; ~{left / 60:.0f} min left",
                       flush=True)  # fmt: skip
-    from advest.training.experiments import real_report  # imported at the end: a long run
+    from advest.experiments import real_report  # imported at the end: a long run
     # picks up the report as it is when the runs finish
 
     real_report.write(args.out_path)

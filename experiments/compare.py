@@ -95,7 +95,7 @@ def summarise(results: dict[str, list[dict[str, Any]]], samples: int) -> str:
 
 
 def parser() -> Any:
-    from advest.training.parsing import new_parser, switch
+    from advest.parsing import new_parser, switch
 
     p = new_parser("advest experiment compare", __doc__ or "")
     p.add_argument(

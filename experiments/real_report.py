@@ -3,7 +3,7 @@ with 95% bootstrap intervals over prompts, the step at which pass@1 levels off, 
 and pass@64 rank the arms; written as ``summary.json``, ``passk.csv``, ``summary.md`` and
 ``passk.png`` next to the experiment's ``metrics.json``.
 
-``python -m advest.training.experiments.real_report OUT`` rewrites them from ``OUT/metrics.json``
+``python -m advest.experiments.real_report OUT`` rewrites them from ``OUT/metrics.json``
 (an experiment still running included: the report then covers the runs finished so far).
 
 Notation: ``S`` seeds, ``N`` held-out prompts, ``n`` samples per prompt, ``R`` bootstrap

@@ -247,8 +247,8 @@ def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any
 
 
 def parser() -> Any:
+    from advest.parsing import add_settings, new_parser, switch
     from advest.training.config import REWARD_SETTINGS, RLConfig
-    from advest.training.parsing import add_settings, new_parser, switch
 
     p = new_parser("advest experiment values", __doc__ or "")
     p.add_argument(
@@ -280,10 +280,10 @@ def parser() -> Any:
 
 
 def main(argv: list[str]) -> int:
+    from advest.parsing import fail, gather_lists
     from advest.training import models, tasks
     from advest.training.config import ConfigError, build_scorer, check_sampling, check_task
     from advest.training.data import DataError
-    from advest.training.parsing import fail, gather_lists
     from advest.training.paths import check_model
 
     a = parser().parse_args(gather_lists(argv))

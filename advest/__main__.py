@@ -1,0 +1,5 @@
+"""``python -m advest``: the ``advest`` command."""
+
+from advest.cli import main
+
+raise SystemExit(main())
