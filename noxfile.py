@@ -1,10 +1,13 @@
 """The test command, in tiers: ``nox`` runs every session (the README's test command and CI's);
 ``nox -s core`` is the loop to run while working (a few minutes on 2 cores).
 
-Each pytest session selects its tests by a marker named as the session (``pytest -m coq``);
-``core`` runs what no tier marks. So a missing ``coqc``, documentation tool or side environment
-fails its own session and no other, and every test runs in exactly one session
-(tests/test_tiers.py checks the markers against the sessions).
+A test's tier is the folder it stands in: tests/core/ (no marker), tests/slow/, tests/coq/,
+tests/docs/, and the side environments' tests/verl/, tests/skyrl/, tests/trl_oldest/.
+tests/conftest.py gives each test its folder's marker, and each pytest session selects its tests
+by the marker named as the session (``pytest -m coq``); ``core`` runs what no tier marks. So a
+missing ``coqc``, documentation tool or side environment fails its own session and no other, and
+every test runs in exactly one session (tests/core/meta/test_tiers.py checks the folders, the
+markers and the sessions against each other, and that no file writes a tier marker itself).
 
 The main-environment sessions run with ``venv_backend="none"``, in the environment the README's
 install line builds (``pip install -e ".[test,docs,trl]"``): a nox venv per session would

@@ -92,7 +92,6 @@ module's function of that name). Each parser lives with its package; its module 
 when its command runs."""
 
 
-
 def parsers() -> dict[str, Callable[[], Parser]]:
     """Each locally parsed subcommand's parser function, from its own package."""
     return {

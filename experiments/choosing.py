@@ -1,8 +1,8 @@
 """Generate the docs page "Choosing an estimator" (``docs/choosing.md``) and the README's
 real-model block from the results files in ``docs/results/`` (``choosing_data``), the Coq
 theorems page (``docs/theorems.md``) and the peer-conventions table (``docs/integrations.md``).
-Every number on the page is read from those files; ``tests/test_choosing.py`` fails when the
-page or the README block differs from what this module renders.
+Every number on the page is read from those files; ``tests/core/experiments/test_choosing.py`` fails
+when the page or the README block differs from what this module renders.
 
 ``python -m advest.experiments.choosing [--real DIR] [--values DIR] [--bandit DIR]
 [--oracle DIR]`` gathers the given result folders into ``docs/results/`` and rewrites the page

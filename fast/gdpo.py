@@ -116,7 +116,7 @@ _WHITENED = bounds.standardised_ddof0
     # dimensionless like MaxRL, so the scale is the output's own size. Each reward column is a
     # `grpo` z-score (a few ulps of |n|); with one reward, A_b = w·n_b/σ_s, a few ulps of |A_b|.
     # Several rewards can cancel in the weighted sum, which this per-group output scale does not
-    # cover: tests/test_gdpo.py bounds those by the condition number.
+    # cover: tests/core/estimators/test_gdpo.py bounds those by the condition number.
     tolerance=pair(
         "output",
         "grpo z-scores of each reward (float64), weighted sum, divided by the two-pass batch std "

@@ -59,7 +59,7 @@ def _p_normalised(rewards: Tensor) -> Tensor:
         "output", "(r − min)/max − mean, divided by mean(r/max), in float64: a few G·ulps of max|A|"
     ),
     # MaxRL targets Σ_k (1/k)·∇pass@k, not a max@K or the mean reward: no pg_scale; its exact
-    # expectations are checked in tests/test_maxrl.py
+    # expectations are checked in tests/core/estimators/test_maxrl.py
     claims=Claims(
         nonnegative=True, shift=None, scale_power=0, magnitude=bounds.n_minus_one, **FLAT
     ),

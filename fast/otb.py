@@ -72,7 +72,8 @@ def _check(
     extends="dr_grpo",
     inputs=("rewards", "mask", "logprobs", "sum_pi_squared"),
     # A ratio of sums of path weights: ill-conditioned where Σ W + ε is tiny (π ≈ 1 everywhere),
-    # which no output scale covers: tests/test_otb.py bounds each position by its condition.
+    # which no output scale covers: tests/core/estimators/test_otb.py bounds each position by its
+    # condition.
     tolerance=pair(
         "output", "R − Σ R·W/(Σ W + ε) in float64, W a cumsum of 1 − 2π + Σπ²: ulps of max|R|"
     ),

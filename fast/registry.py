@@ -28,7 +28,8 @@ it, ``fast/<family>.py``, with its twin ``reference/<family>.py`` and its page
 (``spec.claims.Claims``: its scale relative to the unbiased gradient, centring, shift and scale
 behaviour), its tolerance class against the exact reference, and the variants of its options
 that are tested. The test catalogue, the tolerances, the scales, the list of families, the docs
-and the mutation map are derived from it (``oracle/catalogue.py``, ``tests/test_catalogue.py``).
+and the mutation map are derived from it (``oracle/catalogue.py``,
+``tests/core/oracle/test_catalogue.py``).
 
 An estimator returns ``[B, G]`` (sequence level, broadcast to tokens) or ``[B, G, T]``, or an
 object with an ``advantages`` attribute holding one of these (reweighters). A ``stateful``

@@ -33,8 +33,8 @@ narrow contracts instead:
 Both names are private, but their contracts (one return value, one dict key) have held since
 TRL 0.19, the first release with ``_calculate_rewards``, while the code around them is rewritten
 often; the test
-(``tests/test_trl.py``) trains two steps and compares what reached the loss, so a TRL release
-that moves either point fails it instead of silently training with TRL's formula.
+(``tests/core/training/test_trl.py``) trains two steps and compares what reached the loss, so a TRL
+release that moves either point fails it instead of silently training with TRL's formula.
 
 The rewards advest receives are TRL's weighted sum over reward functions (``reward_weights``,
 NaN from a function that returned None counted as 0, as TRL's ``sum_then_normalize`` does), viewed

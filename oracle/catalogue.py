@@ -113,7 +113,7 @@ def reference_of(entry: Entry) -> Callable[..., Any]:
 def one_reward_reference(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A multi-reward reference on rewards ``[B][G]`` as the one reward of ``[B][G][1]`` parts
     (weight 1), so the shared property tests see rewards ``[B, G]``; several rewards and weights
-    are tested per family (tests/test_gdpo.py)."""
+    are tested per family (tests/core/estimators/test_gdpo.py)."""
 
     def call(batch: Sequence[Sequence[Any]], **options: Any) -> Any:
         groups = [to_fractions(group) for group in batch]
@@ -163,7 +163,7 @@ def rows(name: str) -> list[Row]:
 class TokenRow:
     """A token-level or history estimator: its inputs are ``[B, G, T]`` tensors and a mask
     (fast) or ragged per-response token lists for one scope (reference); tests for these are per
-    family (``tests/test_covariance.py``, ``tests/test_kae.py``)."""
+    family (``tests/core/estimators/test_covariance.py``, ``tests/core/estimators/test_kae.py``)."""
 
     name: str
     reference: Callable[..., Any]

@@ -111,9 +111,10 @@ def _tests(config: dict[str, object], module: str) -> list[str]:
     by_package: dict[str, list[str]] = tests["package"]  # type: ignore[index]
     if module in by_module:
         return by_module[module]
-    # not listed: the module's own test file first (a new estimator family's tests/test_<family>.py,
-    # found by name, as the registry finds the family), then its package's list
-    own = f"tests/test_{Path(module).stem}.py"
+    # not listed: the module's own test file first (a new estimator family's
+    # tests/core/estimators/test_<family>.py, found by name, as the registry finds the family),
+    # then its package's list
+    own = f"tests/core/estimators/test_{Path(module).stem}.py"
     first = [own] if (ROOT / own).exists() else []
     return first + [t for t in by_package[module.split("/")[0]] if t not in first]
 

@@ -287,8 +287,8 @@ def _start(copy: Path) -> None:
 
     os.chdir(copy)
     sys.path.insert(0, str(copy))
-    # the copy carries no results: tests/test_mutation.py checks the survivors file against
-    # them, which is about the last run, not about the mutated code
+    # the copy carries no results: tests/core/oracle/test_mutation.py checks the survivors file
+    # against them, which is about the last run, not about the mutated code
     shutil.rmtree(copy / "scripts" / "mutation_results", ignore_errors=True)
     found = importlib.util.find_spec("advest")
     assert found and str(found.origin).startswith(str(copy)), found  # never the checkout's

@@ -18,8 +18,8 @@ RESULTS = Path(__file__).resolve().parent / "mutation_results"
 # tests about the repository's survivors file and committed results, not about the code: a
 # mutant of a line the file names would "fail" them, so they are left out of mutant runs
 REPOSITORY_CHECKS = (
-    "tests/test_mutation.py::test_every_surviving_mutant_of_the_measured_run_is_argued_in_the_survivors_file",
-    "tests/test_mutation.py::test_each_equivalent_survivor_names_a_line_its_module_still_has",
+    "tests/core/oracle/test_mutation.py::test_every_surviving_mutant_of_the_measured_run_is_argued_in_the_survivors_file",
+    "tests/core/oracle/test_mutation.py::test_each_equivalent_survivor_names_a_line_its_module_still_has",
 )
 
 

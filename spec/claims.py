@@ -20,15 +20,15 @@ class Claims:
     """The properties an estimator (one set of its options) claims for rewards ``[B, G]``."""
 
     pg_scale: Scale | None = None
-    """Unbiasedness (tests/test_bandit.py, exact bandit enumeration): E[Σ_i A_i ∇log π(a_i)] =
-    pg_scale(N, K) · ∇J, J = max@K (K = 1 without K: the mean reward); None: biased or not
-    claimed."""
+    """Unbiasedness (tests/core/experiments/test_bandit.py, exact bandit enumeration): E[Σ_i A_i
+    ∇log π(a_i)] = pg_scale(N, K) · ∇J, J = max@K (K = 1 without K: the mean reward); None: biased
+    or not claimed."""
     comparison_scale: Scale | None = None
     """For a biased estimator, the scale it would have if unbiased: the bandit experiment divides
     it out to show the bias (None: not compared)."""
     shift: Scale | None = zero
-    """r → r + c moves the output by c · shift(N, K) (tests/test_properties.py); None: not
-    claimed."""
+    """r → r + c moves the output by c · shift(N, K) (tests/core/estimators/test_properties.py);
+    None: not claimed."""
     scale_power: int | None = 1
     """r → a·r (a > 0) scales the output by a**scale_power; None: not claimed."""
     centred: bool = False
@@ -52,7 +52,7 @@ class Claims:
     magnitude: Bound | None = None
     """For rewards in [0, 1], |A| ≤ magnitude(N, K), N the group size (B·G for a batch-coupled
     estimator: the rows its statistics span); ``advest check``'s "magnitude bound" row, checked
-    for every registered estimator in tests/test_grouped.py. None: not claimed."""
+    for every registered estimator in tests/core/oracle/test_grouped.py. None: not claimed."""
 
 
 DEFAULTS = Claims()

@@ -6,7 +6,7 @@ An error bound is ``rel * scale + output_floor(dtype)``. The scale is never max|
 suite's large-offset inputs (1e6 + j·1e-7 in float64, 1e3 + j·2⁻¹² in float32) max|r| is 10⁶–10¹³
 times the group's spread, so a bound proportional to it lets an all-zeros estimator pass, and one
 that loses every digit of the spread to the offset (a missing group shift) pass as well
-(``tests/test_tolerances.py`` plants both). The scale is one of:
+(``tests/core/estimators/test_tolerances.py`` plants both). The scale is one of:
 
 * ``"group"``: per group b, max(spread_b, max_i |exact A_bi|) with spread_b = max r_b − min r_b.
   For estimators whose fast path subtracts the group's max (or min) first (exact by Sterbenz) and

@@ -5,14 +5,15 @@ Select one with HYPOTHESIS_PROFILE=exhaustive.
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from advest.fast.maxk import forced_path
 
-# A user's project, run by tests/test_testing.py in a venv of its own: one of its tests fails
-# on purpose (the broken estimator), so this session does not collect it.
+# A user's project, run by tests/core/oracle/test_testing.py in a venv of its own: one of its tests
+# fails on purpose (the broken estimator), so this session does not collect it.
 collect_ignore = ["user_project"]
 
 settings.register_profile(
@@ -85,7 +86,29 @@ def _path_cannot_matter(item: pytest.Item) -> bool:
     return getattr(item, "originalname", "") in _PATH_FREE_TESTS
 
 
+# --- tiers by folder ----------------------------------------------------------------------------
+# A test's tier is the folder it stands in (tests/<tier>/...; tests/core/ for the unmarked
+# rest): each test gets its folder's marker here, and noxfile.py's sessions select by marker.
+# The folder is the one source of truth (tests/core/meta/test_tiers.py: no file writes a tier
+# marker itself, and every folder is a tier).
+TESTS = Path(__file__).resolve().parent
+CORE = "core"
+
+
+def tier_of(path: Path) -> str | None:
+    """The tier folder ``path`` stands in (``core`` included), or None outside tests/<tier>/."""
+    try:
+        parts = path.resolve().relative_to(TESTS).parts
+    except ValueError:
+        return None
+    return parts[0] if len(parts) > 1 else None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = tier_of(Path(str(item.path)))
+        if tier is not None and tier != CORE:
+            item.add_marker(getattr(pytest.mark, tier))
     dropped = [item for item in items if _path_cannot_matter(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

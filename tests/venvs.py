@@ -64,16 +64,19 @@ class Venv:
         with nothing skipped. ``quiet_warnings`` turns pytest's warnings plugin off: verl and
         SkyRL warn on import (ray's deprecated state API, optional engines), which is not
         advest's; a file that marks tests with ``filterwarnings`` needs the plugin
-        (tests/test_trl.py)."""
+        (tests/core/training/test_trl.py)."""
         flags = ["-p", "no:warnings"] if quiet_warnings else []
         run = self.run(["-m", "pytest", "-q", *flags, "-p", "no:cacheprovider", *files], timeout)
         print(run.stdout[-300:], file=sys.stderr)
         return run
 
 
-VERL = Venv("verl", "verl", "ADVEST_VERL_PYTHON", ("tests/test_verl.py",))
+VERL = Venv("verl", "verl", "ADVEST_VERL_PYTHON", ("tests/verl/test_verl.py",))
 TRL_OLDEST = Venv(
-    "trl_oldest", "trl-oldest", "ADVEST_TRL_OLDEST_PYTHON", ("tests/test_trl_versions.py",)
+    "trl_oldest",
+    "trl-oldest",
+    "ADVEST_TRL_OLDEST_PYTHON",
+    ("tests/trl_oldest/test_trl_versions.py",),
 )
-SKYRL = Venv("skyrl", "skyrl", "ADVEST_SKYRL_PYTHON", ("tests/test_skyrl.py",), python="3.12")
+SKYRL = Venv("skyrl", "skyrl", "ADVEST_SKYRL_PYTHON", ("tests/skyrl/test_skyrl.py",), python="3.12")
 SIDE = (VERL, TRL_OLDEST, SKYRL)

@@ -7,7 +7,7 @@
    forms own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q whose coefficients are the weights
    of spec.maxk_weights (α, β, γ, μlo, μhi, Bagirov's Eq. 9 weights), combined as in
    spec.maxk_weights.FORMS. Evaluation.v proves that fast's prefix-sum evaluation is that linear
-   form; tests/test_coq.py reads the weight and form definitions below back into Python and
+   form; tests/core/proofs/test_coq.py reads the weight and form definitions below back into Python and
    checks them against WEIGHTS and FORMS, and fast's float64 weight tables against them.
 
    The one counting fact used: the K-subsets of a set A whose largest index is q number
@@ -318,7 +318,7 @@ rewrite mulrC lform_scale; apply: lform_ext => [|q qp|q pq].
 Qed.
 
 (* The linear forms of spec.maxk_weights.FORMS, as data: (own, below, above), each a list of
-   (coefficient, weight) pairs. tests/test_coq.py parses these definitions and checks them against
+   (coefficient, weight) pairs. tests/core/proofs/test_coq.py parses these definitions and checks them against
    FORMS and WEIGHTS, so the theorems below are about the very forms fast/ evaluates. *)
 Definition one : R := 1.
 Definition neg_one : R := -1.

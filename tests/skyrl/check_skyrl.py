@@ -1,5 +1,5 @@
-"""Run inside an environment with SkyRL (``tests/test_skyrl.py`` builds it and runs this file with
-pytest there): advest's estimators through SkyRL's own ``compute_advantages_and_returns`` (the
+"""Run inside an environment with SkyRL (``tests/skyrl/test_skyrl.py`` builds it and runs this file
+with pytest there): advest's estimators through SkyRL's own ``compute_advantages_and_returns`` (the
 function SkyRL's trainer calls), its config and its validation, and in SkyRL's process layout: a
 driver that registers, SkyRL's ``initialize_ray``, and a Ray worker that never imports advest."""
 

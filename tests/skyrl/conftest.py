@@ -1,5 +1,5 @@
 """check_skyrl.py needs SkyRL (Python ≥ 3.12): it runs in a second environment that
-tests/test_skyrl.py builds, never in the main one (where --doctest-modules would otherwise
+tests/skyrl/test_skyrl.py builds, never in the main one (where --doctest-modules would otherwise
 import it)."""
 
 import importlib.util

@@ -1,6 +1,7 @@
-"""Run inside the verl 0.9.1 environment (tests/test_verl.py): advest's ``optimal_token_baseline``
-against verl's own ``optimal_token_baseline`` and ``tir_optimal_token_baseline`` on the same
-inputs, through verl's ``compute_advantage`` (spec/otb.md, Agreement with verl)."""
+"""Run inside the verl 0.9.1 environment (tests/verl/test_verl.py): advest's
+``optimal_token_baseline`` against verl's own ``optimal_token_baseline`` and
+``tir_optimal_token_baseline`` on the same inputs, through verl's ``compute_advantage``
+(spec/otb.md, Agreement with verl)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run inside an environment with verl 0.9.1 (``tests/test_verl.py`` builds it and runs this
+"""Run inside an environment with verl 0.9.1 (``tests/verl/test_verl.py`` builds it and runs this
 file with pytest there): advest's estimators through verl's own ``compute_advantage``, verl's
 estimators through ``advest check``."""
 

@@ -1,6 +1,6 @@
 """check_verl.py needs verl 0.9.1, which pins its own transformers: it runs in a second
-environment that tests/test_verl.py builds, never in the main one (where --doctest-modules would
-otherwise import it)."""
+environment that tests/verl/test_verl.py builds, never in the main one (where --doctest-modules
+would otherwise import it)."""
 
 import importlib.util
 

@@ -1,0 +1,183 @@
+"""The pass/fail grid (``advest experiment grid``) and its section of ``docs/choosing.md``: the
+paired bootstrap finds a planted difference and none between identical arms, the words follow
+the verdicts, the page is what the per-run files render, and a rerun skips finished runs."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from advest.experiments import choosing, grid, grid_report
+from advest.experiments.real_report import passk_table
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _arms(shift: float, seeds: int = 10, prompts: int = 64, n: int = 32) -> dict[str, Any]:
+    """Planted runs: per (seed, prompt) a base pass rate; ``maxpo`` passes ``shift`` more."""
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0.05, 0.6, size=prompts)
+    runs: dict[str, Any] = {"grpo": {}, "maxpo": {}}
+    for s in range(seeds):
+        for arm, p in (("grpo", base), ("maxpo", np.clip(base + shift, 0, 1))):
+            after = rng.binomial(n, p).tolist()
+            runs[arm][s] = {"arm": arm, "seed": s, "samples": n, "after": after,
+                            "before": after, "train_pass1": [0.1] * 8,
+                            "grad_norm": [0.2] * 8, "max_grad_norm": 1e9}  # fmt: skip
+    return runs
+
+
+def test_the_unbiased_pass_at_k_is_the_one_the_real_report_uses() -> None:
+    counts = [0, 1, 5, 31, 32]
+    table = passk_table([counts], 32)  # [n, S, P]
+    for k in (1, 4, 32):
+        assert grid_report.pass_at(counts, 32, k) == pytest.approx(table[k - 1, 0])
+
+
+@pytest.mark.parametrize(("shift", "word"), [(0.1, "above"), (-0.1, "below")])
+def test_a_planted_difference_is_found(shift: float, word: str) -> None:
+    found = grid_report.compare(_arms(shift), "maxpo", 1)
+    assert found["verdict"] == word
+    assert found["lo"] < shift < found["hi"]
+
+
+def test_identical_arms_give_no_measured_difference() -> None:
+    runs = _arms(0.0)
+    runs["maxpo"] = {s: {**r, "arm": "maxpo"} for s, r in runs["grpo"].items()}
+    found = grid_report.compare(runs, "maxpo", 4)
+    assert found["verdict"] == "no measured difference"
+    assert found["mean"] == found["lo"] == found["hi"] == 0
+
+
+def test_seeds_are_resampled_not_only_prompts() -> None:
+    """Seeds that disagree (+0.3 on half, −0.2 on the other half) show no difference, though
+    resampling the prompts alone would call the mean of +0.05 a difference."""
+    d = np.array([[0.3] * 64 if s % 2 else [-0.2] * 64 for s in range(10)])
+    mean, lo, hi = grid_report.paired_bootstrap(d)
+    assert mean == pytest.approx(0.05)
+    assert grid_report.verdict(lo, hi) == "no measured difference"
+
+
+def test_one_seed_is_not_compared() -> None:
+    runs = _arms(0.3, seeds=1)
+    assert grid_report.compare(runs, "maxpo", 1)["verdict"].startswith("not compared")
+
+
+def test_a_rising_curve_is_still_rising_and_a_flat_one_shows_no_measured_rise() -> None:
+    rng = np.random.default_rng(2)
+    steps = np.arange(40)
+
+    def runs(slope: float) -> list[dict[str, Any]]:
+        return [{"train_pass1": (0.2 + slope * steps + rng.normal(0, 0.05, 40)).tolist()}
+                for _ in range(10)]  # fmt: skip
+
+    assert grid_report.levels(runs(0.01)).startswith("still rising")
+    assert grid_report.levels(runs(0.0)).startswith("no measured rise")
+    assert grid_report.levels(runs(-0.01)).startswith("falling")
+    assert grid_report.levels(runs(0.01)[:1]).startswith("not judged")
+
+
+def test_the_words_follow_the_verdicts_and_print_ties_as_ties() -> None:
+    basis = {"maxpo": "the Coq proofs (`Unbiased.maxpo_is_unbiased`)"}
+    tied = "\n".join(grid_report.conclusion({"maxpo": {1: {"verdict": "no measured difference"},
+                                                       4: {"verdict": "no measured difference"}}},
+                                            basis))  # fmt: skip
+    assert "`grpo` and `maxpo` tie (no measured difference)" in tied
+    assert "rests on the Coq proofs (`Unbiased.maxpo_is_unbiased`)" in tied
+    one = {1: {"verdict": "above"}, 4: {"verdict": "no measured difference"}}
+    above = "\n".join(grid_report.conclusion({"maxpo": one}, basis))
+    assert "**pass@1**: `maxpo` above `grpo`." in above and "rests on" not in above
+
+
+def test_the_page_shows_the_grid_as_the_files_render_it() -> None:
+    data = choosing.load(ROOT / "docs" / "results")
+    rows = choosing.theorems((ROOT / "docs" / "theorems.md").read_text())
+    lines = grid_report.section(data["grid"], rows, data["bandit"])
+    page = (ROOT / "docs" / "choosing.md").read_text()
+    assert "\n".join(lines) in page, "regenerate: grid.write_page()"
+    assert bool(data["grid"]) == ("## The pass/fail grid" in page)
+
+
+def _info(runs: dict[str, Any]) -> dict[str, Any]:
+    design = json.loads(json.dumps(grid.asdict(grid.DESIGNS["smollm2"])))
+    return {"design": design, "held_out": ["p"] * 64, "runs": runs}
+
+
+def test_the_page_s_answer_is_chosen_by_the_pass_at_8_verdict() -> None:
+    above = "\n".join(grid_report.lead({"x": _info(_arms(0.1))}, [], None))
+    assert "`maxpo` is above `grpo`: use it." in above and "pass@8, up to 10 seeds" in above
+    below = "\n".join(grid_report.lead({"x": _info(_arms(-0.1))}, [], None))
+    assert "`maxpo` below `grpo`; use `grpo`." in below
+    same = _arms(0.0)
+    same["maxpo"] = {s: {**r, "arm": "maxpo"} for s, r in same["grpo"].items()}
+    tied = "\n".join(grid_report.lead({"x": _info(same)}, [], None))
+    assert "`grpo` and `maxpo` tie (no measured difference)" in tied
+    assert "rests not on this grid but on: `maxpo`: nothing measured or proved" in tied
+    assert grid_report.lead({"x": _info(_arms(0.3, seeds=1))}, [], None) == []
+
+
+def test_a_reference_near_its_ceiling_is_said_to_leave_no_room() -> None:
+    def runs(count: int) -> dict[str, Any]:
+        return {"grpo": {0: {"after": [count] * 8, "samples": 32}}}
+
+    assert grid_report.at_ceiling(runs(31)) == pytest.approx({1: 31 / 32, 4: 1.0, 8: 1.0})
+    assert "pass@1 0.969, pass@4 1.000" in grid_report.ceiling_line(runs(31))[0]
+    assert set(grid_report.at_ceiling(runs(16))) == {8}  # 1 − C(16, k)/C(32, k): 0.949 at k = 4
+    assert grid_report.ceiling_line(runs(1)) == []
+
+
+def test_a_changed_count_changes_the_grid_section() -> None:
+    runs = _arms(0.0, seeds=3, prompts=8)
+    info = {"design": {**json.loads(json.dumps(grid.asdict(grid.DESIGNS["embedded"])))},
+            "held_out": ["p"] * 8, "runs": runs}  # fmt: skip
+    moved = copy.deepcopy(info)
+    moved["runs"]["maxpo"][0]["after"][0] += 1
+    assert grid_report.section({"x": info}, [], None) != grid_report.section({"x": moved}, [], None)
+
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::DeprecationWarning",
+    "ignore::UserWarning",
+    "ignore::FutureWarning",
+    "ignore::lightning.fabric.utilities.warnings.PossibleUserWarning",
+)
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from advest.training.embedded import EmbeddedSpec, build
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADVEST_HOME", str(tmp_path_factory.mktemp("home")))
+        spec = EmbeddedSpec(hidden_size=32, layers=1, heads=2, warm_start_steps=30)
+        return str(build(spec, verbose=False))
+
+
+def test_the_grid_writes_one_file_per_run_and_a_rerun_skips_them(
+    model_path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def flags(steps: int) -> list[str]:
+        return ["--design", "embedded", "--model", model_path, "--arms", "grpo", "maxpo",
+                "--seeds", "2", "--steps", str(steps), "--eval_prompts", "4",
+                "--eval_samples", "4", "--results", str(tmp_path / "res"),
+                "--runs", str(tmp_path / "runs")]  # fmt: skip
+
+    assert grid.main(flags(2)) == 0
+    folder = tmp_path / "res" / "embedded"
+    design = json.loads((folder / "design.json").read_text())
+    assert len(design["held_out"]) == 4 and not set(design["held_out"]) & set(design["train"])
+    records = {(a, s): json.loads((folder / a / f"seed{s}.json").read_text())
+               for a in ("grpo", "maxpo") for s in (0, 1)}  # fmt: skip
+    for r in records.values():
+        assert len(r["after"]) == 4 and r["samples"] == 4 and len(r["train_pass1"]) == 2
+        assert r["before"] == records["grpo", 0]["before"]  # measured once, shared
+        assert max(r["grad_norm"]) < r["max_grad_norm"]  # clipping never bound
+    assert grid.main(flags(2)) == 0
+    assert "4 of 4 runs finished earlier; 0 to run" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="holds another design"):
+        grid.main(flags(3))

@@ -1,0 +1,102 @@
+"""The layout builds right from any checkout: a clone made without symlinks
+(``core.symlinks=false``, the Windows default) gives a complete wheel and a complete sdist, and
+the sdist installs and runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+LAYERED = sorted(p.name for p in (ROOT / "advest").iterdir() if p.is_symlink())
+"""The top-level package folders, as the advest/ links name them."""
+PACKAGES = (
+    "fast", "reference", "spec", "oracle", "proofs", "training", "integrations", "experiments"
+)  # fmt: skip
+MUST = (
+    "advest/__init__.py",
+    "advest/py.typed",
+    "advest/fast/calling.py",
+    "advest/reference/maxk.py",
+    "advest/spec/maxk.md",
+    "advest/spec/golden/maxk.json",
+    "advest/oracle/report.py",
+    "advest/proofs/coq/Sorted.v",
+    "advest/experiments/real.py",
+    "advest/integrations/verl_plugin.py",
+)
+
+
+def _run(*argv: str, cwd: Path, **kw: object) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, **kw)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return done
+
+
+def _contract_layers() -> list[str]:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    return [str(x) for x in layers]
+
+
+def test_the_architecture_page_draws_the_import_contract() -> None:
+    """docs/architecture.md's layer drawing is the contract's layers, top to bottom."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    block = page.split("```layers\n", 1)[1].split("```", 1)[0]
+    drawn = [line.split("  ")[0].strip() for line in block.splitlines() if line.strip()]
+    assert drawn == _contract_layers()
+
+
+def test_every_file_on_the_rollout_path_exists() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    table = page.split("## One rollout", 1)[1]
+    for row in table.splitlines():
+        if not row.startswith("| ") or row.startswith("| hop") or row.startswith("|---"):
+            continue
+        folder = ""
+        for name in re.findall(r"`([\w/]+\.py)`", row.rsplit("|", 2)[1]):
+            folder = name.rsplit("/", 1)[0] if "/" in name else folder
+            path = ROOT / (name if "/" in name else f"{folder}/{name}")
+            assert path.exists(), (name, row)
+
+
+def test_a_reversed_import_fails_the_contract(tmp_path: Path) -> None:
+    """Planted: spec/ importing training/ breaks the layers contract (lint-imports exits 1)."""
+    for name in ("pyproject.toml", "advest", *LAYERED):
+        source = ROOT / name
+        if source.is_dir() and not source.is_symlink():
+            shutil.copytree(source, tmp_path / name, symlinks=True)
+        elif source.is_symlink():
+            (tmp_path / name).symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, tmp_path / name)
+
+    def lint() -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+        exe = Path(sys.executable).parent / "lint-imports"
+        return subprocess.run(
+            [str(exe)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    assert lint().returncode == 0  # control: the copy as it is keeps every contract
+    hyperparams = tmp_path / "spec" / "hyperparams.py"
+    kept = hyperparams.read_text()
+    hyperparams.write_text(kept + "\nimport advest.cli  # planted\n")
+    broken = lint()
+    assert broken.returncode == 1
+    assert "advest.spec.hyperparams -> advest.cli" in broken.stdout
+    # Planted: the trainer importing the oracle (below it in the layers, so only the second
+    # contract, training imports only fast and spec, can catch it).
+    hyperparams.write_text(kept)
+    with (tmp_path / "training" / "metrics.py").open("a") as f:
+        f.write("\nimport advest.oracle.report  # planted\n")
+    broken = lint()
+    assert broken.returncode == 1
+    assert "training imports only fast and spec BROKEN" in broken.stdout
+    assert "advest.training.metrics -> advest.oracle.report" in broken.stdout

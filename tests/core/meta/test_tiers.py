@@ -1,0 +1,112 @@
+"""The test command's tiers (noxfile.py): one nox session per pytest marker, ``core`` for the
+unmarked rest, so that every test runs in exactly one session and ``nox`` with no arguments
+runs them all."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import nox
+import pytest
+
+import noxfile
+from tests.venvs import SIDE, Venv
+
+ROOT = Path(__file__).parents[3]
+
+
+def _markers() -> set[str]:
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    return {line.split(":", 1)[0] for line in ini["markers"]}
+
+
+def test_each_marker_is_a_session_and_each_session_beyond_core_and_lint_a_marker() -> None:
+    sessions = set(nox.registry.get())
+    assert set(noxfile.TIERS) == _markers()
+    assert sessions == {"lint", "core", *noxfile.TIERS}
+
+
+def test_nox_with_no_arguments_runs_every_session() -> None:
+    assert nox.options.sessions is None and nox.options.keywords is None
+    assert nox.options.tags is None
+    assert all(func.default for func in nox.registry.get().values())
+
+
+def test_core_deselects_every_tier() -> None:
+    """A missing coqc, docs tool or side environment must not fail ``core``."""
+    source = inspect.getsource(noxfile.core)
+    assert "not ({' or '.join(TIERS)})" in source
+
+
+def test_the_lint_session_runs_every_gate() -> None:
+    source = inspect.getsource(noxfile.lint)
+    for gate in ('"ruff", "check"', '"ruff", "format", "--check"', '"mypy"', '"lint-imports"'):
+        assert gate in source, gate
+
+
+TESTS = ROOT / "tests"
+FOLDERS = {"core", *noxfile.TIERS}
+"""A test file's first folder under tests/ is its tier: ``core`` or a session's marker."""
+
+
+def _test_files() -> list[Path]:
+    return sorted(p for p in TESTS.rglob("test_*.py") if "user_project" not in p.parts)
+
+
+def test_every_test_file_stands_in_a_tier_folder() -> None:
+    for path in _test_files():
+        parts = path.relative_to(TESTS).parts
+        assert len(parts) > 1 and parts[0] in FOLDERS, path
+
+
+def test_no_file_marks_a_tier_itself() -> None:
+    """The folder is the one source of truth: a slow marker written in a file under tests/core/
+    would take it out of core while it stands there."""
+    spelled = re.compile(r"pytest\.mark\.(" + "|".join(noxfile.TIERS) + r")\b")
+    assert spelled.search("@pytest.mark." + "slow\n")  # the pattern finds what it looks for
+    for path in _test_files():
+        assert not spelled.search(path.read_text()), path
+
+
+def test_a_files_folder_gives_its_tests_the_tier_marker(tmp_path: Path) -> None:
+    """Planted: one test in tests/core/, one in tests/slow/, under this conftest: ``-m slow``
+    selects the second only, ``-m "not slow"`` the first only."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: slow\n")
+    shutil.copytree(TESTS, tmp_path / "tests", ignore=lambda d, names: [
+        n for n in names if n not in ("conftest.py", "__init__.py")
+    ])  # fmt: skip
+    for tier in ("core", "slow"):
+        folder = tmp_path / "tests" / tier
+        folder.mkdir(exist_ok=True)
+        (folder / "__init__.py").write_text("")
+        (folder / f"test_{tier}_one.py").write_text("def test_it() -> None:\n    pass\n")
+
+    def run(marker: str) -> str:
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker]
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout[-2000:]
+        return done.stdout
+
+    assert "1 passed, 1 deselected" in run("slow")
+    assert "1 passed, 1 deselected" in run("not slow")
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--co", "-p", "no:cacheprovider", "-m", "slow"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert "test_slow_one.py" in listed and "test_core_one.py" not in listed
+
+
+@pytest.mark.parametrize("venv", SIDE, ids=[venv.session for venv in SIDE])
+def test_each_side_environment_is_built_by_its_session_and_its_tests_stand_in_its_folder(
+    venv: Venv,
+) -> None:
+    assert venv.session in nox.registry.get()
+    assert venv.build == f"nox -s {venv.session}"
+    for file in venv.tests:
+        assert Path(file).parts[:2] == ("tests", venv.session), file

@@ -1,0 +1,104 @@
+"""advest.testing as a user meets it: ``assert_estimator``, the pytest11 fixture in a fresh venv
+with the wheel installed, the versioned ``--json`` report and ``advest check --compare``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import torch
+
+from advest.cli import main
+from advest.oracle import OracleError, check, schema
+from advest.testing import EstimatorMismatch, assert_estimator
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tests" / "user_project"))
+import estimators  # noqa: E402  (the user's project, not a package of ours)
+
+EXPECT = {"centred": "yes", "couples groups": "no", "finite output": "yes"}
+
+
+def test_a_correct_estimator_passes_and_a_broken_one_fails_naming_each_verdict() -> None:
+    assert_estimator(estimators.grpo, expect=EXPECT, ns=[2])
+    with pytest.raises(EstimatorMismatch) as caught:
+        assert_estimator(estimators.broken_grpo, expect=EXPECT, ns=[2])
+    message = str(caught.value)
+    assert "centred [float32, N=2]: expected 'yes', measured 'no'" in message
+    assert "couples groups" in message
+    assert "finite output" not in message
+
+
+def test_an_expected_property_the_oracle_never_checks_is_a_failure() -> None:
+    with pytest.raises(EstimatorMismatch, match="centered: expected 'yes', not checked"):
+        assert_estimator(estimators.grpo, expect={"centered": "yes"}, ns=[2])
+
+
+def _report(tmp_path: Path, name: str, target: str) -> Path:
+    out = tmp_path / name
+    assert main(["check", target, "--n", "2", "--json", str(out)]) in (0, 1)
+    return out
+
+
+def test_compare_names_every_changed_verdict_and_nothing_else(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = _report(tmp_path, "old.json", "estimators:grpo")
+    new = _report(tmp_path, "new.json", "estimators:broken_grpo")
+    doc = json.loads(old.read_text())
+    assert (doc["schema"], doc["version"], doc["target"]) == ("advest-check", 1, "estimators:grpo")
+    capsys.readouterr()
+    assert main(["check", "--compare", str(old), str(old)]) == 0
+    assert "0 verdict(s) changed" in capsys.readouterr().out
+    assert main(["check", "--compare", str(old), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert "- centred [float32, N=2]: 'yes" in out and "-> 'no" in out
+    changed = schema.compare(schema.load(old), schema.load(new))
+    assert len(out.splitlines()) == 1 + len(changed)
+
+
+def test_a_file_that_is_not_a_report_is_refused_by_name(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"findings": []}')
+    with pytest.raises(OracleError, match=r"bad\.json: not an advest check report"):
+        schema.load(bad)
+    bad.write_text(json.dumps({"schema": "advest-check", "version": 99, "findings": []}))
+    with pytest.raises(OracleError, match="schema version 99"):
+        schema.load(bad)
+
+
+def test_the_unversioned_list_of_older_releases_still_compares() -> None:
+    findings = check(estimators.grpo, "outcome", ns=[2], float64=False)
+    old = {
+        "schema": "advest-check",
+        "version": 0,
+        "findings": schema.document(findings)["findings"],
+    }
+    assert schema.compare(old, schema.document(findings)) == []
+    assert torch.__version__  # the shared env's torch, as the user's venv sees it
+
+
+def _see_outer_packages(venv: Path) -> None:
+    """Let ``venv`` import this interpreter's installed packages (torch, pytest), after its own.
+
+    ``--system-site-packages`` would expose the *base* interpreter's site-packages, which is not
+    this one's when the tests themselves run in a virtual environment (torch was not
+    found). A ``.pth`` line naming each of this interpreter's package folders works for both: a
+    plain path line is appended to ``sys.path`` without running the ``.pth`` files inside it, so
+    this checkout's editable install of advest stays invisible and the wheel is what imports."""
+    inner = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    outer = dict.fromkeys(sysconfig.get_path(key) for key in ("purelib", "platlib"))
+    Path(inner, "outer-packages.pth").write_text("".join(f"{path}\n" for path in outer))

@@ -1,0 +1,197 @@
+"""One command line: every subcommand parsed by jsonargparse with the same conventions (described
+settings, snake_case flags, ``--flag``/``--no_flag`` switches, errors on stderr with exit code 2
+naming the flag), ``advest list`` from registry metadata, and the Trainer flags that cannot work
+with manual optimisation refused by name before anything loads."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonargparse import ActionYesNo
+
+from advest import cli
+from advest.experiments import bandit, compare, values
+from advest.fast import registry
+from advest.oracle.catalogue import CATALOGUE
+from advest.training import evaluate, train
+from advest.training.config import RLConfig
+
+PARSERS: dict[str, Callable[[], Any]] = {
+    **cli.parsers(),
+    "train": train.parser,
+    "eval": evaluate.parser,
+    "experiment bandit": bandit.parser,
+    "experiment compare": compare.parser,
+    "experiment values": values.parser,
+}
+CONFIGS: dict[type, Callable[[], Any]] = {RLConfig: train.parser, bandit.Config: bandit.parser}
+"""Every settings dataclass the CLI exposes, with the parser that exposes it."""
+
+
+def _actions(p: Any) -> list[argparse.Action]:
+    return [
+        a
+        for a in p._actions
+        if a.help != argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)
+    ]
+
+
+def _own(a: argparse.Action) -> bool:
+    """advest's own settings; ``--trainer.*`` keep LightningCLI's spelling and help."""
+    return not any(o.startswith("--trainer") for o in a.option_strings)
+
+
+def test_every_command_is_dispatched_and_every_parser_is_jsonargparse() -> None:
+    from jsonargparse import ArgumentParser
+
+    assert set(cli.SUMMARY) == set(cli.LOCAL) | set(cli.DELEGATED)
+    for name, build in PARSERS.items():
+        assert isinstance(build(), ArgumentParser), name
+
+
+@pytest.mark.parametrize("config", list(CONFIGS), ids=lambda c: c.__name__)
+def test_every_field_of_every_config_dataclass_has_help_text(config: type) -> None:
+    by_dest = {a.dest: a for a in _actions(CONFIGS[config]())}
+    for f in dataclasses.fields(config):
+        assert f.name in by_dest, f"{config.__name__}.{f.name} has no flag"
+        assert (by_dest[f.name].help or "").strip(), f"--{f.name} has no description"
+    # and the description is what --help prints (compared without whitespace: lines wrap)
+    rendered = "".join(CONFIGS[config]().format_help().split())
+    for f in dataclasses.fields(config):
+        assert "".join((by_dest[f.name].help or "").split()) in rendered, f.name
+
+
+@pytest.mark.parametrize("command", list(PARSERS))
+def test_every_flag_is_described_snake_case_and_booleans_are_switches(command: str) -> None:
+    for a in filter(_own, _actions(PARSERS[command]())):
+        name = a.option_strings[0] if a.option_strings else a.dest
+        assert (a.help or "").strip(), f"advest {command} {name}: no description"
+        for option in a.option_strings:
+            # a trailing + is jsonargparse's append-to-list form of a list flag
+            assert re.fullmatch(r"--[a-z0-9_]+\+?", option), f"advest {command} {option}"
+        if isinstance(a.default, bool):
+            assert isinstance(a, ActionYesNo), f"advest {command} {name} is not a switch"
+            assert f"--no_{a.dest}" in a.option_strings
+
+
+def test_switches_parse_without_a_value() -> None:
+    p = train.parser()
+    assert p.parse_args([]).resume is False and p.parse_args([]).eval is True
+    ns = p.parse_args(["--resume", "--no_eval"])
+    assert ns.resume is True and ns.eval is False
+    assert bandit.parser().parse_args(["--quick"]).quick is True
+
+
+def test_estimator_help_points_to_advest_list() -> None:
+    (action,) = [a for a in train.parser()._actions if a.dest == "estimator"]
+    assert "advest list" in (action.help or "")
+
+
+def test_bench_needs_no_positional_argument() -> None:
+    ns = cli.parsers()["bench"]().parse_args([])
+    assert ns.quick is False and ns.repeats == 15
+
+
+def test_train_help_is_short(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["train", "-h"])
+    assert exit.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    # was ~390 with every Trainer flag and no RL descriptions; now each of ~80 settings is described
+    assert len(lines) < 380
+    assert any("--max_grad_norm" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["train", "--steps", "abc"], "--steps"),
+        (["train", "--lr", "fast"], "--lr"),
+        (["train", "--steps", "0"], "--steps"),
+        (["bench", "--repeats", "x"], "--repeats"),
+        (["prove", "--max_n", "seven"], "--max_n"),
+        (["check", "m:f", "--family", "nope"], "--family"),
+        (["demo", "--k", "two"], "--k"),
+        (["eval", "--samples", "many"], "--samples"),
+        (["train", "--no-such-flag"], "--no-such-flag"),
+    ],
+)
+def test_errors_go_to_stderr_with_code_2_and_name_the_flag(
+    argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        code = cli.main(argv)
+    except SystemExit as exit:
+        code = int(exit.code or 0)
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert flag in err and flag not in out
+
+
+def test_no_or_unknown_command_is_an_error_listing_the_commands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for argv in ([], ["nope"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert "valid: train, eval" in err
+    assert cli.main(["-h"]) == 0
+    assert "list" in capsys.readouterr().out
+
+
+def test_refused_trainer_flags_in_a_yaml_file_are_refused_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    yaml = tmp_path / "run.yaml"
+    yaml.write_text("trainer:\n  accumulate_grad_batches: 4\n")
+    assert cli.main(["train", "--config", str(yaml)]) == 2
+    assert "--micro_batches" in capsys.readouterr().err
+
+
+def test_gradient_clipping_and_accumulation_name_their_replacements() -> None:
+    refused = train.REFUSED_TRAINER_FLAGS
+    assert refused["gradient_clip_val"].startswith("--max_grad_norm")
+    assert refused["gradient_clip_algorithm"].startswith("--max_grad_norm")
+    assert refused["accumulate_grad_batches"].startswith("--micro_batches")
+
+
+def test_accepted_trainer_flags_reach_the_trainer() -> None:
+    p = train.parser()
+    ns = p.parse_args(["--trainer.devices", "2", "--trainer.enable_progress_bar", "false"])
+    args = train.trainer_arguments(ns, p.get_defaults().trainer)
+    assert args["devices"] in (2, "2")  # Lightning accepts either, as LightningCLI passes it
+    assert args["enable_progress_bar"] is False
+    assert not set(args) & set(train.REFUSED_TRAINER_FLAGS)
+
+
+def test_list_prints_every_estimator_with_family_inputs_k_domain_and_spec_page(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    root = Path(__file__).parents[3]
+    for name in registry.names():
+        e = registry.entry(name)
+        (line,) = [row for row in lines if row.split()[0] == name]
+        assert e.family in line and ", ".join(e.inputs) in line and e.spec in line
+        assert (e.k_domain or "-") in line
+        assert (root / e.spec).is_file(), e.spec
+
+
+def test_registry_k_domains_agree_with_the_catalogue() -> None:
+    for row in CATALOGUE:
+        assert registry.entry(row.name).k_range == row.k_domain, row.name
+    for name in registry.names():
+        e = registry.entry(name)
+        assert (e.k_range is not None) == (e.needs_k or name == "tang_passk"), name
+
+
+def test_an_estimator_taking_k_must_declare_its_domain() -> None:
+    with pytest.raises(ValueError, match="k_range"):
+        registry.register("no_domain", inputs=("rewards", "k"), tolerance={})

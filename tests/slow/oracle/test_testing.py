@@ -1,0 +1,50 @@
+"""The slow tier of tests/core/oracle/test_testing.py: the tests of that file that run in
+`nox -s slow` (its folder gives them the marker)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.core.oracle.test_testing import ROOT, _see_outer_packages
+
+
+def test_a_fresh_project_with_the_wheel_runs_the_fixture_and_fails_the_broken_estimator(
+    tmp_path: Path,
+) -> None:
+    """The wheel, built from this checkout, installed into a new venv that sees the running
+    interpreter's packages (torch), virtual environment or not, but not this repository; pytest
+    run in a copy of tests/user_project."""
+    dist, venv, project = tmp_path / "dist", tmp_path / "venv", tmp_path / "project"
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    # built from a copy: setuptools writes build/ and *.egg-info/ beside the sources
+    source = tmp_path / "source"
+    skip = shutil.ignore_patterns(".git", "build", "runs", ".venv*", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
+    subprocess.run([*pip_wheel, "-w", str(dist), str(source)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    _see_outer_packages(venv)
+    (wheel,) = dist.glob("advest-*.whl")
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "--no-deps", "--ignore-installed", str(wheel)]
+    subprocess.run(install, check=True, capture_output=True)
+    shutil.copytree(ROOT / "tests" / "user_project", project)
+    # a user's shell: no PYTHONPATH pointing into this checkout
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run(
+        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore::UserWarning"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "1 failed, 3 passed" in run.stdout, run.stdout
+    assert "broken_grpo (family outcome, K=2) differs from the expected verdicts" in run.stdout
+    where = [python, "-c", "import advest.testing; print(advest.testing.__file__)"]
+    installed = subprocess.run(where, cwd=project, capture_output=True, text=True, env=env)
+    assert installed.stdout.startswith(str(venv)), installed.stdout  # the wheel, not this checkout
