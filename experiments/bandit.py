@@ -53,16 +53,46 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from advest.fast import registry
+
 from .bandit_exact import exact_gradient as exact_gradient  # public here, as the tests read it
 from .bandit_exact import objective as objective
 from .bandit_report import batch_grid, fit_to, loglog_slope, mean_se, plot, summary
 
-UNBIASED = ("ei", "maxpo", "canonical", "pkpo_sloo")
-BIASED = ("ei_l1o",)
-NORMALISED = ("chen_passk", "bagirov_zscore", "grpo", "gdpo")
-HARMONIC = ("maxrl", "maxrl_unbiased")
-"""Compared with the MaxRL objective's gradient N Σ_{k=1}^{N} (1/k) ∇pass@k, not ∇max@K."""
-BINARY_ONLY = ("chen_passk", *HARMONIC)
+ARMS = (
+    "ei", "maxpo", "canonical", "pkpo_sloo", "ei_l1o",
+    "chen_passk", "bagirov_zscore", "grpo", "gdpo",
+    "maxrl", "maxrl_unbiased",
+)  # fmt: skip
+"""The design's default arms (``--estimators``); what is done with each comes from its registry
+entry (below), not from lists here."""
+
+
+def harmonic(name: str) -> bool:
+    """Compared with the MaxRL objective's gradient N Σ_{k=1}^{N} (1/k) ∇pass@k, not ∇max@K:
+    the estimators of the maxrl family."""
+    return registry.entry(name).family == "maxrl"
+
+
+def binary_only(name: str) -> bool:
+    """Runs on pass/fail rewards: its claims say 0/1 rewards only, or its objective (MaxRL's
+    pass@k) is defined on pass/fail."""
+    return registry.entry(name).claims.binary_only or harmonic(name)
+
+
+def scaled(name: str) -> bool:
+    """Has a scale the variance sweeps compare at: ``Claims.pg_scale`` (unbiased) or
+    ``comparison_scale`` (biased, compared at the scale it would have)."""
+    claims = registry.entry(name).claims
+    return claims.pg_scale is not None or claims.comparison_scale is not None
+
+
+def normalised(name: str) -> bool:
+    """Not linear in the rewards (``Claims.scale_power`` other than 1: a std or a z-score divides),
+    drawn dashed: its gradient's size is not comparable."""
+    return registry.entry(name).claims.scale_power != 1 and not harmonic(name)
+
+
 F64 = torch.float64
 
 
@@ -88,9 +118,7 @@ class Config:
     """K values of the variance-vs-K sweep (1 … N−1)."""
     k_sweep_actions: int = 100
     """Actions A of the variance-vs-K sweep."""
-    estimators: list[str] = field(
-        default_factory=lambda: [*UNBIASED, *BIASED, *NORMALISED, *HARMONIC]
-    )
+    estimators: list[str] = field(default_factory=lambda: list(ARMS))
     """Registered estimator names compared (must include ei)."""
     format_weight: float = 0.0
     """Weight w of the second reward s (every reward is r + w·s; gdpo reads r and s apart)."""
@@ -153,7 +181,7 @@ def pg_scale(name: str, n: int, k: int) -> float | None:
     for a biased estimator the scale it is compared at (``Claims.comparison_scale``)."""
     from advest.fast.registry import entry
 
-    if name in HARMONIC:  # target_gradient already carries MaxRL's N
+    if harmonic(name):  # target_gradient already carries MaxRL's N
         return 1.0
     claims = entry(name).claims
     scale = claims.pg_scale or claims.comparison_scale
@@ -166,7 +194,7 @@ def pg_scale(name: str, n: int, k: int) -> float | None:
 def target_gradient(name: str, theta: Tensor, seen: Tensor, n: int, k: int) -> Tensor:
     """The gradient ``name`` is compared with: ∇max@K of ``seen``, or for MaxRL the gradient of
     its objective N Σ_{j=1}^{N} (1/j) pass@j (spec/maxrl.md claim 1, which carries the N). [A]"""
-    if name not in HARMONIC:
+    if not harmonic(name):
         return exact_gradient(theta, seen, k)
     total = torch.zeros_like(seen)
     for j in range(1, n + 1):
@@ -212,7 +240,7 @@ def estimates(
 
 def rewards_seen(name: str, r: Tensor) -> Tensor:
     """The reward vector ``name`` runs on: pass/fail [r > 0] for the binary-only estimators."""
-    return (r > 0).to(F64) if name in BINARY_ONLY else r
+    return (r > 0).to(F64) if binary_only(name) else r
 
 
 # ---------------------------------------------------------------- statistics
@@ -275,7 +303,7 @@ def total_variances(
 
 def variance_sweep(cfg: Config, axis: str) -> dict[str, Any]:
     """Total variance (mean ± se over seeds) and its ratio to EI's, along A or along K."""
-    names = [n for n in cfg.estimators if n in UNBIASED + BIASED]
+    names = [n for n in cfg.estimators if scaled(n)]
     xs = cfg.actions if axis == "actions" else cfg.ks
     table: dict[str, Any] = {"axis": axis, "values": xs, "estimators": {}}
     raw = {name: [[0.0] * cfg.seeds for _ in xs] for name in names}
@@ -313,8 +341,15 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
     metrics["torch"] = torch.__version__
     metrics["threads"] = torch.get_num_threads()
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
-    metrics["plots"] = plot(metrics, out, dashed=NORMALISED)
-    (out / "summary.md").write_text(summary(metrics, binary_only=BINARY_ONLY, harmonic=HARMONIC))
+    arms = cfg.estimators
+    metrics["plots"] = plot(metrics, out, dashed=tuple(n for n in arms if normalised(n)))
+    (out / "summary.md").write_text(
+        summary(
+            metrics,
+            binary_only=tuple(n for n in arms if binary_only(n)),
+            harmonic=tuple(n for n in arms if harmonic(n)),
+        )
+    )
     return metrics
 
 

@@ -19,9 +19,7 @@ from advest.spec.hyperparams import clip_range, decimal  # one parser of hyperpa
 from advest.spec.tolerances import pair
 
 from ._checks import check_ddof
-from .registry import register
-
-__all__ = ["covariance_weights"]
+from .registry import defined_in, register
 
 Scope = Literal["group", "batch"]
 
@@ -73,8 +71,7 @@ def _scope_sum(x: Tensor) -> Tensor:
 
 
 @register(
-    "covariance_weights",
-    "token",
+    kind="token",
     extends="grpo",
     inputs=("logprobs", "advantages", "mask"),
     tolerance=pair(
@@ -289,3 +286,6 @@ def kl_cov(
     # d|x|/dx = 0 at x = 0 in torch: at ℓ = ℓ_old the penalty has no gradient (as in PRIME's code)
     penalty = torch.where(selected, beta * (ell - old).abs(), zero)
     return CovLoss(torch.where(valid, base + penalty, zero), selected)
+
+
+__all__ = defined_in(__name__)  # every estimator registered above

@@ -24,9 +24,7 @@ from advest.spec.tolerances import pair
 
 from ._checks import check_companion, check_ddof, check_finite, check_lengths
 from .group import VERL_WHITEN_EPS, _check_eps, _std, grpo
-from .registry import register
-
-__all__ = ["gdpo"]
+from .registry import defined_in, register
 
 
 def _check_parts(reward_parts: object) -> Tensor:
@@ -110,8 +108,7 @@ _WHITENED = bounds.standardised_ddof0
 
 
 @register(
-    "gdpo",
-    "multi_reward",
+    kind="multi_reward",
     inputs=("reward_parts", "reward_weights", "lengths"),
     # dimensionless like MaxRL, so the scale is the output's own size. Each reward column is a
     # `grpo` z-score (a few ulps of |n|); with one reward, A_b = w·n_b/σ_s, a few ulps of |A_b|.
@@ -175,3 +172,6 @@ def gdpo(
         assert lengths is not None
         return _whiten_tokens(s, lengths).to(parts.dtype)
     return _whiten_samples(s, e, d).to(parts.dtype)
+
+
+__all__ = defined_in(__name__)  # every estimator registered above

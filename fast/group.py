@@ -18,18 +18,7 @@ from advest.spec.conventions import Convention, check_convention, check_verl_whi
 from advest.spec.tolerances import CENTRED, pair
 
 from ._checks import check_companion, check_ddof, check_lengths, check_rewards
-from .registry import register
-
-__all__ = [
-    "dr_grpo",
-    "ebpo",
-    "grpo",
-    "grpo_batch_std",
-    "james_stein",
-    "opo",
-    "reinforce_pp",
-    "rloo",
-]
+from .registry import defined_in, register
 
 VERL_WHITEN_EPS = 1e-8
 """verl 0.9.1's ``masked_whiten``: A = (x − mean)·rsqrt(var + 1e-8), the ε inside the root."""
@@ -66,7 +55,6 @@ _BATCH = bounds.standardised_ddof0
 
 
 @register(
-    "grpo",
     tolerance=pair("group", CENTRED + "; two-pass std scaled by max|c|: a few ulps of |A|"),
     claims=Claims(scale_power=None, magnitude=bounds.standardised, **IRRATIONAL),
     variants=(
@@ -111,7 +99,6 @@ def grpo(
 
 
 @register(
-    "grpo_batch_std",
     tolerance=pair(
         "group",
         CENTRED + "; divided by the std of all B·G rewards (batch min subtracted, two-pass, "
@@ -150,7 +137,6 @@ def grpo_batch_std(rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1) -> Tens
 
 
 @register(
-    "dr_grpo",
     tolerance=pair("group", CENTRED),
     claims=Claims(pg_scale=scales.n_minus_one, magnitude=bounds.unit, **FLAT),
 )
@@ -161,7 +147,6 @@ def dr_grpo(rewards: Tensor) -> Tensor:
 
 
 @register(
-    "rloo",
     tolerance=pair("group", CENTRED + "; times G/(G−1)"),
     claims=Claims(min_n=2, pg_scale=scales.n_scale, magnitude=bounds.unit, **FLAT),
 )
@@ -175,7 +160,6 @@ def rloo(rewards: Tensor) -> Tensor:
 
 
 @register(
-    "reinforce_pp",
     tolerance=pair(
         "group",
         CENTRED + "; divided by the batch std (two-pass, scaled): relative error of |A_b| "
@@ -246,7 +230,6 @@ def _reinforce_pp_verl(rewards: Tensor, lengths: Tensor | None) -> Tensor:
 
 
 @register(
-    "opo",
     inputs=("rewards", "lengths"),
     tolerance=pair("group", CENTRED + "; the length-weighted mean has weights summing to 1"),
     claims=Claims(exact_zero_on_flat=True, magnitude=bounds.unit),
@@ -318,7 +301,6 @@ def _spread_of_others(mu: Tensor, mu_bar: Tensor) -> Tensor:
 
 
 @register(
-    "james_stein",
     tolerance=pair(
         "batch", "works in units of the batch spread m (batch min subtracted): ulps of m"
     ),
@@ -356,7 +338,6 @@ def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
 
 
 @register(
-    "ebpo",
     tolerance=pair("batch", "works in units of the batch spread m, then batch-standardises"),
     claims=Claims(min_b=2, batch_coupled=True, scale_power=None, rational=False, magnitude=_BATCH),
     variants=(
@@ -389,3 +370,6 @@ def ebpo(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
     # tensor numerator: torch computes `float / tensor` as float · (1/tensor), and 1/m overflows
     # to inf for a subnormal m (0 · inf = NaN with eps = 0; hypothesis found m = 2.2e-309).
     return (centred / (std + m.new_tensor(e) / m)).to(rewards.dtype)
+
+
+__all__ = defined_in(__name__)  # every estimator registered above

@@ -42,9 +42,7 @@ from ._checks import check_rewards
 from ._hista_memory import CHUNK_BYTES as CHUNK_BYTES  # the budget's default, public here
 from ._hista_memory import _compute_dtype, _distance_chunks, _pool_rows
 from ._hista_memory import memory_plan as memory_plan
-from .registry import register
-
-__all__ = ["hista"]
+from .registry import defined_in, register
 
 
 class Pooled(NamedTuple):
@@ -282,8 +280,7 @@ def _pooled_input(
 
 
 @register(
-    "hista",
-    "token",
+    kind="token",
     extends="rloo",
     inputs=("hidden", "mask", "rewards"),
     # w = 1: a baseline at every token (the default window spans a short response whole)
@@ -342,3 +339,6 @@ def _device(hidden: object) -> torch.device:
             f"hidden must be a torch.Tensor [B, G, T, D] or a Pooled; got {type(hidden)}"
         )
     return hidden.device
+
+
+__all__ = defined_in(__name__)  # every estimator registered above

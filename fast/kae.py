@@ -30,9 +30,7 @@ from torch import Tensor
 from advest.spec.tolerances import pair
 
 from ._checks import check_finite, check_rewards
-from .registry import register
-
-__all__ = ["kae"]
+from .registry import defined_in, register
 
 KernelName = Literal["triangular", "exponential"]
 Normalize = Literal["none", "batch"]
@@ -348,3 +346,6 @@ def _check_state(state: object, config: KAEConfig) -> None:
             f"visit {j} has prompt id {int(state['visit_prompt_ids'][j])}, which is not in "
             "state_dict['seen_prompt_ids']"
         )
+
+
+__all__ = defined_in(__name__)  # every estimator registered above

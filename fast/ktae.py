@@ -20,9 +20,7 @@ from advest.spec.tolerances import pair
 
 from ._checks import bool_mask, check_rewards
 from .group import grpo
-from .registry import register
-
-__all__ = ["ktae"]
+from .registry import defined_in, register
 
 LOG_TIE = math.log1p(1e-7)  # relative tie tolerance of the two-sided Fisher test
 K1, BM25_B, TF_EPS = 2.0, 0.5, 1e-5
@@ -88,8 +86,7 @@ def _h2(q: Tensor) -> Tensor:
 
 
 @register(
-    "ktae",
-    "token",
+    kind="token",
     extends="grpo",
     inputs=("token_ids", "mask", "rewards"),
     tolerance=pair(
@@ -184,3 +181,6 @@ def _tf_term(
     tf_t, tf_f = f_t * (K1 + 1) / (f_t + k_t), f_f * (K1 + 1) / (f_f + k_f)
     term = tf_t / (tf_f + TF_EPS) - tf_f / (tf_t + TF_EPS)
     return torch.where((l_t > 0) & (l_f > 0), term, 0.0)
+
+
+__all__ = defined_in(__name__)  # every estimator registered above

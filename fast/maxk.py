@@ -57,27 +57,10 @@ from ._maxk_core import forced_path as forced_path
 from ._maxk_core import max_levels as max_levels
 from ._maxk_core import path_for as path_for
 from ._weights import ratio_at
-from .registry import register
-
-__all__ = [
-    "bagirov_centered",
-    "bagirov_transform",
-    "bagirov_zscore",
-    "canonical",
-    "chen_passk",
-    "ei",
-    "ei_l1o",
-    "l2o_baseline",
-    "maxpo",
-    "pkpo_s",
-    "pkpo_sloo",
-    "pkpo_sloo_minus_one",
-    "tang_passk",
-]
+from .registry import defined_in, register
 
 
 @register(
-    "ei",
     k_range="k<=n",
     tolerance=pair("group", SHIFT_BACK + " (K = 1: EI = r)"),
     claims=Claims(
@@ -91,7 +74,6 @@ def ei(rewards: Tensor, k: int) -> Tensor:
 
 
 @register(
-    "l2o_baseline",
     k_range="k<=n-1",
     tolerance=pair("group", SHIFT_BACK + " (K = 1: b = mean of the others)"),
     claims=Claims(shift=scales.only_at_k1(scales.one), monotone=False, magnitude=bounds.unit),
@@ -103,7 +85,6 @@ def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
 
 
 @register(
-    "maxpo",
     k_range="k<=n-1",
     tolerance=pair("group", SHIFTED + " (form ei_minus_b; exact zeros on flat groups)"),
     claims=Claims(pg_scale=scales.n_over_k, magnitude=bounds.unit, **FLAT),
@@ -115,7 +96,6 @@ def maxpo(rewards: Tensor, k: int) -> Tensor:
 
 
 @register(
-    "canonical",
     k_range="k<=n-1",
     tolerance=pair("group", SHIFTED + " (form delta; exact zeros on flat groups)"),
     claims=Claims(pg_scale=scales.n_over_k, magnitude=bounds.unit, **FLAT),
@@ -127,7 +107,6 @@ def canonical(rewards: Tensor, k: int) -> Tensor:
 
 
 @register(
-    "ei_l1o",
     k_range="k<=n",
     tolerance=pair("group", SHIFTED + "; the mean of EI is over G terms of size <= spread"),
     claims=Claims(min_n=2, centred=True, comparison_scale=scales.n_over_k, magnitude=bounds.unit),
@@ -146,7 +125,6 @@ def ei_l1o(rewards: Tensor, k: int) -> Tensor:
 
 
 @register(
-    "tang_passk",
     k_range="k=n",
     tolerance=pair("group", "top-2 gap of float64 values: exact; G = 1 returns r"),
     claims=Claims(pg_scale=scales.one, shift=scales.only_at_n1, magnitude=bounds.unit),
@@ -171,7 +149,6 @@ def tang_passk(rewards: Tensor) -> Tensor:
 
 
 @register(
-    "pkpo_s",
     k_range="k<=n",
     tolerance=pair("group", SHIFT_BACK + " ((K/G)·shift)"),
     claims=Claims(pg_scale=scales.one, shift=scales.k_over_n, magnitude=bounds.unit),
@@ -183,7 +160,6 @@ def pkpo_s(rewards: Tensor, k: int) -> Tensor:
 
 
 @register(
-    "pkpo_sloo",
     k_range="k<=n-1",
     tolerance=pair("group", SHIFT_BACK + " ((K/G − K/(G−1))·shift)"),
     claims=Claims(
@@ -199,7 +175,6 @@ def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
 
 
 @register(
-    "pkpo_sloo_minus_one",
     k_range="k<=n",
     tolerance=pair("group", SHIFT_BACK + " (K = 1 only: shift/G)"),
     claims=Claims(
@@ -228,7 +203,6 @@ _CHEN = Claims(
 
 
 @register(
-    "chen_passk",
     k_range="k<=n-1",
     tolerance=pair(
         "group", "binary rewards: lgamma ratios of counts, ~|lgamma|·ε relative to |A| (<= 1)"
@@ -279,7 +253,6 @@ def chen_passk(
 
 
 @register(
-    "bagirov_transform",
     k_range="k<=n",
     tolerance=pair("group", SHIFT_BACK + " ((K/G)·shift)"),
     claims=Claims(pg_scale=scales.one, shift=scales.k_over_n, magnitude=bounds.unit),
@@ -293,7 +266,6 @@ def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
 
 
 @register(
-    "bagirov_centered",
     k_range="k<=n-1",
     tolerance=pair("group", SHIFTED + "; times K(G−K)/G² (<= 1/4)"),
     claims=Claims(pg_scale=scales.n_minus_k_over_n, magnitude=bounds.unit, **FLAT),
@@ -305,7 +277,6 @@ def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
 
 
 @register(
-    "bagirov_zscore",
     k_range="k<=n-1",
     tolerance=pair("group", ZSCORE),
     claims=Claims(scale_power=0, magnitude=bounds.standardised, **IRRATIONAL),
@@ -330,3 +301,6 @@ def bagirov_zscore(rewards: Tensor, k: int, *, ddof: int = 1) -> Tensor:
     unit = delta / torch.where(flat, 1.0, top)
     std = torch.sqrt(_sample_sum(unit * unit, g)) / (g.n - d) ** 0.5
     return _expand(unit, g, rewards, mul=torch.where(flat, 0.0, 1 / std))
+
+
+__all__ = defined_in(__name__)  # every estimator registered above

@@ -19,9 +19,7 @@ from advest.spec.conventions import SKYRL_MAXRL_EPS, MaxrlConvention, check_maxr
 from advest.spec.tolerances import pair
 
 from ._checks import check_rewards, refuse_where
-from .registry import register
-
-__all__ = ["maxrl", "maxrl_unbiased"]
+from .registry import defined_in, register
 
 
 def _check_nonnegative(rewards: Tensor, name: str) -> None:
@@ -51,7 +49,6 @@ def _p_normalised(rewards: Tensor) -> Tensor:
 
 
 @register(
-    "maxrl",
     # dimensionless outputs (scale-invariant): the scale is the output's own size, not the spread
     # in reward units (at 1e6 + j·1e-7 the spread, 6e-7, is 10⁶ times |A| ~ 3e-13, and a bound on
     # it would accept a formula that loses the offset)
@@ -94,7 +91,6 @@ _UNBIASED = Claims(nonnegative=True, shift=None, scale_power=0, magnitude=bounds
 
 
 @register(
-    "maxrl_unbiased",
     tolerance=pair(
         "output", "the p-normalised value plus an exact 0/1 decided on the rewards: ulps of max|A|"
     ),
@@ -122,3 +118,6 @@ def maxrl_unbiased(rewards: Tensor, *, baseline: bool = True) -> Tensor:
     else:
         a = a + positive.any(dim=-1, keepdim=True).to(torch.float64)
     return a.to(rewards.dtype)
+
+
+__all__ = defined_in(__name__)  # every estimator registered above

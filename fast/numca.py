@@ -26,9 +26,7 @@ from advest.spec.tolerances import pair
 
 from ._checks import bool_mask, check_rewards
 from .group import rloo
-from .registry import register
-
-__all__ = ["numca"]
+from .registry import defined_in, register
 
 _SPACE = re.compile(r"\s")
 
@@ -142,8 +140,7 @@ def _available(span_r: Tensor, space: Tensor, starts: Tensor, ends: Tensor, widt
 
 
 @register(
-    "numca",
-    "token",
+    kind="token",
     extends="rloo",
     inputs=("texts", "offsets", "mask", "rewards"),
     tolerance=pair("output", "leave-one-out means of rewards in float64: ulps of max|A|"),
@@ -188,3 +185,6 @@ def numca(texts: list[list[str]], offsets: Tensor, mask: Tensor, rewards: Tensor
     compact = torch.where(live.reshape(R, T), compact, 0.0).reshape(B, G, T)
     out = torch.zeros_like(compact).scatter_(-1, order, compact)
     return out.to(rewards.dtype)
+
+
+__all__ = defined_in(__name__)  # every estimator registered above

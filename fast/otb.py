@@ -17,9 +17,7 @@ from torch import Tensor
 from advest.spec.tolerances import pair
 
 from ._checks import bool_mask, check_finite, check_rewards
-from .registry import register
-
-__all__ = ["optimal_token_baseline"]
+from .registry import defined_in, register
 
 SLACK = 1e-4
 """Rounding slack of the input checks (as reference.otb.SLACK): log π ≤ 1e-4 and
@@ -67,8 +65,7 @@ def _check(
 
 
 @register(
-    "optimal_token_baseline",
-    "token",
+    kind="token",
     extends="dr_grpo",
     inputs=("rewards", "mask", "logprobs", "sum_pi_squared"),
     # A ratio of sums of path weights: ill-conditioned where Σ W + ε is tiny (π ≈ 1 everywhere),
@@ -112,3 +109,6 @@ def optimal_token_baseline(
         past = torch.arange(T, device=valid.device) >= top2[:, 1, None, None]  # [B, 1, T]
         baselines = torch.where(unique_longest[..., None] & past, 0.0, baselines)
     return torch.where(valid, r[..., None] - baselines, 0.0).to(rewards.dtype)
+
+
+__all__ = defined_in(__name__)  # every estimator registered above

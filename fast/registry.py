@@ -140,7 +140,7 @@ _REGISTRY: dict[str, Entry] = {}
 
 
 def register(
-    name: str,
+    name: str | None = None,
     kind: Kind = "sequence",
     *,
     tolerance: Tolerances,
@@ -151,28 +151,37 @@ def register(
     k_range: KDomain | None = None,
     extends: str | None = None,
 ) -> Callable[[F], F]:
-    """Register ``fn`` as ``name``: the estimator's one declaration. ``inputs`` defaults, for
-    a "sequence" estimator, to rewards, then k when ``k_range`` lets K vary; other kinds list
+    """Register ``fn`` as ``name`` (by default the function's own name, so that the name is
+    written once, in its ``def``): the estimator's one declaration. ``inputs`` defaults, for a
+    "sequence" estimator, to rewards, then k when ``k_range`` lets K vary; other kinds list
     theirs."""
-    if inputs is None:
-        if kind != "sequence":
-            raise ValueError(f"{kind} estimator {name!r} must list its inputs")
-        inputs = ("rewards",) + ("k",) * (k_range in ("k<=n", "k<=n-1"))
-    unknown = [i for i in inputs if i not in INPUTS]
-    if unknown:
-        raise ValueError(f"estimator {name!r} names unknown inputs {unknown}; valid: {INPUTS}")
-    if ("k" in inputs) != (k_range in ("k<=n", "k<=n-1")):
-        raise ValueError(f"estimator {name!r}: takes K exactly when its k_range lets K vary")
 
     def add(fn: F) -> F:
-        if name in _REGISTRY:
-            raise ValueError(f"estimator {name!r} is registered twice")
-        _REGISTRY[name] = Entry(
-            name, kind, fn, inputs, tolerance, claims, variants, stateful, k_range, extends
+        label: str = name or str(getattr(fn, "__name__", ""))
+        declared = inputs
+        if declared is None:
+            if kind != "sequence":
+                raise ValueError(f"{kind} estimator {label!r} must list its inputs")
+            declared = ("rewards",) + ("k",) * (k_range in ("k<=n", "k<=n-1"))
+        unknown = [i for i in declared if i not in INPUTS]
+        if unknown:
+            raise ValueError(f"estimator {label!r} names unknown inputs {unknown}; valid: {INPUTS}")
+        if ("k" in declared) != (k_range in ("k<=n", "k<=n-1")):
+            raise ValueError(f"estimator {label!r}: takes K exactly when its k_range lets K vary")
+        if label in _REGISTRY:
+            raise ValueError(f"estimator {label!r} is registered twice")
+        _REGISTRY[label] = Entry(
+            label, kind, fn, declared, tolerance, claims, variants, stateful, k_range, extends
         )
         return fn
 
     return add
+
+
+def defined_in(module: str) -> list[str]:
+    """The names registered by ``module`` so far: a family module's ``__all__``, written as
+    ``__all__ = registry.defined_in(__name__)`` after its registrations."""
+    return sorted(n for n, e in _REGISTRY.items() if getattr(e.fn, "__module__", None) == module)
 
 
 def modules() -> list[str]:

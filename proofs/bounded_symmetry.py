@@ -8,25 +8,8 @@ import z3
 from advest.oracle.catalogue import CATALOGUE
 
 from .bounded_base import _all_equal, _defs, _params, _q, _rewards
+from .definitions import defined, per_sample
 from .records import Record, z3_prove
-
-_ESTIMATORS = (
-    "ei",
-    "l2o_baseline",
-    "canonical",
-    "maxpo",
-    "pkpo_s",
-    "pkpo_sloo",
-    "pkpo_sloo_minus_one",
-    "ei_l1o",
-    "m_plus",
-    "m_minus",
-)
-
-
-def _defined(name: str, n: int, k: int) -> bool:
-    needs_minus = name in ("l2o_baseline", "canonical", "maxpo", "pkpo_sloo", "m_minus")
-    return (k <= n - 1 or not needs_minus) and (n >= 2 or name != "ei_l1o")
 
 
 def _all_proved(
@@ -85,8 +68,8 @@ def definitions_are_permutation_equivariant(n: int, k: int) -> Record:
     parts = []
     for sigma in permutation_generators(n):
         moved = _defs(n, k, [r[t] for t in sigma])
-        for name in _ESTIMATORS:
-            if _defined(name, n, k):
+        for name in per_sample():
+            if defined(name, n, k):
                 f, g = getattr(base, name), getattr(moved, name)
                 goal = _all_equal([(g(i), f(sigma[i])) for i in range(n)])
                 parts.append(z3_prove(name, "", "", _params(n, k), goal))
@@ -110,7 +93,7 @@ def shift_rules_hold(n: int, k: int) -> Record:
     for row in CATALOGUE:
         if row.k_domain is None or row.shift is None or not hasattr(base, row.name):
             continue
-        if not _defined(row.name, n, k):
+        if not defined(row.name, n, k):
             continue
         shift = _q(row.shift(n, k))
         f, g = getattr(base, row.name), getattr(moved, row.name)

@@ -7,6 +7,7 @@ sympy symbols whose order is known (``proofs.unbiased``). max(∅) = 0 as everyw
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -92,3 +93,41 @@ class Definitions:
 
     def ei_l1o(self, i: int) -> Any:
         return self.ei(i) - _avg(self.alg, [self.ei(j) for j in _without(self.n, i)])
+
+
+def per_sample() -> tuple[str, ...]:
+    """The definitions of one sample's value: every public method of ``Definitions`` that takes
+    the sample's index (``m_hat``, the group's value, is not one)."""
+    return tuple(
+        name
+        for name, fn in inspect.getmembers(Definitions, inspect.isfunction)
+        if not name.startswith("_") and list(inspect.signature(fn).parameters) == ["self", "i"]
+    )
+
+
+class _Numbers:
+    """Distinct exact numbers r_i = i + 1, for finding where a definition has a value."""
+
+    def const(self, q: Fraction) -> Fraction:
+        return q
+
+    def value(self, i: int) -> Fraction:
+        return Fraction(i + 1)
+
+    def max_of(self, items: Sequence[int]) -> Fraction:
+        return Fraction(max((i + 1 for i in items), default=0))
+
+
+def defined(name: str, n: int, k: int) -> bool:
+    """Whether definition ``name`` has a value at every sample of a group of ``n`` with
+    comparator size ``k``: computed, so the domain is the definition's own (an average over no
+    subsets, or a count C(m, k) = 0 dividing, has none; e.g. ``maxpo`` needs K ≤ N − 1)."""
+    if not 1 <= k <= n:
+        return False
+    definitions = Definitions(_Numbers(), n, k)
+    try:
+        for i in range(n):
+            getattr(definitions, name)(i)
+    except (ZeroDivisionError, IndexError):
+        return False
+    return True

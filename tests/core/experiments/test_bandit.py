@@ -111,3 +111,26 @@ def test_grpo_std_division_biases_the_mean_reward_gradient() -> None:
     expected = bandit.expected_estimate(pi, r, n, lambda g: row.call_reference([g], 1, None)[0])
     ratios = {float(e / g) for e, g in zip(expected, grad, strict=True)}
     assert max(ratios) - min(ratios) > 1e-3, ratios
+
+
+def test_what_the_bandit_does_with_each_arm_comes_from_its_registry_entry() -> None:
+    """Which arms run on pass/fail rewards, are compared with MaxRL's objective, enter the
+    variance sweeps and are drawn dashed: read from each entry's family and Claims."""
+    from advest.experiments import bandit
+
+    arms = bandit.ARMS
+    assert [n for n in arms if bandit.harmonic(n)] == ["maxrl", "maxrl_unbiased"]
+    assert [n for n in arms if bandit.binary_only(n)] == ["chen_passk", "maxrl", "maxrl_unbiased"]
+    assert [n for n in arms if bandit.scaled(n)] == [
+        "ei",
+        "maxpo",
+        "canonical",
+        "pkpo_sloo",
+        "ei_l1o",
+    ]
+    assert [n for n in arms if bandit.normalised(n)] == [
+        "chen_passk",
+        "bagirov_zscore",
+        "grpo",
+        "gdpo",
+    ]

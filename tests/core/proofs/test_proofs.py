@@ -227,3 +227,24 @@ def test_no_claim_is_proved_from_zero_queries() -> None:
             assert record.evidence.startswith("rlimit ") or "queries" in record.evidence
             if "queries" in record.evidence:
                 assert int(record.evidence.split()[0]) >= 1
+
+
+def test_the_symmetry_proofs_list_and_domains_are_derived_from_the_definitions() -> None:
+    """proofs.bounded_symmetry proves every per-sample definition, each where it has a value;
+    that domain, computed from the definition, is the registry's K range for every registered
+    estimator and excludes what cannot be computed (ei_l1o at N = 1: no other sample)."""
+    from advest.fast import registry
+    from advest.proofs.definitions import defined, per_sample
+
+    names = per_sample()
+    assert {"ei", "maxpo", "canonical", "pkpo_sloo", "m_plus", "m_minus"} <= set(names)
+    assert "m_hat" not in names
+    registered = [name for name in names if name in registry.names()]
+    assert len(registered) >= 7
+    for name in registered:
+        entry = registry.entry(name)
+        for n in range(2, 6):
+            ks = [k for k in range(1, n + 1) if defined(name, n, k)]
+            assert ks == list(range(1, entry.k_max(n) + 1)), (name, n, ks)
+    assert not defined("ei_l1o", 1, 1) and defined("ei", 1, 1)
+    assert not defined("m_minus", 3, 3) and defined("m_plus", 3, 3)

@@ -194,4 +194,4 @@ def test_registry_k_domains_agree_with_the_catalogue() -> None:
 
 def test_an_estimator_taking_k_must_declare_its_domain() -> None:
     with pytest.raises(ValueError, match="k_range"):
-        registry.register("no_domain", inputs=("rewards", "k"), tolerance={})
+        registry.register("no_domain", inputs=("rewards", "k"), tolerance={})(lambda r, k: r)

@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[3]
 FAST = '''
 
 @register(
-    "throwaway",
     tolerance=pair("group", CENTRED + " (a test's throwaway: Dr.GRPO under another name)"),
     claims=Claims(pg_scale=scales.n_minus_one, **FLAT),
 )
@@ -28,9 +27,6 @@ def throwaway(rewards: Tensor) -> Tensor:
     """rewards: [B, G] -> [B, G]: r − mean r (tests/slow/meta/test_add_estimator.py adds this)."""
     check_rewards(rewards)
     return _centred(rewards).to(rewards.dtype)
-
-
-__all__ = [*__all__, "throwaway"]
 '''
 REFERENCE = '''
 
@@ -47,6 +43,18 @@ SPEC = """
 
 A_i = r_i − mean r, added by tests/slow/meta/test_add_estimator.py; unbiased for (N − 1)·∇J.
 """
+
+
+CLOSING = "\n\n__all__ = defined_in(__name__)"
+"""A fast family module's last line: new estimators go above it, as a contributor writes them."""
+
+
+def _add(path: Path, text: str) -> None:
+    """Add ``text`` to the module at ``path``: above a fast family module's closing line,
+    else at the end."""
+    source = path.read_text()
+    at = source.rfind(CLOSING)
+    path.write_text(source[:at] + text.rstrip("\n") + source[at:] if at >= 0 else source + text)
 
 
 def _copy(dest: Path) -> None:
@@ -80,8 +88,7 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dest = tmp_path_factory.mktemp("repo")
     _copy(dest)
     for path, text in (("fast/group.py", FAST), ("reference/group.py", REFERENCE)):
-        with (dest / path).open("a") as f:
-            f.write(text)
+        _add(dest / path, text)
     with (dest / "spec" / "group.md").open("a") as f:
         f.write(SPEC)
     return dest
@@ -184,8 +191,7 @@ class throwaway_history:  # noqa: N801
 def test_every_derived_list_picks_up_an_estimator_of_each_kind(tmp_path: Path) -> None:
     _copy(tmp_path)
     for path, text in KINDS.items():
-        with (tmp_path / path).open("a") as f:
-            f.write(text)
+        _add(tmp_path / path, text)
     code = """
 import json
 from advest.fast import registry
