@@ -8,10 +8,7 @@ Notation: ``rewards: [B, G]`` (B prompts, G samples each), comparator size K.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator
-from contextvars import ContextVar
 from typing import Literal, NamedTuple
 
 import torch
@@ -30,8 +27,6 @@ def _entry(name: str) -> Entry:
     return _REGISTRY[name]
 
 
-Path = Literal["auto", "sorted", "counts"]
-PATHS: tuple[Path, ...] = ("auto", "sorted", "counts")
 MAX_LEVELS = 8
 """``auto`` takes the counting path when every group of the call has at most
 ``min(MAX_LEVELS, G // 8)`` distinct rewards (spec/maxk_paths.md §Counting path). Each level costs
@@ -44,31 +39,10 @@ def max_levels(G: int) -> int:
     return min(MAX_LEVELS, G // 8)
 
 
-_PATH: ContextVar[Path] = ContextVar("advest.fast.maxk.path", default="auto")
-
-
-@contextlib.contextmanager
-def forced_path(path: Path) -> Iterator[None]:
-    """Run every max@K estimator of this module on one path inside the block: ``"sorted"`` (one
-    sort per group), ``"counts"`` (counts per distinct reward, any number of levels) or
-    ``"auto"`` (the default: counts when every group has at most ``max_levels(G)`` levels).
-    Both paths meet the same contract; the tests run every check on each, forced. Forced
-    counts still sorts float64 rewards beyond ±4.5e307 (``fast._levels.find``)."""
-    if path not in PATHS:
-        raise ValueError(f"path must be one of {PATHS}; got {path!r}")
-    token = _PATH.set(path)
-    try:
-        yield
-    finally:
-        _PATH.reset(token)
-
-
 def path_for(rewards: Tensor) -> Literal["sorted", "counts"]:
-    """The path the max@K estimators take on ``rewards: [B, G]`` here (forced or decided)."""
-    path = _PATH.get()
-    if path == "sorted":
-        return "sorted"
-    return "sorted" if _find_levels(rewards, path) is None else "counts"
+    """The path the max@K estimators take on ``rewards: [B, G]``: counts when every group has at
+    most ``max_levels(G)`` distinct rewards, else the sort."""
+    return "sorted" if _find_levels(rewards) is None else "counts"
 
 
 class _Groups(NamedTuple):
@@ -86,8 +60,7 @@ def _prepare(rewards: Tensor, k: object, name: str) -> _Groups:
     check_rewards(rewards)
     G = rewards.shape[1]
     kk = check_k(k, G, name, k_max=_entry(name).k_max(G))  # the domain its registry entry declares
-    path = _PATH.get()
-    levels = _find_levels(rewards, path) if path != "sorted" else None
+    levels = _find_levels(rewards)
     if levels is not None:
         x = levels.values.to(torch.float64)  # [B, L]
         shift = x[:, -1:]
@@ -97,9 +70,9 @@ def _prepare(rewards: Tensor, k: object, name: str) -> _Groups:
     return _Groups(torch.sub(rs, shift), shift, kk, G, perm, None)  # float64 by promotion
 
 
-def _find_levels(rewards: Tensor, path: Path) -> _levels.Levels | None:
-    if path == "counts":
-        return _levels.find(rewards, None)
+def _find_levels(rewards: Tensor) -> _levels.Levels | None:
+    """The levels of every group when the counting path is taken, else None (sort). The tests
+    force either path by replacing this one function (tests/maxk_paths.py)."""
     limit = max_levels(rewards.shape[1])
     if limit < 2:
         return None

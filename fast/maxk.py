@@ -16,8 +16,8 @@ Counting path (spec/maxk_paths.md §Counting path): when every group of the call
 ``MAX_LEVELS`` distinct rewards (binary pass/fail, partial credit), nothing is sorted: the levels
 and their counts (``fast._levels``) give each level's sorted block, and the same forms are
 evaluated once per level, at the block's last position, from cumulated weight tables; the value
-is then given to every sample of the level. ``forced_path`` pins either path (tests run every
-check on both).
+is then given to every sample of the level. ``path_for`` says which path a batch takes (the
+tests force each in turn and run every check on both: tests/maxk_paths.py).
 
 Groups where fewer than K samples lie strictly below the maximum have Δ ≡ 0 exactly; the
 estimators built on Δ write exact zeros there, decided on the rewards, never on a float std.
@@ -43,7 +43,6 @@ from advest.spec.tolerances import SHIFT_BACK, SHIFTED, ZSCORE, pair
 from . import _levels
 from ._checks import check_ddof, check_k, check_rewards, refuse_where
 from ._maxk_core import MAX_LEVELS as MAX_LEVELS  # the paths' switches, public here
-from ._maxk_core import Path as Path
 from ._maxk_core import (
     _entry,
     _evaluate,
@@ -53,7 +52,6 @@ from ._maxk_core import (
     _prepare,
     _sample_sum,
 )
-from ._maxk_core import forced_path as forced_path
 from ._maxk_core import max_levels as max_levels
 from ._maxk_core import path_for as path_for
 from ._weights import ratio_at

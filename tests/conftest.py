@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from advest.fast.maxk import forced_path
+from tests.maxk_paths import forced_path
 
 # A user's project, run by tests/core/oracle/test_testing.py in a venv of its own: one of its tests
 # fails on purpose (the broken estimator), so this session does not collect it.
@@ -36,8 +36,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 # --- both max@K paths ---------------------------------------------------------------------------
 # A test module that declares ``pytestmark = pytest.mark.usefixtures("maxk_path")`` runs each of
 # its tests twice, with every max@K estimator forced onto the sorted path and onto the counting
-# path (fast.maxk.forced_path): the same differential and property checks hold on both. Variants
-# where the path cannot matter (the exact reference, group rows, the estimators that never sort,
+# path (tests/maxk_paths.py's forced_path): the same differential and property checks hold on
+# both. Variants where the path cannot matter (the exact reference, group rows, the estimators that never sort,
 # tests that call no sorted estimator) run once, as "sorted".
 
 MAXK_PATHS = ("sorted", "counts")

@@ -34,11 +34,12 @@ import pytest
 import torch
 
 import advest.reference.maxk as rm
-from advest.fast import maxk, registry
+from advest.fast import registry
 from advest.oracle.catalogue import CATALOGUE, Row
 from advest.oracle.catalogue import tolerance_entry as entry
 from advest.reference._exact import std
 from advest.spec.tolerances import output_floor
+from tests.maxk_paths import Path, forced_path
 
 MAXK_ROWS = [row for row in CATALOGUE if row.k_domain is not None]
 SIZES = [16, 64, 65, 128, 257, 1024]
@@ -201,9 +202,9 @@ def _check(row: Row, rewards: torch.Tensor, exact: list[list[Fraction]], k: int)
     where = f"{row.id} G={rewards.shape[1]} K={k}"
     assert bool((want.abs().amax(1) > allowed).any()), f"{where}: all zeros would pass"
     sorts = row.name not in ("chen_passk", "tang_passk")
-    paths: tuple[maxk.Path, ...] = ("sorted", "counts") if sorts else ("sorted",)
+    paths: tuple[Path, ...] = ("sorted", "counts") if sorts else ("sorted",)
     for path in paths:
-        with maxk.forced_path(path):
+        with forced_path(path):
             got = row.call_fast(rewards, k, None)
         err = (got - want).abs().amax(1)  # [B]
         assert bool((err <= allowed).all()), (

@@ -13,6 +13,7 @@ import torch
 
 from advest.fast import maxk, registry
 from advest.reference import maxk_closed
+from tests.maxk_paths import Path, forced_path
 
 SORTED_FAMILY = [
     name
@@ -22,13 +23,12 @@ SORTED_FAMILY = [
 
 
 def _k_max(name: str, G: int) -> int:
-    k_le_n = ("ei", "ei_l1o", "pkpo_s", "pkpo_sloo_minus_one", "bagirov_transform")
-    return G if name in k_le_n else G - 1
+    return registry.entry(name).k_max(G)
 
 
-def _run(name: str, path: maxk.Path, rewards: torch.Tensor, k: int) -> torch.Tensor:
+def _run(name: str, path: Path, rewards: torch.Tensor, k: int) -> torch.Tensor:
     fn: Callable[[torch.Tensor, int], torch.Tensor] = getattr(maxk, name)
-    with maxk.forced_path(path):
+    with forced_path(path):
         return fn(rewards, k)
 
 
@@ -58,7 +58,7 @@ def test_auto_counts_up_to_max_levels_and_sorts_beyond(name: str) -> None:
     for r in (many, late):
         assert maxk.path_for(r) == "sorted"
         assert torch.equal(_run(name, "auto", r, k), _run(name, "sorted", r, k))
-    with maxk.forced_path("counts"):
+    with forced_path("counts"):
         assert maxk.path_for(many) == "counts"
     assert maxk.path_for(_levels(5, 8, 2, seed=0)) == "sorted"  # G // 8 = 1: sorting 8 is cheap
 
@@ -134,7 +134,7 @@ def test_edge_shapes_and_extreme_values_on_the_counting_path() -> None:
     big32 = torch.tensor([[-3e38, 3e38, 3e38, -3e38, 0.0]])
     assert torch.equal(_run("pkpo_s", "counts", big32, 2), _run("pkpo_s", "sorted", big32, 2))
     big64 = torch.tensor([[-5e307, 5e307, 5e307]], dtype=torch.float64)
-    with maxk.forced_path("counts"):
+    with forced_path("counts"):
         assert maxk.path_for(big64) == "sorted"
     assert torch.equal(_run("ei", "counts", big64, 2), _run("ei", "sorted", big64, 2))
     near = big64 / 5  # within range: counts, and within the contract of the sort
@@ -143,6 +143,6 @@ def test_edge_shapes_and_extreme_values_on_the_counting_path() -> None:
 
 
 def test_forced_path_names_the_valid_paths() -> None:
-    context = maxk.forced_path("fast")  # type: ignore[arg-type]
+    context = forced_path("fast")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"path must be one of \('auto', 'sorted', 'counts'\)"):
         context.__enter__()
