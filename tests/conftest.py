@@ -37,8 +37,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 # A test module that declares ``pytestmark = pytest.mark.usefixtures("maxk_path")`` runs each of
 # its tests twice, with every max@K estimator forced onto the sorted path and onto the counting
 # path (tests/maxk_paths.py's forced_path): the same differential and property checks hold on
-# both. Variants where the path cannot matter (the exact reference, group rows, the estimators that never sort,
-# tests that call no sorted estimator) run once, as "sorted".
+# both. Variants where the path cannot matter (the exact reference, group rows, the estimators
+# that never sort, tests that call no sorted estimator) run once, as "sorted".
 
 MAXK_PATHS = ("sorted", "counts")
 _NEVER_SORTS = {"tang_passk", "chen_passk"}
