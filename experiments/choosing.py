@@ -26,6 +26,7 @@ from advest.experiments.choosing_facts import (
     theorems,
     unproved,
 )
+from advest.experiments.tables import mse_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -168,15 +169,8 @@ def values_table(values: dict[str, Any]) -> str:
         f"{st['mean_binomial_se']:.3f}); Hista block w = {s['hista_w']}. Spread of "
         f"(V_MC − group mean): {st['reference_spread_v_mc_minus_group_mean']:.3f}.",
         "",
-        "| baseline | MSE vs V_MC [95% CI] | noise-corrected MSE | Spearman | spread (V̂ − group mean) |",  # noqa: E501
-        "|---|---|---|---|---|",
+        *mse_rows("baseline", st["estimators"]),
     ]
-    for name, v in st["estimators"].items():
-        lo, hi = v["mse_95ci"]
-        lines.append(
-            f"| {name} | {v['mse']:.4f} [{lo:.4f}, {hi:.4f}] | {v['mse_noise_corrected']:.4f} | "
-            f"{v['spearman']:.3f} | {v['spread_vs_group_mean']:.3f} |"
-        )
     lines += ["", f"KAE against the current group mean (fixed policy, {s['iterations']} iterations"
               " of history), MSE against the prompt's V_MC:", "",
               "| samples per prompt | group mean | KAE history |", "|---|---|---|"]  # fmt: skip

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from advest.experiments.tables import mse_rows
 from advest.fast import registry
 from advest.fast.detokenize import texts_and_offsets
 from advest.training.data import Item
@@ -327,15 +328,8 @@ def summary(m: dict[str, Any]) -> str:
         f"{s['states']} states; mean binomial SE of V_MC {s['mean_binomial_se']:.3f}; "
         f"spread of (V_MC − group mean) {s['reference_spread_v_mc_minus_group_mean']:.3f}",
         "",
-        "| estimator | MSE [95% CI] | noise-corrected MSE | Spearman | spread (V̂ − group mean) |",
-        "|---|---|---|---|---|",
+        *mse_rows("estimator", s["estimators"]),
     ]
-    for k, v in s["estimators"].items():
-        lo, hi = v["mse_95ci"]
-        lines.append(
-            f"| {k} | {v['mse']:.4f} [{lo:.4f}, {hi:.4f}] | {v['mse_noise_corrected']:.4f} | "
-            f"{v['spearman']:.3f} | {v['spread_vs_group_mean']:.3f} |"
-        )
     lines += ["", "| samples per prompt | group mean MSE | KAE history MSE |", "|---|---|---|"]
     for k, v in m["kae"].items():
         kae = "n/a" if v["kae_history_mse"] is None else f"{v['kae_history_mse']:.4f}"

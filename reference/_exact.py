@@ -33,6 +33,21 @@ def to_fractions(rewards: Sequence[Number], name: str = "rewards") -> list[Fract
     return out
 
 
+def to_lengths(
+    lengths: Sequence[Sequence[Number]], groups: Sequence[Sequence[object]], shape: str
+) -> list[list[Fraction]]:
+    """``lengths [B][G]`` as Fractions, each ≥ 1 and shaped like ``groups``; ``shape`` names the
+    shape expected, for the error."""
+    ells = [to_fractions(g, "lengths") for g in lengths]
+    if [len(g) for g in ells] != [len(g) for g in groups]:
+        raise ValueError(f"lengths must have the shape {shape}")
+    for b, g in enumerate(ells):
+        for i, length in enumerate(g):
+            if length < 1:
+                raise ValueError(f"lengths must be >= 1; group {b} has {length} at sample {i}")
+    return ells
+
+
 def check_k(k: int, n: int, name: str, *, k_max: int) -> None:
     """Raise ``ValueError`` unless ``k`` is an int with 1 <= k <= k_max (k_max: N or N−1)."""
     bound = "N" if k_max == n else "N-1"

@@ -20,7 +20,7 @@ from fractions import Fraction
 from advest.spec.conventions import Convention
 
 from . import group
-from ._exact import Number, mean, sqrt, std, to_fractions
+from ._exact import Number, mean, sqrt, std, to_fractions, to_lengths
 from .group import VERL_WHITEN_EPS, _check_eps
 
 __all__ = ["gdpo", "normalised_sum"]
@@ -116,13 +116,7 @@ def gdpo(
 def _whiten_tokens(
     s: list[list[Fraction]], lengths: Sequence[Sequence[int]]
 ) -> list[list[Fraction]]:
-    ells = [to_fractions(g, "lengths") for g in lengths]
-    if [len(g) for g in ells] != [len(g) for g in s]:
-        raise ValueError("lengths must have the shape [B][G] of reward_parts' groups")
-    for b, g in enumerate(ells):
-        for i, length in enumerate(g):
-            if length < 1:
-                raise ValueError(f"lengths must be >= 1; group {b} has {length} at sample {i}")
+    ells = to_lengths(lengths, s, "[B][G] of reward_parts' groups")
     pairs = [
         (l_i, s_i) for lg, sg in zip(ells, s, strict=True) for l_i, s_i in zip(lg, sg, strict=True)
     ]

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 from advest.spec.conventions import Convention, check_convention, check_verl_whiten
 
-from ._exact import Number, mean, sqrt, std, to_fractions
+from ._exact import Number, mean, sqrt, std, to_fractions, to_lengths
 
 __all__ = [
     "dr_grpo",
@@ -167,13 +167,7 @@ def _reinforce_pp_verl(
             "reinforce_pp with convention='verl-0.9.1' whitens over tokens: pass lengths [B][G]"
         )
     groups = [to_fractions(group) for group in rewards]
-    ells = [to_fractions(group, "lengths") for group in lengths]
-    if [len(g) for g in ells] != [len(g) for g in groups]:
-        raise ValueError("lengths must have the shape of rewards ([B][G])")
-    for b, group in enumerate(ells):
-        for i, length in enumerate(group):
-            if length < 1:
-                raise ValueError(f"lengths must be >= 1; group {b} has {length} at sample {i}")
+    ells = to_lengths(lengths, groups, "of rewards ([B][G])")
     c = [g if len(g) == 1 else _centred(g) for g in groups]
     total = sum((l_i for group in ells for l_i in group), Fraction(0))
     if total == 1:

@@ -22,7 +22,7 @@ from advest.fast.detokenize import texts_and_offsets
 from . import generation, logs, metrics, scale, state, updates
 from .config import RLConfig, estimator_plan, eval_sizes, scorer
 from .data import FromStep, Item, PromptSource, Steps
-from .policy import forward_logprobs, load_policy, load_tokenizer, rollout_forward
+from .policy import load_policy, load_tokenizer, rollout_forward
 from .prompts import drop_long, encode
 from .rollout import Rollout
 from .sampling import Scored, sample_and_score
@@ -171,23 +171,6 @@ class RLModule(L.LightningModule):
         with scale.full_parameters(self), scale.merged_adapters(self, model):
             out: Tensor = self.generator(model, tokenizer, enc, s)
         return out
-
-    def forward_logprobs(
-        self,
-        model: Any,
-        sequences: Tensor,
-        prompt_mask: Tensor,
-        mask: Tensor,
-        *,
-        hidden: bool = False,
-    ) -> tuple[Tensor, Tensor, Tensor | None]:
-        """Log-probs of the response tokens under ``model`` at the sampling temperature, the
-        logits they come from, and (on request) last-layer hidden states. ``[S, T]``,
-        ``[S, T, V]``, ``[S, T, D]``; the state at position P−1+t is the one that emitted
-        token t. The attention mask is the prompt's as ``generate`` saw it, then ``mask``."""
-        return forward_logprobs(
-            model, sequences, prompt_mask, mask, self.cfg.temperature, hidden=hidden
-        )
 
     @torch.no_grad()
     def forward(self, items: list[Item], scored: Scored) -> Rollout:

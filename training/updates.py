@@ -17,6 +17,7 @@ from torch import Tensor
 
 from . import losses, metrics, scale
 from .config import RLConfig
+from .policy import forward_logprobs
 from .rollout import Rollout
 
 
@@ -48,9 +49,6 @@ class Trainee(Protocol):
     def one_pass(self) -> bool: ...
     def optimizers(self) -> Any: ...
     def manual_backward(self, loss: Tensor) -> None: ...
-    def forward_logprobs(
-        self, policy: Any, sequences: Tensor, prompt_mask: Tensor, mask: Tensor
-    ) -> tuple[Tensor, Tensor, Any]: ...
 
 
 class Flat(NamedTuple):
@@ -137,8 +135,8 @@ def _backward(
     """The loss of rows ``micro`` and its backward pass; False (nothing accumulated) when the
     loss is not finite on any rank."""
     cfg, mask = m.cfg, rows.mask[micro]
-    logp, logits, _ = m.forward_logprobs(
-        m.policy, rows.sequences[micro], rows.prompt_mask[micro], mask
+    logp, logits, _ = forward_logprobs(
+        m.policy, rows.sequences[micro], rows.prompt_mask[micro], mask, cfg.temperature
     )
     if m.one_pass:
         fill_rollout(rollout, micro, logp, logits)

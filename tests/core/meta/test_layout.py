@@ -100,3 +100,23 @@ def test_a_reversed_import_fails_the_contract(tmp_path: Path) -> None:
     assert broken.returncode == 1
     assert "training imports only fast and spec BROKEN" in broken.stdout
     assert "advest.training.metrics -> advest.oracle.report" in broken.stdout
+
+
+def test_spec_imports_only_the_standard_library_and_torch_in_tolerances() -> None:
+    """docs/architecture.md: spec/ imports nothing of advest beyond itself and, outside the
+    standard library, only torch, in spec/tolerances.py alone."""
+    import ast
+
+    outside: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "spec").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                tops = {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                tops = {node.module.split(".")[0]}
+            else:
+                continue
+            extra = {t for t in tops if t not in sys.stdlib_module_names and t != "__future__"}
+            if extra:
+                outside.setdefault(path.name, set()).update(extra)
+    assert outside == {"tolerances.py": {"torch"}}

@@ -15,7 +15,7 @@ from advest.training import generation, losses, scale
 from advest.training.config import ConfigError, RLConfig
 from advest.training.data import Item
 from advest.training.module import RLModule
-from advest.training.policy import load_policy, rollout_forward
+from advest.training.policy import forward_logprobs, load_policy, rollout_forward
 from advest.training.prompts import encode
 from advest.training.sampling import response_mask
 from tests.core.training.test_training import (
@@ -65,7 +65,7 @@ def test_bf16_weights_train_a_few_steps_with_float32_log_probs(
     assert module.policy.dtype == torch.bfloat16
     scored = module.sample(_items(1))
     seqs, pm, mask = scored.sequences, scored.prompt_mask, scored.mask
-    logp, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
+    logp, _, _ = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature)
     assert logp.dtype == torch.float32  # log_softmax in float32 from bf16 logits
     after = _train(_cfg(model_path, tmp_path, dtype="bfloat16", steps=2, kl_coef=0.1), "bf16")
     assert all(v.dtype == torch.bfloat16 for v in after.values())
@@ -145,8 +145,8 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradients(
     for module in (plain, checkpointed):
         module.policy.train()
         with torch.no_grad():
-            old, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
-        logp, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
+            old, _, _ = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature)
+        logp, _, _ = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature)
         loss = losses.policy_loss(
             logp, old - 0.05, adv, mask, clip_low=0.2, clip_high=0.2,
             aggregation="token-mean", norm=losses.Normaliser.of(mask, mask.shape[1]),
@@ -180,7 +180,7 @@ def test_lora_reference_is_the_adapter_free_base_and_starts_at_kl_0_ratio_1(
     old = rollout.logprobs.reshape(mask.shape)
     assert torch.equal(rollout.ref_logprobs.reshape(mask.shape), old)  # KL = 0: B starts at 0
     module.policy.train()  # dropout on the adapters' input is on: still zero contribution
-    new, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
+    new, _, _ = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature)
     assert torch.equal(torch.exp(new - old)[mask], torch.ones_like(new[mask]))  # ratio = 1
     # once the adapters move, the reference stays the base model loaded from the folder
     with torch.no_grad():
@@ -189,9 +189,9 @@ def test_lora_reference_is_the_adapter_free_base_and_starts_at_kl_0_ratio_1(
                 p.add_(0.5)
     base, _ = load_policy(model_path)
     with torch.no_grad():
-        ref, _, _ = module.forward_logprobs(module.ref, seqs, pm, mask)
-        plain, _, _ = module.forward_logprobs(base, seqs, pm, mask)
-        moved, _, _ = module.forward_logprobs(module.policy, seqs, pm, mask)
+        ref, _, _ = forward_logprobs(module.ref, seqs, pm, mask, module.cfg.temperature)
+        plain, _, _ = forward_logprobs(base, seqs, pm, mask, module.cfg.temperature)
+        moved, _, _ = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature)
     assert torch.allclose(ref, plain, atol=1e-6)
     assert float((moved - ref)[mask].abs().max()) > 1e-3
 
@@ -395,7 +395,9 @@ def test_the_rollout_forward_in_micro_batches_equals_one_pass(model_path: str) -
         module.policy, seqs, pm, mask, temperature=module.cfg.temperature, chunks=4, hidden=True
     )
     with torch.no_grad():
-        whole, logits, states = module.forward_logprobs(module.policy, seqs, pm, mask, hidden=True)
+        whole, logits, states = forward_logprobs(
+            module.policy, seqs, pm, mask, module.cfg.temperature, hidden=True
+        )
     from advest.training.metrics import entropy
 
     assert hidden is not None and states is not None
