@@ -21,6 +21,8 @@ The vocabulary of input names (shapes for one call of B prompts × G samples × 
     reward_parts    [B, G, R] float: each reward function's own (unweighted) score
     reward_weights  [R] float: the weight of each reward function (rewards = parts · weights)
     sum_pi_squared  [B, G, T] float: Σ_v π(v)² of the rollout policy at each response position
+    turn_rewards    [B, G, K] float: each episode's reward per turn (multi-turn episodes)
+    turn_ids        [B, G, T] int64: the turn of each response token, −1 for observation tokens
 
 The entry is the one declaration of an estimator: its name, its family (the module that holds
 it, ``fast/<family>.py``, with its twin ``reference/<family>.py`` and its page
@@ -49,11 +51,12 @@ from advest.spec.claims import DEFAULTS, Claims, Variant
 from advest.spec.scales import Scale
 from advest.spec.tolerances import Tolerances
 
-Kind = Literal["sequence", "multi_reward", "token", "history"]
+Kind = Literal["sequence", "multi_reward", "token", "history", "episode"]
 """How an estimator is called: "sequence": ``fn(rewards [B, G], k?, lengths?) -> [B, G]``;
 "multi_reward": each reward's own score (``reward_parts [B, G, R]``, ``reward_weights [R]``) ->
 ``[B, G]``; "token": ``[B, G, T]`` inputs and a mask -> ``[B, G, T]`` (or an object with
-``advantages``); "history": a class whose instance keeps history across calls."""
+``advantages``); "history": a class whose instance keeps history across calls; "episode":
+multi-turn episodes, ``turn_rewards [B, G, K]`` and ``turn_ids [B, G, T]`` -> ``[B, G, T]``."""
 KDomain = Literal["k<=n", "k<=n-1", "k=n"]
 """The K an estimator accepts for a group of n = G samples: 1 ≤ K ≤ G, 1 ≤ K ≤ G − 1, or only
 K = G (an estimator that takes no K argument but is defined at K = G)."""
@@ -75,6 +78,8 @@ INPUTS = (
     "reward_parts",
     "reward_weights",
     "sum_pi_squared",
+    "turn_rewards",
+    "turn_ids",
 )
 """The rollout fields an estimator may consume (the table in this module's docstring)."""
 F = TypeVar("F", bound=Callable[..., Any])
@@ -102,6 +107,9 @@ class Entry:
     extends: str | None = None
     """A token-level estimator: the registered sequence estimator it reduces to when no token
     discriminates (the token oracle's ``extends`` row)."""
+    one_turn: str | None = None
+    """An episode estimator: the registered sequence estimator it equals on one-turn episodes
+    (the episode oracle's "one turn" row)."""
 
     @property
     def family(self) -> str:
@@ -150,6 +158,7 @@ def register(
     stateful: bool = False,
     k_range: KDomain | None = None,
     extends: str | None = None,
+    one_turn: str | None = None,
 ) -> Callable[[F], F]:
     """Register ``fn`` as ``name`` (by default the function's own name, so that the name is
     written once, in its ``def``): the estimator's one declaration. ``inputs`` defaults, for a
@@ -171,7 +180,17 @@ def register(
         if label in _REGISTRY:
             raise ValueError(f"estimator {label!r} is registered twice")
         _REGISTRY[label] = Entry(
-            label, kind, fn, declared, tolerance, claims, variants, stateful, k_range, extends
+            label,
+            kind,
+            fn,
+            declared,
+            tolerance,
+            claims,
+            variants,
+            stateful,
+            k_range,
+            extends,
+            one_turn,
         )
         return fn
 

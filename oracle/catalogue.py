@@ -73,13 +73,10 @@ class Row:
         ]
 
     def _args(self, rewards: Any, k: int, lengths: Any) -> list[Any]:
-        """The positional arguments of either implementation, in the family's order."""
-        args: list[Any] = [rewards]
-        if self.k_domain is not None and self.k_domain != "k=n":
-            args.append(k)
-        if self.needs_lengths:
-            args.append(lengths)
-        return args
+        """The reference's positional arguments: the inputs its registry entry declares, in
+        that order (a sequence estimator's rewards, then K and lengths where it reads them)."""
+        given = {"rewards": rewards, "k": k, "lengths": lengths}
+        return [given[name] for name in registry.entry(self.name).inputs]
 
     def _one(self, group: Sequence[Fraction], k: int, lengths: Sequence[int] | None) -> Any:
         return self.reference(*self._args(group, k, lengths), **self.options)
@@ -184,6 +181,10 @@ TOKEN_CATALOGUE: list[TokenRow] = _token_rows("token")
 
 HISTORY_CATALOGUE: list[TokenRow] = _token_rows("history")
 """Every stateful sequence-level estimator (a class whose instance keeps history across calls)."""
+
+EPISODE_NAMES: list[str] = [e.name for e in registry.entries() if e.kind == "episode"]
+"""The multi-turn estimators: judged by the episode oracle (``oracle/episodes.py``) on episodes,
+against their entry's ``one_turn`` estimator on one-turn episodes."""
 
 FAMILIES = registry.families()
 """Every family: one module of that name in reference/ and fast/, one page ``spec/<family>.md``."""

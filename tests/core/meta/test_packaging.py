@@ -40,6 +40,8 @@ inputs = {
     "reward_parts": torch.rand(B, G, 3, generator=gen),
     "reward_weights": torch.tensor([1.0, 0.5, 2.0]),
     "sum_pi_squared": torch.full((B, G, T), 0.5),  # Σ_v π(v)², in [π², 1]
+    "turn_rewards": torch.rand(B, G, 2, generator=gen),
+    "turn_ids": torch.tensor([0, 0, -1, 1] + [-1] * (T - 4)).expand(B, G, T).contiguous(),
 }
 assert set(inputs) | {"advantages"} == set(INPUTS), "a new input name needs a test value here"
 called = []

@@ -78,8 +78,9 @@ def test_a_files_folder_gives_its_tests_the_tier_marker(tmp_path: Path) -> None:
     """Planted: one test in tests/core/, one in tests/slow/, under this conftest: ``-m slow``
     selects the second only, ``-m "not slow"`` the first only."""
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: slow\n")
+    # tests/ with its helper modules (the conftest imports some), without any test folder
     shutil.copytree(TESTS, tmp_path / "tests", ignore=lambda d, names: [
-        n for n in names if n not in ("conftest.py", "__init__.py")
+        n for n in names if (Path(d) / n).is_dir() or not n.endswith(".py")
     ])  # fmt: skip
     for tier in ("core", "slow"):
         folder = tmp_path / "tests" / tier
