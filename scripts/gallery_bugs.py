@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 sys.path.insert(0, str(Path(__file__).parent))
+import gallery_episode_bugs as episode
 import gallery_flat_bugs as flat
 
 Est = Callable[..., Any]
@@ -351,5 +352,43 @@ BUGS = [
         flat.openrlhf_1334_buggy,
         flat.grouped_fixed,
         convention="flat",
+    ),
+    Bug(
+        "per-turn-index normalisation: a baseline set by the episode's own stopping turn",
+        "verl #7244",
+        "https://github.com/verl-project/verl/issues/7244",
+        "MT-GRPO's per-turn-index mean subtracts one term per turn the episode itself took: "
+        "biased where the policy decides when to stop",
+        episode.turn_index_mean,
+        episode.turn_rloo,
+        convention="episode",
+    ),
+    Bug(
+        "turns counted as rows of the group statistic",
+        "agent-lightning #445",
+        "https://github.com/microsoft/agent-lightning/pull/445",
+        "each turn a row of the group mean, so an episode with more turns weighs more",
+        episode.rows_per_turn,
+        episode.turn_rloo,
+        convention="episode",
+    ),
+    Bug(
+        "discounted returns run over masked tool-output tokens",
+        "miles #1827",
+        "https://github.com/radixark/miles/pull/1827",
+        "the recursion steps through observation tokens: they get advantages and the terminal "
+        "reward is attenuated by the tool output's length",
+        episode.gae_over_all_tokens,
+        episode.gae_over_policy_tokens,
+        convention="episode",
+    ),
+    Bug(
+        "the final reward overwrites every turn's own step reward",
+        "AReaL #1674",
+        "https://github.com/areal-project/AReaL/pull/1674",
+        "each turn gets the terminal turn's normalised reward; intermediate step rewards are lost",
+        episode.final_overwrites_steps,
+        episode.turn_rloo,
+        convention="episode",
     ),
 ]

@@ -38,6 +38,10 @@ CAUGHT_BY = {
     "verl #6497": "response length",
     "verl #7893": "std division off",
     "TRL #3991": "couples groups",
+    "verl #7244": "unbiased",
+    "agent-lightning #445": "counts each episode once",
+    "miles #1827": "observation tokens",
+    "AReaL #1674": "unbiased",
 }
 
 

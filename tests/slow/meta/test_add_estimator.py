@@ -185,6 +185,19 @@ class throwaway_history:  # noqa: N801
 class throwaway_history:  # noqa: N801
     pass
 """,
+    "fast/episode.py": '''
+
+@register("throwaway_episode", "episode", inputs=("turn_rewards", "turn_ids"), one_turn="rloo",
+          tolerance=pair("output", "a test's throwaway"))
+def throwaway_episode(turn_rewards: Tensor, turn_ids: Tensor) -> Tensor:
+    """[B, G, T]: turn_rloo under another name."""
+    return turn_rloo(turn_rewards, turn_ids)
+''',
+    "reference/episode.py": """
+
+def throwaway_episode(turn_rewards: object) -> object:
+    return turn_rloo(turn_rewards)  # type: ignore[arg-type]
+""",
 }
 
 
@@ -197,12 +210,13 @@ import json
 from advest.fast import registry
 from advest.integrations import peers, skyrl, verl
 from advest.oracle import catalogue, token_report
-names = ["throwaway_token", "throwaway_multi", "throwaway_history"]
+names = ["throwaway_token", "throwaway_multi", "throwaway_history", "throwaway_episode"]
 print(json.dumps({
     "kinds": [registry.entry(n).kind for n in names],
     "token table": [row[0] for row in token_report.ADVEST if row[1] in names],
     "history catalogue": [r.name for r in catalogue.HISTORY_CATALOGUE if r.name in names],
     "catalogue": [r.name for r in catalogue.CATALOGUE if r.name in names],
+    "episode oracle": [n for n in catalogue.EPISODE_NAMES if n in names],
     "verl skips": [n for n in names if n in verl.SKIPPED],
     "skyrl skips": [n for n in names if n in skyrl.skipped()],
     "trl runs": [n for n in names if n not in peers.TRL.cannot_run()],
@@ -210,11 +224,22 @@ print(json.dumps({
 """
     found = json.loads(_run(tmp_path, "-c", code))
     assert found == {
-        "kinds": ["token", "multi_reward", "history"],
+        "kinds": ["token", "multi_reward", "history", "episode"],
         "token table": ["throwaway_token"],
         "history catalogue": ["throwaway_history"],
         "catalogue": ["throwaway_multi"],
-        "verl skips": ["throwaway_token", "throwaway_multi", "throwaway_history"],
-        "skyrl skips": ["throwaway_token", "throwaway_multi", "throwaway_history"],
+        "episode oracle": ["throwaway_episode"],
+        "verl skips": [
+            "throwaway_token",
+            "throwaway_multi",
+            "throwaway_history",
+            "throwaway_episode",
+        ],
+        "skyrl skips": [
+            "throwaway_token",
+            "throwaway_multi",
+            "throwaway_history",
+            "throwaway_episode",
+        ],
         "trl runs": ["throwaway_history"],
     }
