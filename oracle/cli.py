@@ -33,11 +33,19 @@ def add_arguments(parser: Any, switch: Callable[[Any, str, bool, str], None] | N
     )
     parser.add_argument(
         "--family",
-        choices=["outcome", "maxk", "maxrl", "token"],
+        choices=["outcome", "maxk", "maxrl", "token", "episode"],
         default="outcome",
         help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K; "
         "maxrl: unbiasedness for MaxRL's Σ_{k≤N} (1/k)·pass@k, on pass/fail rewards; token: "
-        "per-token advantages [B, G, T] judged on exact token trees (spec/oracle.md)",
+        "per-token advantages [B, G, T] judged on exact token trees (spec/oracle.md); episode: "
+        "multi-turn episodes, fn(turn_rewards [B, G, K], turn_ids [B, G, T]) -> [B, G, T], "
+        "judged on exact episode trees (spec/episode.md)",
+    )
+    parser.add_argument(
+        "--one_turn",
+        default=None,
+        help="--family episode: the registered sequence estimator it equals on one-turn "
+        "episodes (e.g. rloo), compared on the returns",
     )
     parser.add_argument(
         "--extends",
@@ -192,6 +200,8 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
             from .token_report import check_tokens
 
             findings = check_tokens(fn, convention=convention, extends=options.get("extends"))
+        elif options["family"] == "episode":  # the episode oracle: oracle/episodes.py
+            findings = _episode_report(fn, options.get("one_turn"))
         else:
             findings = check(fn, convention=convention, **options)
     except OutOfScope as error:
@@ -204,6 +214,18 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
         conn.send(("call", f"cannot call {target}: {type(error).__name__}: {error}"))
         return
     conn.send(("ok", (findings, convention)))
+
+
+def _episode_report(fn: Any, one_turn: str | None) -> list[Finding]:
+    from advest.fast import registry
+
+    from .episodes import report
+
+    if one_turn is not None and one_turn not in registry.names():
+        valid = ", ".join(n for n in registry.names() if registry.entry(n).kind == "sequence")
+        raise OracleError(f"--one_turn {one_turn!r} is not a registered sequence estimator; "
+                          f"valid: {valid}")  # fmt: skip
+    return report(fn, registry.get(one_turn) if one_turn else None, one_turn)
 
 
 def run_in_child(
@@ -273,6 +295,8 @@ def command(args: Any) -> int:
     }
     if args.family == "token":
         options["extends"] = getattr(args, "extends", None)
+    elif args.family == "episode":
+        options["one_turn"] = getattr(args, "one_turn", None)
     else:
         try:
             options["algorithm"] = parse_algorithm(getattr(args, "algorithm", None))
@@ -311,7 +335,8 @@ def _report(target: str, args: Any, findings: list[Finding], convention: str) ->
     ns = sorted({f.n for f in findings if f.n is not None})
     print(f"advest check {target} (family {args.family}, K={args.k}, N={ns}, {convention})")
     dtypes = list(dict.fromkeys(f.dtype for f in findings if f.dtype))
-    print("tolerance: " + "; ".join(rule(DTYPES[d]) for d in dtypes) + " (spec/oracle.md)\n")
+    if dtypes:  # the episode oracle's rows are float64 and say their own tolerance
+        print("tolerance: " + "; ".join(rule(DTYPES[d]) for d in dtypes) + " (spec/oracle.md)\n")
     print(table(findings))
     print()
     for f in findings:

@@ -102,3 +102,25 @@ def test_a_wrong_output_shape_is_refused_by_name() -> None:
 def test_discounting_over_tool_tokens_moves_policy_tokens_even_with_them_masked() -> None:
     verdict = _verdicts(gae_masked_but_counted)["observation tokens"]
     assert verdict == "no: observation tokens move advantages"
+
+
+def test_advest_check_family_episode_end_to_end(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command, its child process included: verdicts for the gallery's agent-lightning #445
+    twin, and a bad --one_turn refused by name (exit 2)."""
+    import argparse
+
+    from advest.oracle.cli import add_arguments, command
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[3] / "scripts")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    target = "gallery_episode_bugs:rows_per_turn"
+    assert command(parser.parse_args([target, "--family", "episode", "--one_turn", "rloo"])) == 0
+    out = capsys.readouterr().out
+    assert "| counts each episode once | no: an episode with more turns weighs more |" in out
+    assert "| observation tokens | yes |" in out
+    bad = parser.parse_args([target, "--family", "episode", "--one_turn", "rlooo"])
+    assert command(bad) == 2
+    assert "--one_turn 'rlooo' is not a registered sequence estimator" in capsys.readouterr().err
