@@ -29,6 +29,7 @@ from .coq_theorems import (  # noqa: F401  (re-exported: coq.THEOREMS etc.)
     PREFIX,
     SYMMETRY,
     THEOREMS,
+    TURNS,
     UNBIASED,
     UNBIASED_SPEC,
     Theorem,
@@ -48,6 +49,7 @@ FILES = (
     "MaxRL.v",
     "Baselines.v",
     "Prefix.v",
+    "Turns.v",
 )  # in dependency order
 CLOSED = "Closed under the global context"
 

@@ -230,6 +230,47 @@ PREFIX: tuple[Theorem, ...] = (
     ),
 )
 
+# Turns.v: multi-turn episodes at turn k, for every alphabet, number of turns and environment: the
+# history before the turn (any finite type, any weights), the turn's policy choices, the rest of
+# the episode and the other episodes (any finite types); only the policy's choices carry a score.
+TURNS_SPEC = "episode.md"
+TURNS: tuple[Theorem, ...] = (
+    Theorem(
+        "Turns.turn_baseline_adds_no_bias",
+        "turn_baseline_adds_no_bias",
+        "b a function of the history before turn k and of the other episodes:"
+        " E[b(h, c) s(h, a)] = 0",
+        TURNS_SPEC + " turn_rloo",
+    ),
+    Theorem(
+        "Turns.turn_rloo_is_unbiased",
+        "turn_rloo_is_unbiased",
+        "R_k any return from turn k, g any function of the other episodes:"
+        " E[(R_k − g(c)) s] = E[R_k s]",
+        TURNS_SPEC + " turn_rloo",
+    ),
+    Theorem(
+        "Turns.reward_to_go_suffices",
+        "reward_to_go_suffices",
+        "rewards before turn k (functions of h) add nothing: E[(past(h) + R_k) s] = E[R_k s]",
+        TURNS_SPEC + " turn_rloo",
+    ),
+    Theorem(
+        "Turns.turn_index_mean_bias",
+        "turn_index_mean_bias",
+        "the per-turn-index baseline μ_k + [go on] μ_{k+1}: E[(R_k − μ_k − [go] μ_{k+1}) s]"
+        " = E[R_k s] − μ_{k+1} E[[go] s] (verl #7244's closed form)",
+        TURNS_SPEC + " turn_index_mean",
+    ),
+    Theorem(
+        "Turns.turn_index_mean_is_biased",
+        "turn_index_mean_is_biased",
+        "go on with probability p, score [go] − p: μ_{k+1} E[[go] s] = μ_{k+1} p (1 − p) ≠ 0"
+        " for μ_{k+1} ≠ 0 and 0 < p < 1",
+        TURNS_SPEC + " turn_index_mean",
+    ),
+)
+
 # Every theorem holds for every N and every 0 < K < N (K <= N where the spec allows it), for any
 # numeric field and *any* set function f in place of max (the counting theorems never use max).
 THEOREMS: tuple[Theorem, ...] = (
@@ -327,4 +368,5 @@ THEOREMS: tuple[Theorem, ...] = (
     *MAXRL,
     *BASELINES,
     *PREFIX,
+    *TURNS,
 )
