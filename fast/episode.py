@@ -70,6 +70,14 @@ def _turns(turn_rewards: Tensor, turn_ids: Tensor) -> tuple[Tensor, Tensor]:
     return torch.where(present, r, torch.zeros_like(r)), present
 
 
+def _shift(r: Tensor, present: Tensor) -> tuple[Tensor, Tensor]:
+    """(c [B, 1, 1], d [B, G, K]): c the smallest reward of each group's turns, d = r − c on the
+    turns taken (exact for rewards within a factor of 2 of each other), 0 elsewhere."""
+    big = torch.full_like(r, float("inf"))
+    c = torch.where(present, r, big).amin(dim=(1, 2), keepdim=True)
+    return c, torch.where(present, r - c, torch.zeros_like(r))
+
+
 def _returns(r: Tensor) -> Tensor:
     """R_{i,k} = Σ_{m≥k} r_{i,m} along the last axis: ``[B, G, K]``."""
     return r.flip(-1).cumsum(-1).flip(-1)
@@ -92,13 +100,22 @@ def _to_tokens(adv: Tensor, turn_ids: Tensor, dtype: torch.dtype) -> Tensor:
 def turn_rloo(turn_rewards: Tensor, turn_ids: Tensor) -> Tensor:
     """A_{i,k} = R_{i,k} − (1/(G−1)) Σ_{j≠i} R_{j,k} (R_{j,k} = 0 past episode j's end), on every
     policy token of turn k: ``[B, G, K]``, ``[B, G, T]`` -> ``[B, G, T]``."""
-    r, _ = _turns(turn_rewards, turn_ids)
+    r, present = _turns(turn_rewards, turn_ids)
     G = r.shape[1]
     if G < 2:
         raise ValueError(f"turn_rloo needs groups of G >= 2 episodes; got G={G}")
-    R = _returns(r)
-    others = (R.sum(1, keepdim=True) - R) / (G - 1)
-    return _to_tokens(R - others, turn_ids, turn_rewards.dtype)
+    # r = c + d with c the group's smallest reward (d exact, Sterbenz): R = c·n + D, n the turns
+    # remaining. The counts' part is exact in integers, so episodes with as many turns left as
+    # the others get exactly 0 from c, and offsets like 1e6 + tiny spread keep the spread's
+    # precision.
+    c, d = _shift(r, present)
+    n = present.flip(-1).cumsum(-1).flip(-1).to(torch.float64)  # [B, G, K] turns left
+    D = _returns(d)
+
+    def loo(x: Tensor) -> Tensor:
+        return x - (x.sum(1, keepdim=True) - x) / (G - 1)
+
+    return _to_tokens(c * loo(n) + loo(D), turn_ids, turn_rewards.dtype)
 
 
 @register(
@@ -113,9 +130,10 @@ def turn_index_mean(turn_rewards: Tensor, turn_ids: Tensor) -> Tensor:
     to stop: μ_m = mean of r_{j,m} over the episodes that reached turn m, A_{i,k} =
     Σ_{m=k}^{T_i−1} (r_{i,m} − μ_m): ``[B, G, K]``, ``[B, G, T]`` -> ``[B, G, T]``."""
     r, present = _turns(turn_rewards, turn_ids)
+    _, d = _shift(r, present)  # r − μ = d − mean d: the group's offset cancels exactly
     reached = present.sum(1, keepdim=True).clamp(min=1)  # [B, 1, K]
-    mu = r.sum(1, keepdim=True) / reached
-    centred = torch.where(present, r - mu, torch.zeros_like(r))
+    mu = d.sum(1, keepdim=True) / reached
+    centred = torch.where(present, d - mu, torch.zeros_like(d))
     return _to_tokens(_returns(centred), turn_ids, turn_rewards.dtype)
 
 

@@ -47,6 +47,7 @@ _PATH_FREE_TESTS = {
     "test_dense_seed_forms_equal_the_reference",
     "test_group_golden_vectors",
     "test_gdpo_golden_vectors",
+    "test_episode_golden_vectors",
     "test_group_baseline_relations",
     "test_grpo_without_eps_meets_samuelson_bound",
     "test_opo_baseline_is_length_weighted_centred",

@@ -18,15 +18,18 @@ from advest.oracle.episodes import batch
 from advest.reference import episode as ref
 
 REWARDS = st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.0, 1e6, 1e6 + 1e-7, 3.0])
+OFFSET = st.sampled_from([1e6, 1e6 + 1e-7, 1e6 + 2e-7, 1e6 + 3e-7])
+"""Offsets with a tiny spread: the advantages are 1e-7 on rewards of 1e6."""
 
 
 @st.composite
 def groups(draw: st.DrawFn) -> list[tuple[list[float], list[int]]]:
+    values = draw(st.sampled_from([REWARDS, OFFSET]))
     G = draw(st.integers(2, 9))
     group = []
     for _ in range(G):
         turns = draw(st.integers(1, 4))
-        rewards = [draw(REWARDS) for _ in range(turns)]
+        rewards = [draw(values) for _ in range(turns)]
         ids: list[int] = [-1] * draw(st.integers(0, 2))  # a leading observation is allowed
         for k in range(turns):
             ids += [k] * draw(st.integers(1, 3)) + [-1] * draw(st.integers(0, 3))
@@ -34,10 +37,13 @@ def groups(draw: st.DrawFn) -> list[tuple[list[float], list[int]]]:
     return group
 
 
-def _scale(want: list[list[Fraction]]) -> float:
-    """The size of what the output is made of: the exact advantages' largest |A| (an all-zeros
-    output fails unless the exact one is zero too)."""
-    return max(abs(float(x)) for e in want for x in e)
+def _scale(want: list[list[Fraction]], group: list[tuple[list[float], list[int]]]) -> float:
+    """The size of what the output is made of: the larger of the exact advantages' max |A| and
+    the group's reward spread × K (the advantages are sums of up to K rewards); never the
+    rewards' size, so offsets with a tiny spread are held to the spread."""
+    flat = [x for r, _ in group for x in r]
+    K = max(len(r) for r, _ in group)
+    return max(max(abs(float(x)) for e in want for x in e), (max(flat) - min(flat)) * K)
 
 
 def _mismatches(
@@ -48,7 +54,7 @@ def _mismatches(
 ) -> list[tuple[int, int]]:
     """Tokens (episode, position) where ``got [G, T]`` is further than rel × scale from the
     exact turn advantages (0 on observation tokens and padding)."""
-    allowed = rel * _scale(want)
+    allowed = rel * _scale(want, group)
     bad = []
     for i, (_, t) in enumerate(group):
         for pos in range(got.shape[-1]):
@@ -63,11 +69,12 @@ def _mismatches(
 @given(group=groups())
 def test_fast_equals_the_reference(name: str, group: list[tuple[list[float], list[int]]]) -> None:
     rewards, ids = batch([group])
-    want = getattr(ref, name)([r for r, _ in group])
     for dtype, rel in ((torch.float64, 1e-9), (torch.float32, 1e-4)):
+        given = [([float(torch.tensor(x, dtype=dtype)) for x in r], t) for r, t in group]
+        want = getattr(ref, name)([r for r, _ in given])  # on what the estimator was given
         got = registry.get(name)(rewards.to(dtype), ids)[0]
         assert got.dtype == dtype
-        assert _mismatches(got, want, group, rel) == [], (name, dtype)
+        assert _mismatches(got, want, given, rel) == [], (name, dtype)
 
 
 def test_an_all_zeros_output_fails_the_comparison() -> None:

@@ -226,3 +226,31 @@ def test_otb_golden_vectors(case: dict[str, Any]) -> None:
     assert fast_out.tolist() == [
         pytest.approx([float(v) for v in g], abs=1e-12 * scale) for g in want
     ]
+
+
+EPISODE = json.loads((GOLDEN / "episode.json").read_text())
+
+
+@pytest.mark.parametrize("case", EPISODE["cases"], ids=lambda c: c["name"])
+@pytest.mark.parametrize("name", ["turn_rloo", "turn_index_mean"])
+def test_episode_golden_vectors(case: dict[str, Any], name: str) -> None:
+    """The reference exactly; fast float64 within 1e-12 of what the advantages are made of: the
+    larger of max |A| and the group's reward spread × K (sums of up to K rewards), never of the
+    rewards' size (the tiny-spread case's advantages are 1e-7 on rewards of 1e6)."""
+    import advest.fast.episode
+    import advest.reference.episode as repisode
+
+    rewards = [[float(x) for x in e] for e in case["turn_rewards"]]
+    want = [[Fraction(x) for x in e] for e in case[name]]
+    assert getattr(repisode, name)(rewards) == want
+    K = max(len(e) for e in rewards)
+    padded = torch.tensor([[e + [0.0] * (K - len(e)) for e in rewards]], dtype=torch.float64)
+    T = max(len(t) for t in case["turn_ids"])
+    ids = torch.tensor([[t + [-1] * (T - len(t)) for t in case["turn_ids"]]])
+    got = getattr(advest.fast.episode, name)(padded, ids)[0]
+    flat = [x for e in rewards for x in e]
+    spread = (max(flat) - min(flat)) * K
+    scale = max(max(abs(float(x)) for e in want for x in e), spread)
+    for i, t in enumerate(ids[0].tolist()):
+        exact = [0.0 if k < 0 else float(want[i][k]) for k in t]
+        assert got[i].tolist() == pytest.approx(exact, abs=1e-12 * scale), (i, name)
