@@ -28,7 +28,7 @@ from advest.experiments.choosing_facts import (
 )
 from advest.experiments.tables import mse_rows
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
 BEGIN, END = "<!-- choosing:real:begin -->", "<!-- choosing:real:end -->"
 

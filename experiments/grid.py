@@ -40,7 +40,7 @@ from typing import Any
 from advest.experiments.grid_report import DESIGN_ARMS
 from advest.training.settings import RLConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 ARMS: dict[str, dict[str, Any]] = {
     "grpo": {"estimator": "grpo"},

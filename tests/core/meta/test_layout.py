@@ -120,3 +120,13 @@ def test_spec_imports_only_the_standard_library_and_torch_in_tolerances() -> Non
             if extra:
                 outside.setdefault(path.name, set()).update(extra)
     assert outside == {"tolerances.py": {"torch"}}
+
+
+def test_the_modules_that_write_into_the_repository_find_its_root() -> None:
+    """experiments/ moved up a floor (from training/experiments/): the pages and results they
+    write are found from their own file, so a stale depth would point outside the checkout."""
+    from advest.experiments import choosing, grid
+
+    for module in (choosing, grid):
+        assert module.ROOT.resolve() == ROOT, module.__name__
+        assert (module.ROOT / "docs" / "results").is_dir()
