@@ -26,7 +26,8 @@ def _shipped() -> list[Path]:
     files += sorted((ROOT / "spec").glob("*.md"))
     # text only: the docs also hold generated plots (docs/real_passk.png)
     files += sorted(f for f in (ROOT / "docs").rglob("*.*") if f.suffix != ".png")
-    for package in ("advest", "fast", "reference", "spec", "proofs", "training"):
+    links = sorted(p.name for p in (ROOT / "advest").iterdir() if p.is_symlink())
+    for package in ["advest", *links]:
         files += sorted((ROOT / package).rglob("*.py"))
     return files
 
