@@ -40,6 +40,21 @@ def turn_ids_from_mask(mask: Tensor) -> Tensor:
     return torch.where(on, ids, torch.full_like(ids, -1))
 
 
+def turns_from_tokens(token_rewards: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """A trainer's per-token rewards and response mask, ``[..., T]`` each, -> ``turn_rewards
+    [..., K]`` and ``turn_ids [..., T]``: the turns are the mask's runs of 1s
+    (``turn_ids_from_mask``), and a reward on an observation token counts for the turn before
+    it (on a token before the first turn, for the first), so every reward is kept."""
+    lead = mask.shape[:-1]
+    flat_mask = mask.reshape(1, -1, mask.shape[-1])
+    ids = turn_ids_from_mask(flat_mask)[0]  # [R, T]
+    owner = ids.clamp(min=0).cummax(-1).values  # the last turn begun at or before each token
+    K = max(int(ids.max()) + 1 if ids.numel() else 1, 1)
+    rewards = token_rewards.reshape(-1, token_rewards.shape[-1]).to(torch.float64)
+    turn_rewards = rewards.new_zeros(rewards.shape[0], K).scatter_add_(1, owner, rewards)
+    return turn_rewards.reshape(*lead, K).to(token_rewards.dtype), ids.reshape(mask.shape)
+
+
 def _turns(turn_rewards: Tensor, turn_ids: Tensor) -> tuple[Tensor, Tensor]:
     """Checked inputs -> (rewards [B, G, K] float64 with turns past each episode's end zeroed,
     present [B, G, K] bool)."""

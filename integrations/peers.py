@@ -9,10 +9,15 @@ across steps. A new estimator needs no edit here: its entry decides.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from advest.fast import registry
+from torch import Tensor
+
+from advest.fast import calling, registry
+from advest.fast.episode import turns_from_tokens
+from advest.fast.flat import by_group
 
 WHAT = {
     "token_ids": "token ids",
@@ -26,6 +31,8 @@ WHAT = {
     "reward_parts": "each reward's own score",
     "reward_weights": "the reward weights",
     "sum_pi_squared": "Σπ² of the rollout policy",
+    "turn_rewards": "each turn's reward",
+    "turn_ids": "the turn of each token",
 }
 """How each input a peer may lack is named in a refusal."""
 
@@ -106,14 +113,44 @@ def setting(config: Any, key: str, default: Any = None) -> Any:
     return getattr(config, key, default)
 
 
+def per_token(
+    plan: calling.Plan,
+    token_level_rewards: Tensor,
+    response_mask: Tensor,
+    index: Sequence[Any] | Any,
+    peer: str,
+) -> Tensor:
+    """The advantages ``[bs, T]`` of verl's and SkyRL's convention (rewards on tokens, a response
+    mask, a uid per row), zero on padding: a sequence estimator on each row's summed reward (the
+    outcome sits on one token) and its response length, broadcast to its tokens; an episode
+    estimator on the turns of a multi-turn row (the mask's runs of 1s, each turn's reward the
+    sum of the rewards on its tokens and the observation tokens after it). A row with no
+    response token is no sample; groups of any size and ids (``fast.flat.by_group``)."""
+    lengths = response_mask.sum(dim=-1)  # [bs]
+    valid = lengths.cpu() > 0
+    scores = token_level_rewards.sum(dim=-1)  # [bs]
+    fields: dict[str, Any] = {"lengths": lengths}
+    if plan.entry.kind == "episode":
+        turn_rewards, turn_ids = turns_from_tokens(token_level_rewards, response_mask)
+        fields = {"turn_rewards": turn_rewards, "turn_ids": turn_ids}
+    out = by_group(plan, scores, index, valid=valid, peer=f"{peer} batch", label="uid", **fields)
+    if out.dim() == 1:
+        out = out.unsqueeze(-1)  # one advantage per response, on each of its tokens
+    return out * response_mask
+
+
+EPISODES = frozenset({"turn_rewards", "turn_ids"})
+"""Derived by ``per_token`` from the per-token rewards and the response mask verl and SkyRL
+pass: a multi-turn row's turns."""
+
 VERL = Peer(
     "verl",
-    frozenset({"rewards", "lengths", "k"}),
+    frozenset({"rewards", "lengths", "k"}) | EPISODES,
     "verl's uids are fresh uuid4s every step, so no prompt id is stable",
 )
 SKYRL = Peer(
     "SkyRL",
-    frozenset({"rewards", "lengths", "k"}),
+    frozenset({"rewards", "lengths", "k"}) | EPISODES,
     "SkyRL unpickles its own copy of an estimator in every process, so the history would split",
 )
 TRL = Peer("TRL", frozenset({"rewards", "lengths", "k", "prompt_ids"}))

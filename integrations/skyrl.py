@@ -32,7 +32,6 @@ import numpy as np
 from torch import Tensor
 
 from advest.fast import calling, registry
-from advest.fast.flat import by_group
 
 from . import peers
 
@@ -64,14 +63,8 @@ class Estimator:
     ) -> tuple[Tensor, Tensor]:
         """(advantages, returns), both ``[bs, T]``: one advantage per response, on its valid
         tokens (zero on padding), the same tensor twice as in SkyRL's outcome estimators."""
-        scores = token_level_rewards.sum(dim=-1)  # [bs]: the outcome reward sits on one token
-        lengths = response_mask.sum(dim=-1)  # [bs]
         estimator = calling.plan(self._with_std(grpo_norm_by_std), k=self._k(config))
-        valid = lengths.cpu() > 0  # a row with no response token is no sample
-        per_sample = by_group(
-            estimator, scores, index, valid=valid, lengths=lengths, peer="SkyRL batch", label="uid"
-        )
-        out = per_sample.unsqueeze(-1) * response_mask  # [bs, T]
+        out = peers.per_token(estimator, token_level_rewards, response_mask, index, "SkyRL")
         return out, out
 
     def _k(self, config: Any) -> int | None:

@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from advest.fast import calling, registry
-from advest.fast.flat import by_group, groups, located
+from advest.fast.flat import groups, located
 
 from . import peers
 
@@ -72,16 +72,9 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
         config: Any = None,
         **kwargs: Any,
     ) -> tuple[Tensor, Tensor]:
-        scores = token_level_rewards.sum(dim=-1)  # [bs]: the outcome reward sits on one token
         K = _k(config, k if k is not None else _DEFAULT_K.get("k"), name)
         estimator = calling.plan(with_std_setting(name, config), k=K)
-        lengths = response_mask.sum(dim=-1)  # [bs]
-        # groups of any size, any uids; a row with no response token (verl's padding) is no sample
-        valid = lengths.cpu() > 0
-        per_sample = by_group(
-            estimator, scores, index, valid=valid, lengths=lengths, peer="verl batch", label="uid"
-        )
-        out = per_sample.unsqueeze(-1) * response_mask  # [bs, T], zero on padding as in verl
+        out = peers.per_token(estimator, token_level_rewards, response_mask, index, "verl")
         return out, out
 
     advantage.__name__ = f"advest_{name}"

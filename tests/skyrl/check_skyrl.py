@@ -23,7 +23,8 @@ from advest.integrations import skyrl as integration
 from tests.peer_batch import shuffled
 
 SKIPPED = {"ktae", "covariance_weights", "hista", "numca", "kae", "gdpo", "optimal_token_baseline"}
-NAMES = sorted(set(registry.names()) - SKIPPED)
+NAMES = sorted(n for n in set(registry.names()) - SKIPPED if registry.entry(n).kind != "episode")
+"""The sequence-level estimators SkyRL runs (the episode ones: the multi-turn test below)."""
 
 
 def _batch(
@@ -73,6 +74,27 @@ def test_advest_estimator_through_skyrls_compute_advantages_and_returns(name: st
         args["lengths"] = mask.sum(-1)[np.argsort(perm)].reshape(B, G)
     direct = entry.fn(**args).reshape(-1)[perm]  # [bs], in the batch's shuffled order
     torch.testing.assert_close(out, direct[:, None] * mask, rtol=0, atol=0)
+
+
+def test_a_multi_turn_batch_reaches_the_episode_estimators() -> None:
+    """SkyRL's multi-turn rows: response_mask 0 on environment tokens, ragged uids; SkyRL's own
+    compute_advantages_and_returns gives advest_turn_rloo the turns (the mask's runs of 1s)."""
+    from advest.fast import episode
+
+    integration.register(k=2)
+    mask = torch.tensor([[1, 1, 0, 0, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0],
+                         [1, 0, 1, 0, 1, 0], [1, 1, 1, 1, 0, 0]])  # fmt: skip
+    tlr = torch.zeros(mask.shape)
+    for row, t, r in ((0, 1, 0.5), (0, 5, 1.0), (1, 2, 1.0), (3, 2, 0.25), (3, 4, 1.0)):
+        tlr[row, t] = r
+    uids = ["b", "a", "b", "a", "b"]
+    out = _skyrl("advest_turn_rloo", tlr, mask, uids)
+    turn_rewards, turn_ids = episode.turns_from_tokens(tlr, mask)
+    for uid in ("a", "b"):
+        rows = [i for i, u in enumerate(uids) if u == uid]
+        direct = episode.turn_rloo(turn_rewards[rows][None], turn_ids[rows][None])[0]
+        torch.testing.assert_close(out[rows], direct, rtol=0, atol=0)
+    assert bool((out[mask == 0] == 0).all())
 
 
 def test_every_name_skyrl_lists_includes_advests_and_its_own() -> None:

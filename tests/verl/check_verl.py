@@ -35,7 +35,7 @@ def _batch(
 NAMES = sorted(
     n
     for n in registry.names()
-    if n not in integration.SKIPPED and registry.entry(n).kind != "token"
+    if n not in integration.SKIPPED and registry.entry(n).kind not in ("token", "episode")
 )
 
 
@@ -123,6 +123,31 @@ def test_groups_of_unequal_size_each_get_their_own_advantages() -> None:
         rows = np.flatnonzero(uids == uid)
         direct = registry.get("rloo")(scores[rows][None, :])[0]
         torch.testing.assert_close(out[rows], direct, rtol=0, atol=0)
+
+
+def test_a_multi_turn_batch_reaches_the_episode_estimators_through_compute_advantage() -> None:
+    """verl's agent loop: response_mask 0 on tool output, a reward on each turn's last token,
+    ragged uids in any order. verl's own compute_advantage gives advest_turn_rloo the turns
+    (the mask's runs of 1s), and the advantages are turn_rloo's on each group's episodes."""
+    from advest.fast import episode
+
+    integration.register(k=2)
+    mask = torch.tensor([[1, 1, 0, 0, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0],
+                         [1, 0, 1, 0, 1, 0], [1, 1, 1, 1, 0, 0]])  # fmt: skip
+    tlr = torch.zeros(mask.shape)
+    for row, t, r in ((0, 1, 0.5), (0, 5, 1.0), (1, 2, 1.0), (3, 2, 0.25), (3, 4, 1.0)):
+        tlr[row, t] = r
+    uids = np.array(["b", "a", "b", "a", "b"], dtype=object)
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": tlr, "response_mask": mask}, non_tensors={"uid": uids}
+    )
+    out = compute_advantage(data, "advest_turn_rloo", config=AlgoConfig()).batch["advantages"]
+    turn_rewards, turn_ids = episode.turns_from_tokens(tlr, mask)
+    for uid in ("a", "b"):
+        rows = np.flatnonzero(uids == uid)
+        direct = episode.turn_rloo(turn_rewards[rows][None], turn_ids[rows][None])[0]
+        torch.testing.assert_close(out[rows], direct, rtol=0, atol=0)
+    assert bool((out[mask == 0] == 0).all())
 
 
 def test_an_estimators_error_names_verls_uid_and_batch_rows() -> None:
