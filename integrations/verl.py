@@ -8,7 +8,8 @@ verl's advantage-estimator convention (``verl/trainer/ppo/core_algos.py``)::
 
 with the outcome reward at the last valid token, and the samples of one prompt sharing a uid in
 ``index``, in any order. ``register()`` adds every sequence-level advest estimator to verl's
-registry as ``advest_<name>``.
+registry as ``advest_<name>``, and the multi-turn (episode) ones, whose turns come from the
+response mask's runs of 1s (tool output is 0 there).
 
 Not registered, and why: verl's ``compute_advantage`` passes an estimator only
 ``token_level_rewards``, ``response_mask``, ``index``, ``config`` (and ``reward_baselines``);
@@ -58,7 +59,9 @@ def with_std_setting(name: str, config: Any) -> str:
 
 
 def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tensor]]:
-    """advest's ``name`` with verl's calling convention (sequence-level estimators only)."""
+    """advest's ``name`` with verl's calling convention: a sequence-level estimator on each
+    response's summed reward, or an episode estimator on a multi-turn row's turns (the response
+    mask's runs of 1s; ``peers.per_token``)."""
     reason = peers.VERL.why_not(name)
     if reason:
         raise ValueError(f"advest_{name} cannot run inside verl: {reason}")
@@ -88,7 +91,7 @@ _DEFAULT_K: dict[str, int] = {}
 
 
 def register(k: int | None = None) -> dict[str, str]:
-    """Add every sequence-level advest estimator to verl's registry as ``advest_<name>``.
+    """Add every advest estimator verl can feed to its registry as ``advest_<name>``.
 
     Idempotent: the same function is registered for each name whatever ``k``, and ``k`` (when
     given) sets the default K of the max@K estimators, which ``algorithm.advest_k`` in the
