@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 from decimal import Decimal, localcontext
@@ -92,3 +93,17 @@ def std(values: Sequence[Fraction], ddof: int) -> Fraction:
     """sqrt(Σ(x − x̄)² / (n − ddof)), the two-pass definition."""
     centre = mean(values)
     return sqrt(sum(((x - centre) ** 2 for x in values), Fraction(0)) / (len(values) - ddof))
+
+
+def public(namespace: dict[str, object]) -> list[str]:
+    """A reference module's ``__all__``, from what it defines: every function and class of its
+    own whose name does not start with "_" (its estimators and the exact building blocks it
+    shares). Written ``__all__ = public(globals())`` as the module's last line."""
+    module = namespace["__name__"]
+    return sorted(
+        name
+        for name, value in namespace.items()
+        if not name.startswith("_")
+        and (inspect.isfunction(value) or inspect.isclass(value))
+        and getattr(value, "__module__", None) == module
+    )

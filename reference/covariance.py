@@ -24,9 +24,7 @@ from typing import NamedTuple
 
 from advest.spec.hyperparams import clip_range, decimal
 
-from ._exact import Number, exp, to_fractions
-
-__all__ = ["covariance_weights"]
+from ._exact import Number, exp, public, to_fractions
 
 
 def _tokens(
@@ -86,7 +84,7 @@ def covariance_weights(
 
 # --- Peers: Clip-Cov and KL-Cov (Cui et al., arXiv:2505.22617, PRIME-RL/Entropy-Mechanism-of-RL
 # `compute_policy_loss_clip_cov` / `compute_policy_loss_kl_cov`). These are policy losses, not
-# advantage estimators: they are kept out of ``__all__`` and out of the registry.
+# advantage estimators: they are kept out of the registry (and public, in ``__all__``).
 #
 # One population = every valid token passed to one call (the trainer's micro-batch), given as a
 # list of responses, each the list of its valid tokens; flat order = response-major, token-minor.
@@ -230,3 +228,6 @@ def kl_cov(
             row.append(-a * _ratio(x, y) + penalty)
         loss.append(row)
     return CovLoss(loss, selected)
+
+
+__all__ = public(globals())  # every public function and class above

@@ -13,9 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from ._exact import Number, mean, to_fractions
-
-__all__ = ["returns_to_go", "turn_index_mean", "turn_rloo"]
+from ._exact import Number, mean, public, to_fractions
 
 
 def _episodes(turn_rewards: Sequence[Sequence[Number]]) -> list[list[Fraction]]:
@@ -73,3 +71,6 @@ def turn_index_mean(turn_rewards: Sequence[Sequence[Number]]) -> list[list[Fract
         [sum((e[m] - mu[m] for m in range(k, len(e))), Fraction(0)) for k in range(len(e))]
         for e in r
     ]
+
+
+__all__ = public(globals())  # every public function and class above

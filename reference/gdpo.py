@@ -20,10 +20,8 @@ from fractions import Fraction
 from advest.spec.conventions import Convention
 
 from . import group
-from ._exact import Number, mean, sqrt, std, to_fractions, to_lengths
+from ._exact import Number, mean, public, sqrt, std, to_fractions, to_lengths
 from .group import VERL_WHITEN_EPS, _check_eps
-
-__all__ = ["gdpo", "normalised_sum"]
 
 Parts = Sequence[Sequence[Sequence[Number]]]
 """``[B][G][R]``: R reward scores per sample, G samples per group, B groups."""
@@ -127,3 +125,6 @@ def _whiten_tokens(
     v = sum((l_i * (s_i - m) ** 2 for l_i, s_i in pairs), Fraction(0)) / (L - 1)
     scale = sqrt(v + VERL_WHITEN_EPS)
     return [[(s_i - m) / scale for s_i in g] for g in s]
+
+
+__all__ = public(globals())  # every public function and class above

@@ -20,19 +20,7 @@ from fractions import Fraction
 
 from advest.spec.conventions import Convention, check_convention, check_verl_whiten
 
-from ._exact import Number, mean, sqrt, std, to_fractions, to_lengths
-
-__all__ = [
-    "dr_grpo",
-    "ebpo",
-    "ebpo_shrinkage",
-    "grpo",
-    "grpo_batch_std",
-    "james_stein",
-    "opo",
-    "reinforce_pp",
-    "rloo",
-]
+from ._exact import Number, mean, public, sqrt, std, to_fractions, to_lengths
 
 EPS = Fraction(1, 10**6)
 
@@ -303,3 +291,6 @@ def ebpo(rewards: Sequence[Sequence[Number]], *, eps: float = 1e-6) -> list[list
     centre = mean(flat)
     scale = std(flat, 1) + eps_q
     return [[(a - centre) / scale for a in group] for group in raw]
+
+
+__all__ = public(globals())  # every public function and class above

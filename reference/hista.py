@@ -26,9 +26,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-from ._exact import Number, exp, mean, sqrt, to_fractions
-
-__all__ = ["block_distances", "hista", "min_distance", "pool", "state_values"]
+from ._exact import Number, exp, mean, public, sqrt, to_fractions
 
 Vector = list[Fraction]
 Rollout = Sequence[Sequence[Number]]  # one rollout's valid response tokens, each a d-vector
@@ -163,3 +161,6 @@ def hista(
     r = to_fractions(rewards)
     values = state_values(hidden, rewards, w=w, tau_scale=tau_scale)
     return [[r_i - v for v in row] for r_i, row in zip(r, values, strict=True)]
+
+
+__all__ = public(globals())  # every public function and class above

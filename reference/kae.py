@@ -25,9 +25,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
-from ._exact import Number, exp, std, to_fractions
-
-__all__ = ["KAE", "kae", "kae_group", "kernel_weight", "window"]
+from ._exact import Number, exp, public, std, to_fractions
 
 Kernel = Callable[[Fraction], Fraction]
 History = Sequence[tuple[int, Number]]
@@ -182,3 +180,6 @@ class KAE:
 
 kae = KAE
 """The registered name (``fast.registry.get("kae")``) of the class ``KAE``."""
+
+
+__all__ = public(globals())  # every public function and class above

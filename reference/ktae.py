@@ -16,10 +16,8 @@ import math
 from collections.abc import Collection, Sequence
 from fractions import Fraction
 
-from ._exact import Number, comb, to_fractions
+from ._exact import Number, comb, public, to_fractions
 from .group import grpo
-
-__all__ = ["fisher_p", "key_token_values", "ktae"]
 
 TIE = Fraction(1, 10**7)  # relative tie tolerance (R's fisher.test convention)
 K1, BM25_B, TF_EPS = 2.0, 0.5, 1e-5
@@ -108,3 +106,6 @@ def ktae(
     )
     base = [float(x) for x in grpo(rewards)]
     return [[g + kappa[v] for v in rollout] for g, rollout in zip(base, token_ids, strict=True)]
+
+
+__all__ = public(globals())  # every public function and class above

@@ -20,27 +20,7 @@ from itertools import combinations
 
 from advest.spec.conventions import check_passk_convention
 
-from ._exact import Number, check_k, comb, mean, sqrt, std, to_fractions
-
-__all__ = [
-    "bagirov_centered",
-    "bagirov_transform",
-    "bagirov_zscore",
-    "canonical",
-    "chen_passk",
-    "comparator_max",
-    "ei",
-    "ei_l1o",
-    "l2o_baseline",
-    "m_hat",
-    "m_minus",
-    "m_plus",
-    "maxpo",
-    "pkpo_s",
-    "pkpo_sloo",
-    "pkpo_sloo_minus_one",
-    "tang_passk",
-]
+from ._exact import Number, check_k, comb, mean, public, sqrt, std, to_fractions
 
 
 def _max(values: Iterable[Fraction]) -> Fraction:
@@ -290,3 +270,6 @@ def bagirov_zscore(rewards: Sequence[Number], k: int, *, ddof: int = 1) -> list[
         return centred
     scale = std(centred, ddof)
     return [c / scale for c in centred]
+
+
+__all__ = public(globals())  # every public function and class above

@@ -19,9 +19,7 @@ from fractions import Fraction
 
 from advest.spec.conventions import SKYRL_MAXRL_EPS, MaxrlConvention, check_maxrl_convention
 
-from ._exact import Number, to_fractions
-
-__all__ = ["maxrl", "maxrl_unbiased"]
+from ._exact import Number, public, to_fractions
 
 
 def _nonnegative(r: Sequence[Fraction], name: str) -> None:
@@ -76,3 +74,6 @@ def maxrl_unbiased(rewards: Sequence[Number], *, baseline: bool = True) -> list[
         others_positive = any(r[j] > 0 for j in range(N) if j != i)
         out.append(N * x / S - (1 if baseline and others_positive else 0))
     return out
+
+
+__all__ = public(globals())  # every public function and class above

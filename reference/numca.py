@@ -22,19 +22,7 @@ from fractions import Fraction
 
 from advest.spec.numca_grammar import NUMBER, canonical
 
-from ._exact import Number, to_fractions
-
-__all__ = [
-    "NUMBER",
-    "Milestone",
-    "baselines",
-    "canonical",
-    "char_token",
-    "join_tokens",
-    "milestones",
-    "numbers",
-    "numca",
-]
+from ._exact import Number, public, to_fractions
 
 
 def numbers(text: str) -> list[tuple[int, int, Fraction]]:
@@ -151,3 +139,7 @@ def join_tokens(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
         offsets.append((pos, pos + len(piece)))
         pos += len(piece)
     return "".join(tokens), offsets
+
+
+# every public function and class above, and the grammar both implementations share
+__all__ = [*public(globals()), "NUMBER", "canonical"]

@@ -22,9 +22,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-from ._exact import Number, exp, to_fractions
-
-__all__ = ["from_weights", "optimal_token_baseline", "path_weights"]
+from ._exact import Number, exp, public, to_fractions
 
 SLACK = Fraction(1, 10**4)
 """Rounding slack of the input checks: log π ≤ SLACK and −SLACK ≤ Σπ² ≤ 1 + SLACK."""
@@ -144,3 +142,6 @@ def from_weights(
     return [
         [(r[i] - baselines[i][t]) if m[i][t] else Fraction(0) for t in range(T)] for i in range(G)
     ]
+
+
+__all__ = public(globals())  # every public function and class above

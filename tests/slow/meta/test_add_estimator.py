@@ -33,9 +33,6 @@ REFERENCE = '''
 def throwaway(rewards: Sequence[Number]) -> list[Fraction]:
     """A_i = r_i − mean r (tests/slow/meta/test_add_estimator.py adds this)."""
     return _centred(to_fractions(rewards))
-
-
-__all__ = [*__all__, "throwaway"]
 '''
 SPEC = """
 
@@ -45,15 +42,16 @@ A_i = r_i − mean r, added by tests/slow/meta/test_add_estimator.py; unbiased f
 """
 
 
-CLOSING = "\n\n__all__ = defined_in(__name__)"
-"""A fast family module's last line: new estimators go above it, as a contributor writes them."""
+CLOSINGS = ("\n\n__all__ = defined_in(__name__)", "\n\n__all__ = public(globals())")
+"""A family module's last line (fast, reference): new estimators go above it, as a contributor
+writes them."""
 
 
 def _add(path: Path, text: str) -> None:
-    """Add ``text`` to the module at ``path``: above a fast family module's closing line,
-    else at the end."""
+    """Add ``text`` to the module at ``path``: above a family module's closing line, else at
+    the end."""
     source = path.read_text()
-    at = source.rfind(CLOSING)
+    at = max(source.rfind(closing) for closing in CLOSINGS)
     path.write_text(source[:at] + text.rstrip("\n") + source[at:] if at >= 0 else source + text)
 
 
@@ -229,17 +227,8 @@ print(json.dumps({
         "history catalogue": ["throwaway_history"],
         "catalogue": ["throwaway_multi"],
         "episode oracle": ["throwaway_episode"],
-        "verl skips": [
-            "throwaway_token",
-            "throwaway_multi",
-            "throwaway_history",
-            "throwaway_episode",
-        ],
-        "skyrl skips": [
-            "throwaway_token",
-            "throwaway_multi",
-            "throwaway_history",
-            "throwaway_episode",
-        ],
+        # an episode estimator's turns come from the response mask there (peers.per_token)
+        "verl skips": ["throwaway_token", "throwaway_multi", "throwaway_history"],
+        "skyrl skips": ["throwaway_token", "throwaway_multi", "throwaway_history"],
         "trl runs": ["throwaway_history"],
     }
