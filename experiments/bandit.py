@@ -53,45 +53,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from advest.fast import registry
-
+from .bandit_arms import ARMS, binary_only, harmonic, normalised, scaled
 from .bandit_exact import exact_gradient as exact_gradient  # public here, as the tests read it
 from .bandit_exact import objective as objective
 from .bandit_report import batch_grid, fit_to, loglog_slope, mean_se, plot, summary
-
-ARMS = (
-    "ei", "maxpo", "canonical", "pkpo_sloo", "ei_l1o",
-    "chen_passk", "bagirov_zscore", "grpo", "gdpo",
-    "maxrl", "maxrl_unbiased",
-)  # fmt: skip
-"""The design's default arms (``--estimators``); what is done with each comes from its registry
-entry (below), not from lists here."""
-
-
-def harmonic(name: str) -> bool:
-    """Compared with the MaxRL objective's gradient N Σ_{k=1}^{N} (1/k) ∇pass@k, not ∇max@K:
-    the estimators of the maxrl family."""
-    return registry.entry(name).family == "maxrl"
-
-
-def binary_only(name: str) -> bool:
-    """Runs on pass/fail rewards: its claims say 0/1 rewards only, or its objective (MaxRL's
-    pass@k) is defined on pass/fail."""
-    return registry.entry(name).claims.binary_only or harmonic(name)
-
-
-def scaled(name: str) -> bool:
-    """Has a scale the variance sweeps compare at: ``Claims.pg_scale`` (unbiased) or
-    ``comparison_scale`` (biased, compared at the scale it would have)."""
-    claims = registry.entry(name).claims
-    return claims.pg_scale is not None or claims.comparison_scale is not None
-
-
-def normalised(name: str) -> bool:
-    """Not linear in the rewards (``Claims.scale_power`` other than 1: a std or a z-score divides),
-    drawn dashed: its gradient's size is not comparable."""
-    return registry.entry(name).claims.scale_power != 1 and not harmonic(name)
-
 
 F64 = torch.float64
 

@@ -70,8 +70,8 @@ def _store_true(parser: Any, name: str, default: bool, help: str) -> None:
 
 
 def _add_run_options(parser: Any, switch: Callable[[Any, str, bool, str], None]) -> None:
-    """How the estimator is called and what the check writes: dtype, convention, signature,
-    --json, --compare and --timeout."""
+    """How the estimator is called (dtype, convention, signature, verl's dispatch and
+    algorithm), then what the check writes (``_add_output_options``)."""
     parser.add_argument(
         "--dtype",
         choices=list(DTYPES),
@@ -112,6 +112,11 @@ def _add_run_options(parser: Any, switch: Callable[[Any, str, bool, str], None])
         help="verl and SkyRL conventions: overrides of verl's algorithm config (AlgoConfig), e.g. "
         "norm_adv_by_std_in_grpo=false; the 'std division off' row always checks that option",
     )
+    _add_output_options(parser)
+
+
+def _add_output_options(parser: Any) -> None:
+    """What the check writes and how long it may take: --json, --compare, --timeout."""
     parser.add_argument(
         "--json",
         default=None,

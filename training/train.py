@@ -108,6 +108,11 @@ def is_rank_zero() -> bool:
     return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"
 
 
+def _checkpointer(folder: Path, cfg: RLConfig) -> Checkpointer:
+    (folder / "checkpoints").mkdir(exist_ok=True)
+    return Checkpointer(folder / "checkpoints", cfg.checkpoint_every, cfg.lora_export)
+
+
 def train(
     cfg: RLConfig,
     trainer_args: dict[str, Any] | None = None,
@@ -146,8 +151,7 @@ def train(
         print(_sized_line(cfg, len(items)), flush=True)
     if do_eval:  # every rank takes part (FSDP gathers shards to generate)
         callbacks = [*callbacks, HeldOut(items, cfg, curves, counts, before)]
-    checkpointer = Checkpointer(folder / "checkpoints", cfg.checkpoint_every, cfg.lora_export)
-    (folder / "checkpoints").mkdir(exist_ok=True)
+    checkpointer = _checkpointer(folder, cfg)
     if (trainer_args or {}).get("enable_progress_bar", True):
         callbacks = [*callbacks, step_bar(module.shown)]
     trainer = L.Trainer(
