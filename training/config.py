@@ -167,6 +167,7 @@ def validate(cfg: RLConfig) -> None:
     cfg = sized(cfg)
     check_finite(cfg)
     _positive(cfg, ["steps", "prompts_per_step", "group_size", "max_new_tokens", "ppo_epochs"])
+    _positive(cfg, ["turns"])
     _positive(cfg, ["minibatches", "micro_batches", "k", "max_bad_steps"])
     if cfg.max_prompt_tokens is not None and cfg.max_prompt_tokens < 1:
         raise ConfigError(f"--max_prompt_tokens must be at least 1; got {cfg.max_prompt_tokens}")

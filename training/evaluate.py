@@ -90,6 +90,8 @@ def pass_counts(
     batch_sequences: int = 512,
     engine: Engine | None = None,
     progress: Callable[[int, int], None] | None = None,
+    turns: int = 1,
+    embedded: bool = False,
 ) -> list[int]:
     """How many of ``samples`` completions of each prompt pass: a sample passes when the first
     reward of ``scorer`` (the verifier) gives full credit, as in training's pass@k columns;
@@ -97,7 +99,9 @@ def pass_counts(
     (``sampling.sample_and_score``), by ``engine`` (``generation.ENGINES``; default
     ``generate``). Prompts are sampled in chunks of at most ``batch_sequences`` completions
     (at least one prompt): 32 prompts at the embedded model's 16 samples, 8 at 64, so memory and
-    ``progress(prompts done, prompts)`` (called after each chunk) follow the work."""
+    ``progress(prompts done, prompts)`` (called after each chunk) follow the work. ``turns``:
+    episodes of up to that many turns (a failing answer gets the task's feedback and another
+    turn; ``embedded``: the embedded task's feedback), counted after their last turn."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -114,16 +118,20 @@ def pass_counts(
             chat_template=chat_template,
             system_prompt=system_prompt,
         )
-        scored = sample_and_score(
-            model,
-            tokenizer,
-            ids.to(device),
-            attn.to(device),
-            [i.answer for i in chunk],
-            sampling,
-            scorer,
-            engine=engine or generate,
-        )
+        answers = [i.answer for i in chunk]
+        if turns > 1:
+            from .episodes import feedback_text, sample_episodes
+
+            scored = sample_episodes(
+                model, tokenizer, ids.to(device), attn.to(device), answers, sampling, scorer,
+                turns=turns, feedback=[feedback_text(i.prompt, embedded) for i in chunk],
+                engine=engine or generate,
+            )  # fmt: skip
+        else:
+            scored = sample_and_score(
+                model, tokenizer, ids.to(device), attn.to(device), answers, sampling, scorer,
+                engine=engine or generate,
+            )  # fmt: skip
         counts += [int(c) for c in passes(scored.parts).sum(-1).tolist()]
         if progress is not None:
             progress(len(counts), len(items))

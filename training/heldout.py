@@ -68,6 +68,17 @@ class HeldOut(L.Callback):
             said = f"{label}: " + (" " if after else "") + brief(self.curves[label])
             tail = f"  (estimator {self.cfg.estimator})" if after else ""
             say(f"held-out {said}{tail}")
+        if self.cfg.turns > 1 and label in ("before", "after"):
+            self.measure_episodes(trainer, module, label)
+
+    def measure_episodes(self, trainer: L.Trainer, module: Any, label: str) -> None:
+        """pass@k after the episodes' last turn (``--turns``), beside the first turn's."""
+        named = f"{label}, {self.cfg.turns} turns"
+        got = shared_counts(trainer, module, self.items, self.cfg, None, turns=self.cfg.turns)
+        self.curves[named] = curve_of(got, eval_sizes(self.cfg)[1])
+        self.counts[named] = got
+        if trainer.is_global_zero:
+            say(f"held-out {named}: {brief(self.curves[named])}")
 
 
 class Clock:
@@ -109,9 +120,11 @@ def shared_counts(
     items: list[Any],
     cfg: RLConfig,
     progress: Callable[[int, int], None] | None = None,
+    turns: int = 1,
 ) -> list[int]:
     """Passes per prompt of ``items`` (in their order), each rank sampling ``items[rank::world]``
-    padded by repeating its last prompt (the padding's counts are dropped)."""
+    padded by repeating its last prompt (the padding's counts are dropped); after episodes of
+    up to ``turns`` turns where that is more than one."""
     world, rank = trainer.world_size, trainer.global_rank
     share = -(-len(items) // world)
     mine = items[rank::world]
@@ -132,6 +145,8 @@ def shared_counts(
         progress=None
         if progress is None
         else lambda d, t: progress(min(d * world, len(items)), len(items)),
+        turns=turns,
+        embedded=cfg.data is None,
     )[: len(mine)]
     if world == 1:
         return got

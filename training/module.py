@@ -22,6 +22,7 @@ from advest.fast.detokenize import texts_and_offsets
 from . import generation, logs, metrics, scale, state, updates
 from .config import RLConfig, estimator_plan, eval_sizes, scorer
 from .data import FromStep, Item, PromptSource, Steps
+from .episodes import feedback_text, sample_episodes
 from .policy import load_policy, load_tokenizer, rollout_forward
 from .prompts import drop_long, encode
 from .rollout import Rollout
@@ -155,6 +156,13 @@ class RLModule(L.LightningModule):
             system_prompt=cfg.system_prompt,
         )  # fmt: skip
         self.policy.eval()
+        if cfg.turns > 1:  # multi-turn episodes: feedback and another turn after a wrong answer
+            feedback = [feedback_text(i.prompt, cfg.data is None) for i in items]
+            return sample_episodes(
+                self.policy, tok, ids.to(self.device), attn.to(self.device),
+                [i.answer for i in items], self.sampling, self.scorer, turns=cfg.turns,
+                feedback=feedback, engine=self.engine,
+            )  # fmt: skip
         return sample_and_score(
             self.policy,
             tok,
@@ -179,8 +187,8 @@ class RLModule(L.LightningModule):
         model's log-probs when KL is on, and texts with token offsets when the estimator reads
         them."""
         cfg, tok = self.cfg, self.tokenizer
-        B, G, T = len(items), cfg.group_size, cfg.max_new_tokens
         sequences, prompt_mask, mask = scored.sequences, scored.prompt_mask, scored.mask
+        B, G, T = len(items), cfg.group_size, mask.shape[-1]  # T: the response width
         self.policy.eval()
         t, n = cfg.temperature, cfg.minibatches * cfg.micro_batches
         if self.one_pass:  # filled in by the update's forward pass (``update``)
@@ -196,12 +204,14 @@ class RLModule(L.LightningModule):
                 sum_pi_squared=self.plan.needs("sum_pi_squared"),
                 temperature=t,
                 chunks=n,
+                attend=scored.attend,
             )
         ref_logp = None
         if self.ref is not None:
             ref_logp, _, _, _ = rollout_forward(
-                self.ref, sequences, prompt_mask, mask, hidden=False, temperature=t, chunks=n
-            )
+                self.ref, sequences, prompt_mask, mask, hidden=False, temperature=t, chunks=n,
+                attend=scored.attend,
+            )  # fmt: skip
         token_ids, tmask = scored.responses.reshape(B, G, T), mask.reshape(B, G, T)
         grouped = [scored.texts[b * G : (b + 1) * G] for b in range(B)]
         offsets = torch.zeros(0)
@@ -227,6 +237,9 @@ class RLModule(L.LightningModule):
             entropy=ent.reshape(B, G, T),
             ref_logprobs=None if ref_logp is None else ref_logp.reshape(B, G, T),
             truncated=scored.truncated.reshape(B, G),
+            attend=None if scored.attend is None else scored.attend.reshape(B, G, T),
+            episode_rewards=scored.turn_rewards,
+            episode_turn_ids=None if scored.turn_ids is None else scored.turn_ids.reshape(B, G, T),
         )
 
     def note_truncation(self, truncated: Tensor, T: int) -> None:

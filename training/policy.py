@@ -52,13 +52,17 @@ def forward_logprobs(
     temperature: float,
     *,
     hidden: bool = False,
+    attend: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor | None]:
     """``sequences [S, P + T]``, ``prompt_mask [S, P]`` (as ``generate`` saw it), response
     ``mask [S, T]`` → log-probs ``[S, T]`` of the response tokens at ``temperature``, the logits
     ``[S, T, V]`` they come from, and (on request) last-layer hidden states ``[S, T, D]``; the
     state at position P−1+t is the one that emitted token t."""
     P = prompt_mask.shape[1]
-    attn = torch.cat([prompt_mask.bool(), mask], -1).long()
+    # the response tokens the policy reads: ``attend`` where the environment answered between
+    # turns (those tokens are read, never trained), else the loss mask itself
+    seen = mask if attend is None else attend
+    attn = torch.cat([prompt_mask.bool(), seen.bool()], -1).long()
     out = model(
         input_ids=sequences,
         attention_mask=attn,
@@ -83,6 +87,7 @@ def rollout_forward(
     chunks: int,
     hidden: bool,
     sum_pi_squared: bool = False,
+    attend: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
     """``forward_logprobs`` in ``chunks`` pieces (the update's micro-batch count), keeping
     per-token entropy instead of the logits: the rollout's ``[S, T, V]`` float32 logits never
@@ -93,8 +98,15 @@ def rollout_forward(
 
     logps, ents, states, squares = [], [], [], []
     for rows in torch.arange(sequences.shape[0], device=sequences.device).chunk(chunks):
+        seen = None if attend is None else attend[rows]
         logp, logits, state = forward_logprobs(
-            model, sequences[rows], prompt_mask[rows], mask[rows], temperature, hidden=hidden
+            model,
+            sequences[rows],
+            prompt_mask[rows],
+            mask[rows],
+            temperature,
+            hidden=hidden,
+            attend=seen,
         )
         logps.append(logp)
         ents.append(entropy(logits))

@@ -43,10 +43,30 @@ class Rollout:
     hidden: Tensor | None = None  # [B, G, T, D], when an estimator reads hidden states
     ref_logprobs: Tensor | None = None  # [B, G, T] float32, reference model (when KL is on)
     sum_pi_squared: Tensor | None = None  # [B, G, T] float32 Σ_v π(v)², when an estimator reads it
+    # Multi-turn episodes (--turns 2 or more): the response holds the turns and, between them,
+    # the environment's answers, which the policy attends to but never wrote.
+    attend: Tensor | None = None  # [B, G, T] bool: every response token the policy reads
+    episode_rewards: Tensor | None = None  # [B, G, K] float: each turn's reward
+    episode_turn_ids: Tensor | None = None  # [B, G, T] int64: each token's turn, −1 elsewhere
 
     @property
     def lengths(self) -> Tensor:
         return self.mask.sum(-1)
+
+    @property
+    def turn_rewards(self) -> Tensor:
+        """``[B, G, K]``: each turn's reward (one turn: the reward)."""
+        if self.episode_rewards is not None:
+            return self.episode_rewards
+        return self.rewards.unsqueeze(-1)
+
+    @property
+    def turn_ids(self) -> Tensor:
+        """``[B, G, T]``: the turn each response token belongs to, −1 on the environment's
+        tokens and padding (one turn: 0 on every response token)."""
+        if self.episode_turn_ids is not None:
+            return self.episode_turn_ids
+        return torch.where(self.mask, 0, -1).long()
 
 
 def synthetic(B: int, G: int, T: int, D: int = 8, seed: int = 0) -> Rollout:

@@ -39,6 +39,11 @@ class Scored:
     truncated: Tensor  # [S] bool: hit the budget without EOS
     generate_s: float  # seconds spent sampling
     reward_s: float  # seconds spent decoding and verifying
+    # multi-turn episodes (training/episodes.py); None for one turn
+    attend: Tensor | None = None  # [S, T] bool: response tokens read (the answers between turns)
+    turn_ids: Tensor | None = None  # [S, T] int64: each token's turn, −1 elsewhere
+    turn_rewards: Tensor | None = None  # [B, G, K] float32: each turn's reward
+    first_rewards: Tensor | None = None  # [B, G] float32: the first turn's reward
 
     @property
     def responses(self) -> Tensor:

@@ -61,6 +61,9 @@ class Flat(NamedTuple):
     mask: Tensor
     ref: Tensor | None
     adv: Tensor
+    attend: Tensor | None = None
+    """``[S, T]``: the response tokens read (multi-turn episodes: the environment's tokens too);
+    None: the loss mask's."""
 
 
 def flat(rollout: Rollout, adv: Tensor, mask_truncated: bool) -> Flat:
@@ -72,7 +75,8 @@ def flat(rollout: Rollout, adv: Tensor, mask_truncated: bool) -> Flat:
         mask = mask & ~rollout.truncated.reshape(S, 1)
     ref = None if rollout.ref_logprobs is None else rollout.ref_logprobs.reshape(S, -1)
     old = rollout.logprobs.reshape(S, -1)
-    return Flat(rollout.sequences, rollout.prompt_mask, old, mask, ref, adv.reshape(S, -1))
+    attend = None if rollout.attend is None else rollout.attend.reshape(S, -1)
+    return Flat(rollout.sequences, rollout.prompt_mask, old, mask, ref, adv.reshape(S, -1), attend)
 
 
 def ppo_update(m: Trainee, rollout: Rollout, adv: Tensor, seed: int) -> dict[str, float]:
@@ -106,7 +110,7 @@ def _optimiser_step(
     """One optimiser step on minibatch ``mb`` (row indices), in micro-batches; skipped, with a
     warning, when the loss or the gradient norm is not finite."""
     opt = _optimiser(m)
-    norm = losses.Normaliser.of(rows.mask[mb], m.cfg.max_new_tokens)
+    norm = losses.Normaliser.of(rows.mask[mb], rows.mask.shape[-1])  # the response width
     opt.zero_grad()
     for micro in mb.chunk(m.cfg.micro_batches):
         if not _backward(m, rollout, rows, micro, norm, stats):
@@ -135,8 +139,14 @@ def _backward(
     """The loss of rows ``micro`` and its backward pass; False (nothing accumulated) when the
     loss is not finite on any rank."""
     cfg, mask = m.cfg, rows.mask[micro]
+    attend = None if rows.attend is None else rows.attend[micro]
     logp, logits, _ = forward_logprobs(
-        m.policy, rows.sequences[micro], rows.prompt_mask[micro], mask, cfg.temperature
+        m.policy,
+        rows.sequences[micro],
+        rows.prompt_mask[micro],
+        mask,
+        cfg.temperature,
+        attend=attend,
     )
     if m.one_pass:
         fill_rollout(rollout, micro, logp, logits)
