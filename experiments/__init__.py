@@ -3,7 +3,8 @@
 Experiments: ``bandit`` (the MaxPO softmax bandit, MaxPO paper §5.1 / App. G.1), ``compare`` (the
 embedded task trained with several estimators), ``values`` (an SVEB-style value-estimation
 benchmark), ``real`` (SmolLM2-135M-Instruct on reasoning-gym tasks), ``grid`` (the paired
-pass/fail design of the choosing page, resumable across sessions). Each writes
+pass/fail design of the choosing page, resumable across sessions), ``turns`` (two-turn
+episodes: a turn-level against an episode-level estimator). Each writes
 ``config.json``, ``metrics.json``, PNG plots and ``summary.md`` under
 ``runs/<name>/<time>/`` (``--out`` to change) and has a ``--quick`` smoke mode.
 """
@@ -19,6 +20,7 @@ EXPERIMENTS = {
     "values": "advest.experiments.values",
     "real": "advest.experiments.real",
     "grid": "advest.experiments.grid",
+    "turns": "advest.experiments.turns",
 }
 
 
