@@ -95,9 +95,7 @@ class RLConfig:
     max_new_tokens: int = 5
     """Response budget L in tokens (also Dr.GRPO's constant normaliser)."""
     turns: int = 1
-    """Turns per episode: with 2 or more, a failing answer gets the task's feedback and another
-    turn (up to this many), and the episode's reward is its last turn's (spec/episode.md; the
-    episode estimators turn_rloo and turn_index_mean read the turns, the others the reward)."""
+    """Turns per episode: a failing answer gets feedback and another turn (spec/episode.md)."""
     temperature: float = 1.0
     """Sampling temperature (> 0); log-probs for the ratio are taken at the same temperature."""
     top_p: float = 1.0
