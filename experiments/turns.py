@@ -35,9 +35,9 @@ SETTINGS: dict[str, Any] = {
     "eval_prompts": 64,
     "eval_samples": 16,
     "reward": "exact",
-    "lr": 1e-3,
 }
-"""The design: pass/fail reward (the exact sum), 40 steps of 8 prompts × 8 episodes."""
+"""The design: pass/fail reward (the exact sum), 40 steps of 8 prompts × 8 episodes, the
+trainer's defaults otherwise (lr 3e-4; at 1e-3 a first try lost held-out pass@1)."""
 
 
 def run(seeds: int, out: Path) -> dict[str, Any]:

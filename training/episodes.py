@@ -135,4 +135,5 @@ def _assemble(first: Scored, prompts: list[list[int]], tokens: list[list[int]],
         turn_ids=turn_ids.to(device),
         turn_rewards=turn_rewards.view(B, G, turns).to(device),
         first_rewards=first.rewards,
+        first_parts=first.parts,
     )

@@ -92,6 +92,7 @@ def pass_counts(
     progress: Callable[[int, int], None] | None = None,
     turns: int = 1,
     embedded: bool = False,
+    first: list[int] | None = None,
 ) -> list[int]:
     """How many of ``samples`` completions of each prompt pass: a sample passes when the first
     reward of ``scorer`` (the verifier) gives full credit, as in training's pass@k columns;
@@ -101,7 +102,9 @@ def pass_counts(
     (at least one prompt): 32 prompts at the embedded model's 16 samples, 8 at 64, so memory and
     ``progress(prompts done, prompts)`` (called after each chunk) follow the work. ``turns``:
     episodes of up to that many turns (a failing answer gets the task's feedback and another
-    turn; ``embedded``: the embedded task's feedback), counted after their last turn."""
+    turn; ``embedded``: the embedded task's feedback), counted after their last turn; the same
+    episodes' counts after their first turn are appended to ``first`` when it is given (paired:
+    one sampling gives both)."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -133,6 +136,9 @@ def pass_counts(
                 engine=engine or generate,
             )  # fmt: skip
         counts += [int(c) for c in passes(scored.parts).sum(-1).tolist()]
+        if first is not None:
+            opening = scored.parts if scored.first_parts is None else scored.first_parts
+            first += [int(c) for c in passes(opening).sum(-1).tolist()]
         if progress is not None:
             progress(len(counts), len(items))
     torch.set_rng_state(state)

@@ -59,26 +59,21 @@ class HeldOut(L.Callback):
 
     def measure(self, trainer: L.Trainer, module: Any, label: str) -> None:
         clock = Clock(label, trainer.is_global_zero)
-        got = shared_counts(trainer, module, self.items, self.cfg, clock)
+        turns = self.cfg.turns if label in ("before", "after") else 1
+        got, last = shared_counts(trainer, module, self.items, self.cfg, clock, turns=turns)
         self.curves[label] = curve_of(got, eval_sizes(self.cfg)[1])
         if label in ("before", "after"):
             self.counts[label] = got
+        named = f"{label}, {turns} turns"
+        if turns > 1:  # the same episodes after their last turn
+            self.curves[named], self.counts[named] = curve_of(last, eval_sizes(self.cfg)[1]), last
         if trainer.is_global_zero:
             after = label == "after"  # aligned under "before"
             said = f"{label}: " + (" " if after else "") + brief(self.curves[label])
             tail = f"  (estimator {self.cfg.estimator})" if after else ""
             say(f"held-out {said}{tail}")
-        if self.cfg.turns > 1 and label in ("before", "after"):
-            self.measure_episodes(trainer, module, label)
-
-    def measure_episodes(self, trainer: L.Trainer, module: Any, label: str) -> None:
-        """pass@k after the episodes' last turn (``--turns``), beside the first turn's."""
-        named = f"{label}, {self.cfg.turns} turns"
-        got = shared_counts(trainer, module, self.items, self.cfg, None, turns=self.cfg.turns)
-        self.curves[named] = curve_of(got, eval_sizes(self.cfg)[1])
-        self.counts[named] = got
-        if trainer.is_global_zero:
-            say(f"held-out {named}: {brief(self.curves[named])}")
+            if turns > 1:
+                say(f"held-out {named}: {brief(self.curves[named])}")
 
 
 class Clock:
@@ -121,14 +116,15 @@ def shared_counts(
     cfg: RLConfig,
     progress: Callable[[int, int], None] | None = None,
     turns: int = 1,
-) -> list[int]:
+) -> tuple[list[int], list[int]]:
     """Passes per prompt of ``items`` (in their order), each rank sampling ``items[rank::world]``
-    padded by repeating its last prompt (the padding's counts are dropped); after episodes of
-    up to ``turns`` turns where that is more than one."""
+    padded by repeating its last prompt (the padding's counts are dropped): after the first
+    turn, and after the last of episodes of up to ``turns`` turns (the same list for one)."""
     world, rank = trainer.world_size, trainer.global_rank
     share = -(-len(items) // world)
     mine = items[rank::world]
     padded = mine + [mine[-1] if mine else items[0]] * (share - len(mine))
+    opening: list[int] = []
     got = pass_counts(
         module.policy,
         module.tokenizer,
@@ -147,14 +143,21 @@ def shared_counts(
         else lambda d, t: progress(min(d * world, len(items)), len(items)),
         turns=turns,
         embedded=cfg.data is None,
+        first=opening,
     )[: len(mine)]
+    opening = opening[: len(mine)]
     if world == 1:
-        return got
+        return opening, got
+    return _gathered(opening, len(items), world), _gathered(got, len(items), world)
+
+
+def _gathered(got: list[int], total: int, world: int) -> list[int]:
+    """Every rank's ``items[rank::world]`` counts, in the items' order."""
     import torch.distributed as dist
 
     parts: list[list[int] | None] = [None] * world
     dist.all_gather_object(parts, got)
-    out = [0] * len(items)
+    out = [0] * total
     for r, part in enumerate(parts):
         assert part is not None  # every rank sent its share
         out[r::world] = part

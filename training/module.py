@@ -217,7 +217,7 @@ class RLModule(L.LightningModule):
         offsets = torch.zeros(0)
         if self.plan.needs("offsets"):  # texts aligned with per-token character spans
             grouped, offsets = texts_and_offsets(token_ids, tmask, tok)
-        self.note_truncation(scored.truncated, T)
+        self.note_truncation(scored.truncated, cfg.max_new_tokens)
         return Rollout(
             prompt_ids=torch.tensor([i.prompt_id for i in items], device=self.device),
             token_ids=token_ids,

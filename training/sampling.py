@@ -44,6 +44,7 @@ class Scored:
     turn_ids: Tensor | None = None  # [S, T] int64: each token's turn, −1 elsewhere
     turn_rewards: Tensor | None = None  # [B, G, K] float32: each turn's reward
     first_rewards: Tensor | None = None  # [B, G] float32: the first turn's reward
+    first_parts: Tensor | None = None  # [B, G, R] float32: the first turn's reward scores
 
     @property
     def responses(self) -> Tensor:
