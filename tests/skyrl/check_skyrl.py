@@ -20,7 +20,7 @@ from skyrl.train.utils.utils import validate_cfg
 
 from advest.fast import registry
 from advest.integrations import skyrl as integration
-from tests.peer_batch import shuffled
+from tests.peer_batch import multi_turn, shuffled, turn_rloo_by_uid
 
 SKIPPED = {"ktae", "covariance_weights", "hista", "numca", "kae", "gdpo", "optimal_token_baseline"}
 NAMES = sorted(n for n in set(registry.names()) - SKIPPED if registry.entry(n).kind != "episode")
@@ -79,21 +79,10 @@ def test_advest_estimator_through_skyrls_compute_advantages_and_returns(name: st
 def test_a_multi_turn_batch_reaches_the_episode_estimators() -> None:
     """SkyRL's multi-turn rows: response_mask 0 on environment tokens, ragged uids; SkyRL's own
     compute_advantages_and_returns gives advest_turn_rloo the turns (the mask's runs of 1s)."""
-    from advest.fast import episode
-
     integration.register(k=2)
-    mask = torch.tensor([[1, 1, 0, 0, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0],
-                         [1, 0, 1, 0, 1, 0], [1, 1, 1, 1, 0, 0]])  # fmt: skip
-    tlr = torch.zeros(mask.shape)
-    for row, t, r in ((0, 1, 0.5), (0, 5, 1.0), (1, 2, 1.0), (3, 2, 0.25), (3, 4, 1.0)):
-        tlr[row, t] = r
-    uids = ["b", "a", "b", "a", "b"]
+    tlr, mask, uids = multi_turn()
     out = _skyrl("advest_turn_rloo", tlr, mask, uids)
-    turn_rewards, turn_ids = episode.turns_from_tokens(tlr, mask)
-    for uid in ("a", "b"):
-        rows = [i for i, u in enumerate(uids) if u == uid]
-        direct = episode.turn_rloo(turn_rewards[rows][None], turn_ids[rows][None])[0]
-        torch.testing.assert_close(out[rows], direct, rtol=0, atol=0)
+    torch.testing.assert_close(out, turn_rloo_by_uid(tlr, mask, uids), rtol=0, atol=0)
     assert bool((out[mask == 0] == 0).all())
 
 

@@ -16,7 +16,7 @@ from advest.fast import gdpo as gdpo_fast
 from advest.fast import group, registry
 from advest.integrations import verl as integration
 from advest.oracle import verl as verl_oracle
-from tests.peer_batch import shuffled
+from tests.peer_batch import multi_turn, shuffled, turn_rloo_by_uid
 
 
 def _batch(
@@ -129,24 +129,14 @@ def test_a_multi_turn_batch_reaches_the_episode_estimators_through_compute_advan
     """verl's agent loop: response_mask 0 on tool output, a reward on each turn's last token,
     ragged uids in any order. verl's own compute_advantage gives advest_turn_rloo the turns
     (the mask's runs of 1s), and the advantages are turn_rloo's on each group's episodes."""
-    from advest.fast import episode
-
     integration.register(k=2)
-    mask = torch.tensor([[1, 1, 0, 0, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0],
-                         [1, 0, 1, 0, 1, 0], [1, 1, 1, 1, 0, 0]])  # fmt: skip
-    tlr = torch.zeros(mask.shape)
-    for row, t, r in ((0, 1, 0.5), (0, 5, 1.0), (1, 2, 1.0), (3, 2, 0.25), (3, 4, 1.0)):
-        tlr[row, t] = r
-    uids = np.array(["b", "a", "b", "a", "b"], dtype=object)
+    tlr, mask, names = multi_turn()
     data = DataProto.from_dict(
-        tensors={"token_level_rewards": tlr, "response_mask": mask}, non_tensors={"uid": uids}
+        tensors={"token_level_rewards": tlr, "response_mask": mask},
+        non_tensors={"uid": np.array(names, dtype=object)},
     )
     out = compute_advantage(data, "advest_turn_rloo", config=AlgoConfig()).batch["advantages"]
-    turn_rewards, turn_ids = episode.turns_from_tokens(tlr, mask)
-    for uid in ("a", "b"):
-        rows = np.flatnonzero(uids == uid)
-        direct = episode.turn_rloo(turn_rewards[rows][None], turn_ids[rows][None])[0]
-        torch.testing.assert_close(out[rows], direct, rtol=0, atol=0)
+    torch.testing.assert_close(out, turn_rloo_by_uid(tlr, mask, names), rtol=0, atol=0)
     assert bool((out[mask == 0] == 0).all())
 
 
