@@ -48,9 +48,11 @@ def sample_episodes(
     turns: int,
     feedback: Sequence[str],
     engine: Engine,
+    step_reward: float = 0.0,
 ) -> Scored:
     """G episodes of each of the B prompts ``ids [B, P]`` (left-padded), of at most ``turns``
-    turns; ``feedback [B]``: the environment's answer to a wrong turn, per prompt."""
+    turns; ``feedback [B]``: the environment's answer to a wrong turn, per prompt;
+    ``step_reward``: the reward of every turn but the last (e.g. a cost for each retry)."""
     start = time.perf_counter()
     first = sample_and_score(
         model, tokenizer, ids, attention_mask, answers, sampling, scorer, engine=engine
@@ -91,8 +93,22 @@ def sample_episodes(
         _scored, scored_parts = verify(scorer, [texts[s] for s in going],
                                       [answers[s // G] for s in going], parts.device)  # fmt: skip
         parts[going] = scored_parts.view(len(going), -1)
-    return _assemble(first, prompts, tokens, trained, turn, parts, texts, truncated, last, turns,
+    done = _assemble(first, prompts, tokens, trained, turn, parts, texts, truncated, last, turns,
                      scorer, pad, start)  # fmt: skip
+    return _with_steps(done, last, step_reward) if step_reward else done
+
+
+def _with_steps(scored: Scored, last: Tensor, step_reward: float) -> Scored:
+    """Each turn before an episode's last earns ``step_reward``; the episode's reward (what the
+    estimators that see one reward per sample get) is the sum of its turns' rewards."""
+    assert scored.turn_rewards is not None
+    B, G, K = scored.turn_rewards.shape
+    device = scored.turn_rewards.device
+    earlier = torch.arange(K, device=device) < last.to(device).view(B, G, 1)  # [B, G, K]
+    turn_rewards = scored.turn_rewards + step_reward * earlier.to(scored.turn_rewards)
+    return dataclasses.replace(
+        scored, turn_rewards=turn_rewards, rewards=turn_rewards.sum(-1).to(scored.rewards)
+    )
 
 
 def _assemble(first: Scored, prompts: list[list[int]], tokens: list[list[int]],

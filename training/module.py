@@ -161,7 +161,7 @@ class RLModule(L.LightningModule):
             return sample_episodes(
                 self.policy, tok, ids.to(self.device), attn.to(self.device),
                 [i.answer for i in items], self.sampling, self.scorer, turns=cfg.turns,
-                feedback=feedback, engine=self.engine,
+                feedback=feedback, engine=self.engine, step_reward=cfg.step_reward,
             )  # fmt: skip
         return sample_and_score(
             self.policy,

@@ -96,6 +96,8 @@ class RLConfig:
     """Response budget L in tokens (also Dr.GRPO's constant normaliser)."""
     turns: int = 1
     """Turns per episode: a failing answer gets feedback and another turn (spec/episode.md)."""
+    step_reward: float = 0.0
+    """--turns: the reward of each turn before an episode's last (e.g. -0.1, a cost per retry)."""
     temperature: float = 1.0
     """Sampling temperature (> 0); log-probs for the ratio are taken at the same temperature."""
     top_p: float = 1.0

@@ -26,7 +26,7 @@ from tests.core.training.test_training import TRAINER_WARNINGS, _cfg, model_path
 pytestmark = TRAINER_WARNINGS
 
 
-def _episodes(model_path: str, seed: int = 0):  # type: ignore[no-untyped-def]  # noqa: F811
+def _episodes(model_path: str, seed: int = 0, step_reward: float = 0.0):  # type: ignore[no-untyped-def]  # noqa: F811
     model = AutoModelForCausalLM.from_pretrained(model_path)
     tok = AutoTokenizer.from_pretrained(model_path)
     problems = [problem(0, 10**9 + i) for i in range(6)]
@@ -37,6 +37,7 @@ def _episodes(model_path: str, seed: int = 0):  # type: ignore[no-untyped-def]  
         scored = sample_episodes(
             model, tok, ids, attn, [p.answer for p in problems], Sampling(4, 4, 1.0, 1.0), sc,
             turns=3, feedback=[feedback_text(p.prompt, True) for p in problems], engine=generate,
+            step_reward=step_reward,
         )  # fmt: skip
     finally:
         sc.close()
@@ -67,6 +68,19 @@ def test_an_episode_holds_its_turns_and_the_feedback_between_them(model_path: st
     assert s.first_rewards is not None
     first_passed = s.first_rewards.view(-1) >= 1
     assert bool((turns[first_passed] == 1).all()) and not bool(first_passed[turns > 1].any())
+
+
+def test_a_step_reward_lands_on_every_turn_but_the_last(model_path: str) -> None:  # noqa: F811
+    """With --step_reward, the same episodes (same seed) gain it on each earlier turn, and the
+    reward the other estimators see is the sum of the turns'."""
+    _, _, _, plain = _episodes(model_path)
+    _, _, _, stepped = _episodes(model_path, step_reward=-0.25)
+    assert plain.turn_rewards is not None and stepped.turn_rewards is not None
+    assert plain.turn_ids is not None
+    turns = (plain.turn_ids.amax(-1) + 1).view(plain.rewards.shape)  # [B, G]
+    torch.testing.assert_close(stepped.rewards, plain.rewards - 0.25 * (turns - 1).float())
+    torch.testing.assert_close(stepped.turn_rewards.sum(-1), stepped.rewards)
+    assert bool((stepped.turn_rewards[..., 0][turns > 1] <= 0).all())
 
 
 def test_the_policy_reads_the_feedback_as_if_it_were_the_prompt(model_path: str) -> None:  # noqa: F811
