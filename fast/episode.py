@@ -25,7 +25,10 @@ from advest.spec.tolerances import pair
 from ._checks import check_finite
 from .registry import defined_in, register
 
-SUMS = "float64 sums of turn rewards (returns-to-go, group means): a few ulps of max|R|"
+SUMS = (
+    "the group's smallest reward subtracted first (exact), then float64 sums of up to K turn "
+    "rewards: a few ulps of the spread × K"
+)
 
 
 def turn_ids_from_mask(mask: Tensor) -> Tensor:
