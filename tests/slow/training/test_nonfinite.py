@@ -11,14 +11,17 @@ from pathlib import Path
 
 import torch
 
-from tests.core.training.test_resume import _args
+from tests.core.training.test_resume import (
+    _args,
+    model,  # noqa: F401  (the fixture)
+)
 from tests.core.training.test_training import ROOT, TRAINER_WARNINGS
 
 pytestmark = TRAINER_WARNINGS
 
 
 def test_ctrl_c_stops_the_run_in_words_keeping_its_last_checkpoint(
-    model: str,
+    model: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     args = [*_args(model, tmp_path), "--steps", "400", "--name", "int", "--reward_workers", "1"]

@@ -10,14 +10,14 @@ import pytest
 import torch
 
 from advest.training import models
-from tests.core.training.test_real_model import NAME, _cfg
+from tests.core.training.test_real_model import NAME, _cfg, folder, home  # noqa: F401  (fixtures)
 from tests.core.training.test_training import TRAINER_WARNINGS
 
 pytestmark = TRAINER_WARNINGS
 
 
 def test_the_short_name_is_the_installed_gguf_file_and_becomes_a_plain_folder(
-    folder: str,
+    folder: str,  # noqa: F811
 ) -> None:
     path = models.shipped_path(NAME)
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size > 50e6
@@ -28,7 +28,9 @@ def test_the_short_name_is_the_installed_gguf_file_and_becomes_a_plain_folder(
 
 
 def test_rollout_logprobs_equal_a_forward_pass_of_transformers_own_gguf_load(
-    folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    folder: str,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The first step's rollout log-probs (advest's cached plain folder, its sampling and its
     forward pass) equal a fresh forward pass of the model as transformers loads the GGUF file
@@ -65,7 +67,11 @@ def test_rollout_logprobs_equal_a_forward_pass_of_transformers_own_gguf_load(
 
 @pytest.mark.parametrize("lora_r", [8, 0], ids=["lora", "full"])
 def test_one_step_on_a_reasoning_gym_task_exports_a_folder_that_loads_and_generates(
-    folder: str, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lora_r: int
+    folder: str,  # noqa: F811
+    home: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    lora_r: int,
 ) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -27,13 +27,15 @@ from tests.core.training.test_training import (
     _params,
     _run_args,
     _train,
+    model_path,  # noqa: F401  (the fixture)
 )
 
 pytestmark = TRAINER_WARNINGS
 
 
 def test_a_run_killed_mid_way_resumes_to_the_same_parameters(
-    model_path: str, tmp_path: Path
+    model_path: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     straight = _cli(_run_args(model_path, tmp_path, "straight"))
     out, _ = straight.communicate(timeout=600)
@@ -61,7 +63,9 @@ def test_a_run_killed_mid_way_resumes_to_the_same_parameters(
 
 
 def test_ddp_on_two_cpu_processes_keeps_parameters_identical(
-    model_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    model_path: str,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     script = tmp_path / "ddp_run.py"
     script.write_text(DDP_SCRIPT)
@@ -106,7 +110,8 @@ def test_ddp_on_two_cpu_processes_keeps_parameters_identical(
 
 
 def test_a_local_checkpoint_trains_on_a_jsonl_with_math_rewards(
-    model_path: str, tmp_path: Path
+    model_path: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     data = tmp_path / "math.jsonl"
     data.write_text(
@@ -126,7 +131,9 @@ def test_a_local_checkpoint_trains_on_a_jsonl_with_math_rewards(
 
 @pytest.mark.parametrize("name", registry.names())
 def test_every_registered_estimator_trains_through_the_same_path(
-    name: str, model_path: str, tmp_path: Path
+    name: str,
+    model_path: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     """No per-estimator code in the trainer: each registered name, selected by name only, runs a
     rollout step end to end (inputs built from the rollout, output brought to tokens, update)."""
