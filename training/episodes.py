@@ -63,9 +63,9 @@ def sample_episodes(
     prompts = [row[m.bool()].tolist() for row, m in zip(first.sequences[:, :P], first.prompt_mask,
                                                           strict=True)]  # fmt: skip
     tokens = [r[m].tolist() for r, m in zip(first.responses, first.mask, strict=True)]
-    trained = [[1] * len(t) for t in tokens]  # 1: the policy wrote it
-    turn = [[0] * len(t) for t in tokens]
+    turn = [[0] * len(t) for t in tokens]  # each token's turn; −1: the environment's
     parts, texts, truncated = first.parts.view(S, -1).clone(), list(first.texts), first.truncated
+    totals = first.rewards.reshape(S).clone()  # each episode's reward: its last turn's
     last = torch.zeros(S, dtype=torch.long)  # each episode's last turn
     one = dataclasses.replace(sampling, group_size=1)
     said = [tokenizer(feedback[s // G], add_special_tokens=False)["input_ids"] for s in range(S)]
@@ -85,16 +85,15 @@ def sample_episodes(
         for row, s in enumerate(going):
             wrote = new[row][valid[row]].tolist()
             tokens[s] += said[s] + wrote
-            trained[s] += [0] * len(said[s]) + [1] * len(wrote)
             turn[s] += [-1] * len(said[s]) + [k] * len(wrote)
             texts[s] = tokenizer.decode(wrote, skip_special_tokens=True)
             truncated[s] = not bool((new[row] == tokenizer.eos_token_id).any())
             last[s] = k
-        _scored, scored_parts = verify(scorer, [texts[s] for s in going],
-                                      [answers[s // G] for s in going], parts.device)  # fmt: skip
+        asked = [answers[s // G] for s in going]
+        scored_totals, scored_parts = verify(scorer, [texts[s] for s in going], asked, parts.device)
         parts[going] = scored_parts.view(len(going), -1)
-    done = _assemble(first, prompts, tokens, trained, turn, parts, texts, truncated, last, turns,
-                     scorer, pad, start)  # fmt: skip
+        totals[going] = scored_totals.view(-1)
+    done = _assemble(first, tokens, turn, parts, totals, texts, truncated, last, turns, pad, start)
     return _with_steps(done, last, step_reward) if step_reward else done
 
 
@@ -111,29 +110,27 @@ def _with_steps(scored: Scored, last: Tensor, step_reward: float) -> Scored:
     )
 
 
-def _assemble(first: Scored, prompts: list[list[int]], tokens: list[list[int]],
-              trained: list[list[int]], turn: list[list[int]], parts: Tensor, texts: list[str],
-              truncated: Tensor, last: Tensor, turns: int, scorer: Scorer, pad: int,
-              start: float) -> Scored:  # fmt: skip
+def _assemble(first: Scored, tokens: list[list[int]], turn: list[list[int]], parts: Tensor,
+              totals: Tensor, texts: list[str], truncated: Tensor, last: Tensor, turns: int,
+              pad: int, start: float) -> Scored:  # fmt: skip
     """The episodes as fixed-width rows: ``[S, P + W]`` sequences (the prompt as sampled, then
-    the response right-padded to W = turns × the budget + the feedback), the masks, turn ids and
-    per-turn rewards."""
+    the response right-padded to W, the longest episode or the first turn's budget), the loss
+    mask (the policy's tokens: turn id ≥ 0), the tokens read, turn ids and per-turn rewards."""
     B, G = first.rewards.shape
     S, P = B * G, first.prompt_mask.shape[1]
     W = max(map(len, tokens))
     W = max(W, first.mask.shape[1])
     sequences = torch.full((S, P + W), pad, dtype=torch.long)
     sequences[:, :P] = first.sequences[:, :P].cpu()
-    mask = torch.zeros(S, W, dtype=torch.bool)
     attend = torch.zeros(S, W, dtype=torch.bool)
     turn_ids = torch.full((S, W), -1, dtype=torch.long)
     for s in range(S):
         n = len(tokens[s])
         sequences[s, P : P + n] = torch.tensor(tokens[s], dtype=torch.long)
-        mask[s, :n] = torch.tensor(trained[s], dtype=torch.bool)
         attend[s, :n] = True
         turn_ids[s, :n] = torch.tensor(turn[s], dtype=torch.long)
-    totals = torch.tensor([scorer.total(p.tolist()) for p in parts], dtype=torch.float32)
+    mask = turn_ids >= 0  # the policy wrote it
+    totals = totals.float().cpu()
     turn_rewards = torch.zeros(S, turns, dtype=torch.float32)
     turn_rewards[torch.arange(S), last] = totals  # the episode's reward, on its last turn
     device = first.sequences.device
