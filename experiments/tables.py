@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-MSE_HEAD = "| MSE vs V_MC [95% CI] | noise-corrected MSE | Spearman | spread (V̂ − group mean) |"
+MSE_HEAD = (
+    "| MSE vs V_MC [95% CI] | noise-corrected MSE [95% CI] | Spearman | spread (V̂ − group mean) |"
+)
 
 
 def mse_rows(first: str, estimators: dict[str, Any]) -> list[str]:
@@ -14,8 +16,11 @@ def mse_rows(first: str, estimators: dict[str, Any]) -> list[str]:
     lines = [f"| {first} {MSE_HEAD}", "|---|---|---|---|---|"]
     for name, v in estimators.items():
         lo, hi = v["mse_95ci"]
+        got = v.get("mse_noise_corrected_95ci")  # absent in a record made before it was kept
+        nc = "" if got is None else f" [{got[0]:.4f}, {got[1]:.4f}]"
         lines.append(
-            f"| {name} | {v['mse']:.4f} [{lo:.4f}, {hi:.4f}] | {v['mse_noise_corrected']:.4f} | "
+            f"| {name} | {v['mse']:.4f} [{lo:.4f}, {hi:.4f}] | "
+            f"{v['mse_noise_corrected']:.4f}{nc} | "
             f"{v['spearman']:.3f} | {v['spread_vs_group_mean']:.3f} |"
         )
     return lines

@@ -7,9 +7,8 @@ Each estimator gives the baseline it would use for token t of rollout i from the
 seeing the continuations: the group mean (own return included: the paper's V̂_avg, leaky), the
 leave-one-out mean, Numca, Hista (b = R_i − A_{i,t}). Scores: MSE, noise-corrected MSE, Spearman,
 and the spread of (V̂ − group mean) as the collapse diagnostic, with bootstrap 95% intervals over
-problems. Also KAE's claim: with n = 1, 2, 4 samples per prompt per iteration, the kernel
-baseline from earlier iterations against the current group mean, both scored against V_MC of
-the prompt.
+problems; every state's row is kept. Also KAE's claim on a policy trained between iterations
+(``experiments/values_kae.py``).
 """
 
 from __future__ import annotations
@@ -24,40 +23,19 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from advest.experiments import values_kae
 from advest.experiments.tables import mse_rows
+from advest.experiments.values_kae import sample_state
 from advest.fast import registry
 from advest.fast.detokenize import texts_and_offsets
 from advest.training.data import Item
 from advest.training.evaluate import embedded_held_out
-from advest.training.generation import Sampling
 from advest.training.policy import load_policy, rollout_forward
 from advest.training.prompts import token_ids as prompt_ids
 from advest.training.rollout import Rollout, plan
-from advest.training.sampling import Scored, sample_and_score
 from advest.training.scoring import Scorer
 
 TOKEN_BASELINES = ("numca", "hista")
-
-
-def _sample(
-    model: Any,
-    tok: Any,
-    state: Tensor,
-    answer: str,
-    n: int,
-    budget: int,
-    a: Any,
-    scorer: Scorer,
-    prefix: Tensor | None = None,
-) -> Scored:
-    """n continuations of one state (``state``: prompt and ``prefix`` token ids), sampled and
-    scored as training samples are (``--temperature``, ``--top_p``, ``--reward``); the reward
-    of a continuation is that of the whole response, ``prefix`` included."""
-    ids = state.unsqueeze(0)
-    sampling = Sampling(n, max(budget, 1), a.temperature, a.top_p)
-    return sample_and_score(
-        model, tok, ids, torch.ones_like(ids), [answer], sampling, scorer, prefix=prefix
-    )
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -86,7 +64,11 @@ def _scores(est: np.ndarray, truth: np.ndarray, group: np.ndarray, m: int) -> di
     }
 
 
-def _bootstrap(rows: list[dict[str, Any]], key: str, m: int, reps: int, seed: int) -> list[float]:
+def _bootstrap(
+    rows: list[dict[str, Any]], key: str, m: int, reps: int, seed: int, corrected: bool = False
+) -> list[float]:
+    """95% percentile interval of the MSE of ``key`` against V_MC (``corrected``: less V_MC's own
+    binomial variance v(1 − v)/(m − 1)), resampling problems with their states."""
     rng = np.random.default_rng(seed)
     problems = sorted({r["problem"] for r in rows})
     by = {p: [r for r in rows if r["problem"] == p] for p in problems}
@@ -96,7 +78,8 @@ def _bootstrap(rows: list[dict[str, Any]], key: str, m: int, reps: int, seed: in
         sample = [r for p in pick for r in by[p]]
         e = np.array([r[key] for r in sample])
         t = np.array([r["v_mc"] for r in sample])
-        values.append(float(((e - t) ** 2).mean()))
+        noise = t * (1 - t) / (m - 1) if corrected else 0.0
+        values.append(float(((e - t) ** 2 - noise).mean()))
     return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))]
 
 
@@ -122,7 +105,7 @@ def _item_baselines(
     """One group of G rollouts of ``item``: the prompt ids, ``token_ids [1, G, T]``, ``mask
     [1, G, T]``, the rewards ``[G]`` and each estimator's baseline ``[G, T]``."""
     prompt = torch.tensor(prompt_ids(tok, item.prompt))
-    scored = _sample(model, tok, prompt, item.answer, a.group, a.max_new_tokens, a, scorer)
+    scored = sample_state(model, tok, prompt, item.answer, a.group, a.max_new_tokens, a, scorer)
     T = a.max_new_tokens
     token_ids = scored.responses.reshape(1, a.group, T)
     mask = scored.mask.reshape(1, a.group, T)
@@ -181,7 +164,7 @@ def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, 
             t = rng.randrange(1, int(lengths[i]))  # prefix of t tokens; the next token is t
             state = torch.cat([prompt, token_ids[0, i, :t]])
             prefix = token_ids[0, i, :t]
-            conts = _sample(model, tok, state, item.answer, a.mc, T - t, a, scorer, prefix)
+            conts = sample_state(model, tok, state, item.answer, a.mc, T - t, a, scorer, prefix)
             v = float(conts.rewards.double().mean())
             others = torch.cat([R[:i], R[i + 1 :]])
             rows.append({
@@ -209,42 +192,10 @@ def _summary(rows: list[dict[str, Any]], a: Any) -> dict[str, Any]:
         est = np.array([r[key] for r in rows])
         s: dict[str, Any] = {**_scores(est, truth, group, a.mc)}
         s["mse_95ci"] = _bootstrap(rows, key, a.mc, a.bootstrap, a.seed)
+        s["mse_noise_corrected_95ci"] = _bootstrap(rows, key, a.mc, a.bootstrap, a.seed, True)
         result["estimators"][key] = s
     result["rows"] = rows
     return result
-
-
-@torch.no_grad()
-def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any]:
-    """Fixed policy, I iterations of n samples per prompt: KAE's value from the history before
-    the last iteration vs the last iteration's group mean, both against V_MC (M samples)."""
-    items = _items(a, seed=11)
-    prompts = [torch.tensor(prompt_ids(tok, i.prompt)) for i in items]
-    torch.manual_seed(a.seed + 1)
-    budget = a.max_new_tokens
-    truth = torch.tensor([
-        float(_sample(model, tok, p, i.answer, a.mc, budget, a, scorer).rewards.double().mean())
-        for p, i in zip(prompts, items, strict=True)
-    ], dtype=torch.float64)  # fmt: skip
-    out: dict[str, Any] = {}
-    for n in (1, 2, 4):
-        kae = registry.get("kae")(h=1.0)  # a fixed policy: all history is relevant
-        ids = torch.arange(len(items))
-        for _ in range(a.iterations):
-            r = torch.cat([
-                _sample(model, tok, p, i.answer, n, budget, a, scorer).rewards.double()
-                for p, i in zip(prompts, items, strict=True)
-            ])  # fmt: skip
-            history = kae.value(ids) if kae.iteration > 1 else None
-            kae(ids, r)
-        group = r.mean(-1)
-        out[f"n={n}"] = {
-            "group_mean_mse": float(((group - truth) ** 2).mean()),
-            "kae_history_mse": float(((history - truth) ** 2).mean())
-            if history is not None
-            else None,
-        }
-    return out
 
 
 def parser() -> Any:
@@ -267,9 +218,13 @@ def parser() -> Any:
     add_settings(p, RLConfig, ("data_options", "data_size"))  # prompts go in as plain text
     p.add_argument("--problems", type=int, default=100, help="held-out problems")
     p.add_argument("--group", type=int, default=16, help="G: rollouts per problem")
-    p.add_argument("--states", type=int, default=5, help="states (prefixes) per rollout")
-    p.add_argument("--mc", type=int, default=16, help="M continuations per state")
-    p.add_argument("--iterations", type=int, default=8, help="KAE: iterations of history")
+    p.add_argument("--states", type=int, default=3, help="states (prefixes) per problem")
+    p.add_argument("--mc", type=int, default=48, help="M continuations per state (and prompt)")
+    p.add_argument("--iterations", type=int, default=6, help="KAE: iterations (policy steps + 1)")
+    p.add_argument("--kae_prompts", type=int, default=32, help="KAE: prompts (of --problems)")
+    p.add_argument("--kae_train", type=int, default=8, help="KAE: samples per prompt trained on")
+    p.add_argument("--kae_lr", type=float, default=1e-3, help="KAE: the policy's AdamW lr")
+    p.add_argument("--kae_lora_r", type=int, default=16, help="KAE: LoRA rank on a real model")
     # continuations of a prefix are sampled by ``generate`` (the one engine taking a prefix)
     add_settings(p, RLConfig, ("max_new_tokens", "temperature", "top_p", *REWARD_SETTINGS))
     p.add_argument("--hista_w", type=int, default=1, help="Hista block size (responses are short)")
@@ -300,6 +255,7 @@ def main(argv: list[str]) -> int:
         return fail("advest experiment values", str(error))
     if a.quick:
         a.problems, a.group, a.states, a.mc, a.iterations, a.bootstrap = 4, 4, 2, 4, 2, 20
+        a.kae_prompts, a.kae_train = 4, 4
     out = Path(a.out or f"runs/values/{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     model_path = models.folder(a.model)
@@ -309,7 +265,7 @@ def main(argv: list[str]) -> int:
     try:
         metrics = {
             "states": states_benchmark(model, tok, a, scorer),
-            "kae": kae_benchmark(model, tok, a, scorer),
+            "kae": values_kae.kae_benchmark(model, tok, a, scorer, _items(a, 11)[: a.kae_prompts]),
         }
     finally:
         scorer.close()
@@ -330,10 +286,7 @@ def summary(m: dict[str, Any]) -> str:
         "",
         *mse_rows("estimator", s["estimators"]),
     ]
-    lines += ["", "| samples per prompt | group mean MSE | KAE history MSE |", "|---|---|---|"]
-    for k, v in m["kae"].items():
-        kae = "n/a" if v["kae_history_mse"] is None else f"{v['kae_history_mse']:.4f}"
-        lines.append(f"| {k} | {v['group_mean_mse']:.4f} | {kae} |")
+    lines += ["", *values_kae.table(m["kae"])]
     return "\n".join(lines) + "\n"
 
 
