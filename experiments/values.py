@@ -153,7 +153,9 @@ def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, 
         for name in TOKEN_BASELINES
         if name in registry.names()
     }
-    for item in items:
+    start = time.perf_counter()
+    for done, item in enumerate(items):
+        values_kae.progress("states", done, len(items), start)
         prompt, token_ids, mask, R, base = _item_baselines(model, tok, a, scorer, estimators, item)
         T = a.max_new_tokens
         lengths = mask[0].sum(-1)

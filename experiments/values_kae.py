@@ -15,6 +15,7 @@ mean, what GRPO/RLOO use) and KAE's value from the earlier iterations' samples a
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,15 @@ def sample_state(
     )
 
 
+def progress(what: str, done: int, total: int, start: float) -> None:
+    """One line on stdout: ``done`` of ``total`` and the time left at the rate so far."""
+    if done == 0:
+        return
+    spent = time.perf_counter() - start
+    left = spent / done * (total - done)
+    print(f"{what}: {done}/{total}, {spent / 60:.1f} min, ~{left / 60:.0f} min left", flush=True)
+
+
 def _step(model: Any, opt: torch.optim.Optimizer, batch: list[Scored], a: Any) -> None:
     """One AdamW step on Σ (R − mean of the others) log π(y), summed over the prompts' samples
     and divided by their tokens: the policy moves, in the direction of its own rewards."""
@@ -97,7 +107,9 @@ def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer, items: list[Any]
     rows: list[dict[str, Any]] = []
     torch.manual_seed(a.seed + 1)
     model.eval()
+    began = time.perf_counter()
     for it in range(a.iterations):
+        progress("KAE iterations", it, a.iterations, began)
         with torch.no_grad():
             budget, pairs = a.max_new_tokens, list(zip(prompts, items, strict=True))
             mc = [sample_state(model, tok, p, i.answer, a.mc, budget, a, scorer) for p, i in pairs]
