@@ -283,8 +283,6 @@ def on_files(files: Any, config: Any) -> Any:
     add_file("CHANGELOG.md", ROOT / "CHANGELOG.md")  # README links it by this name
     add_file("LICENSE", ROOT / "LICENSE")
     add_file("CITATION.cff", ROOT / "CITATION.cff")
-    if (ROOT / "docs" / "real_passk.png").is_file():  # the README shows it by this path
-        add_file("docs/real_passk.png", ROOT / "docs" / "real_passk.png")
     for spec in sorted((ROOT / "spec").glob("*.md")):
         add_file(f"spec/{spec.name}", spec)
     for proof in sorted((ROOT / "proofs" / "coq").glob("*.v")):  # the spec links each theorem

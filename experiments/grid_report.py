@@ -302,8 +302,7 @@ def section(
 ) -> list[str]:
     """The page's lines for every design in ``grid`` (``load``); none when there is none."""
     out: list[str] = []
-    for name, info in sorted(grid.items(), key=lambda kv: (not kv[1]["design"]["model"], kv[0])):
-        runs = {a: info["runs"][a] for a in sorted(info["runs"], key=_order)}
+    for name, info, runs in designs(grid):
         out += setup(name, info, runs)
         if REFERENCE not in runs:
             out += [f"No `{REFERENCE}` run has finished yet: nothing is compared.", ""]
@@ -335,7 +334,7 @@ def lead(
     model = grid[name]["design"]["model"] or "the embedded tiny model"
     seeds, prompts = max(c["seeds"] for c in found.values()), len(grid[name]["held_out"])
     on = (f"On the paired pass/fail grid `{name}` ({model}; pass@{k}, up to {seeds} seeds × "
-          f"{prompts} shared held-out prompts; its section is below)")  # fmt: skip
+          f"{prompts} shared held-out prompts; see “The pass/fail grid: `{name}`”)")  # fmt: skip
     said = []
     if by["above"]:
         one = len(by["above"]) == 1
@@ -362,6 +361,12 @@ def lead(
         said[-1] += (f". `{REFERENCE}`'s pass@{k} is near its ceiling there, so a tie says "
                      "little")  # fmt: skip
     return [QUESTION, "", f"{on}, " + "; ".join(said) + ".", ""]
+
+
+def designs(grid: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(name, record, runs with the reference arm first) per design, real models first."""
+    found = sorted(grid.items(), key=lambda kv: (not kv[1]["design"]["model"], kv[0]))
+    return [(n, i, {a: i["runs"][a] for a in sorted(i["runs"], key=_order)}) for n, i in found]
 
 
 def _compared(runs: dict[str, dict[int, Any]]) -> bool:

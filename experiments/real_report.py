@@ -255,3 +255,16 @@ if __name__ == "__main__":
     if len(sys.argv) > 2:
         merge(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]])
     write(Path(sys.argv[1]))
+
+
+def planned_runs(config: dict[str, Any]) -> set[tuple[str, str, int]]:
+    """The (task, arm, seed) runs the experiment's commands asked for: the union of its pieces
+    (one per command into the same folder), or its one command's tasks × arms × seeds."""
+    pieces = config.get("pieces") or [config]
+    return {
+        (task, arm, seed)
+        for piece in pieces
+        for task in piece["tasks"]
+        for arm in piece["arms"]
+        for seed in range(piece.get("first_seed", 0), piece.get("first_seed", 0) + piece["seeds"])
+    }

@@ -134,7 +134,7 @@ def test_a_second_command_adds_its_runs_to_the_same_experiment(tmp_path: Path) -
     the earlier results, lists the union of arms and each command's plan; other settings are
     refused."""
     from advest.experiments import real
-    from advest.experiments.choosing_data import planned_runs
+    from advest.experiments.real_report import planned_runs
 
     def config(arms: list[str], seeds: int, first: int, lr: float = 1e-4) -> dict[str, object]:
         return {"tasks": {"chain_sum": {}}, "arms": {a: {} for a in arms}, "seeds": seeds,

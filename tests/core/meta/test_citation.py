@@ -24,7 +24,7 @@ POINTERS = re.compile(
 def _shipped() -> list[Path]:
     files = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "CITATION.cff", ROOT / "mkdocs.yml"]
     files += sorted((ROOT / "spec").glob("*.md"))
-    # text only: the docs also hold generated plots (docs/real_passk.png)
+    # text only: the docs also hold generated plots (docs/*.png)
     files += sorted(f for f in (ROOT / "docs").rglob("*.*") if f.suffix != ".png")
     links = sorted(p.name for p in (ROOT / "advest").iterdir() if p.is_symlink())
     for package in ["advest", *links]:
