@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from advest.experiments import grid_report
+from advest.experiments import grid_report, values_kae
 from advest.experiments.choosing_facts import (
     ESTIMATORS,
     READS_MORE,
@@ -48,19 +48,16 @@ def values_table(values: dict[str, Any]) -> str:
     s, st = values["settings"], values["states"]
     lines = [
         f"{s['model']} on `{s['data']}` {json.dumps(s['data_options'])}: {s['problems']} held-out "
-        f"problems × G = {s['group']} rollouts, {st['states']} states (prefixes of its own "
-        f"rollouts), V_MC from {s['mc']} continuations each (mean binomial SE "
+        f"problems × G = {s['group']} rollouts, {st['states']} states ({s['states']} prefixes of "
+        "its own rollouts per problem; every state's row is in `docs/results/values.json`), "
+        f"V_MC from {s['mc']} continuations each (mean binomial SE "
         f"{st['mean_binomial_se']:.3f}); Hista block w = {s['hista_w']}. Spread of "
-        f"(V_MC − group mean): {st['reference_spread_v_mc_minus_group_mean']:.3f}.",
+        f"(V_MC − group mean): {st['reference_spread_v_mc_minus_group_mean']:.3f}. `group_mean` "
+        "includes the state's own return (the paper's leaky V̂_avg); `loo_mean` leaves it out.",
         "",
         *mse_rows("baseline", st["estimators"]),
     ]
-    lines += ["", f"KAE against the current group mean (fixed policy, {s['iterations']} iterations"
-              " of history), MSE against the prompt's V_MC:", "",
-              "| samples per prompt | group mean | KAE history |", "|---|---|---|"]  # fmt: skip
-    for n, v in values["kae"].items():
-        kae = "n/a" if v["kae_history_mse"] is None else f"{v['kae_history_mse']:.4f}"
-        lines.append(f"| {n} | {v['group_mean_mse']:.4f} | {kae} |")
+    lines += ["", *values_kae.table(values["kae"])]
     return "\n".join(lines) + "\n"
 
 

@@ -134,7 +134,10 @@ def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer, items: list[Any]
         if it + 1 < a.iterations:
             with torch.enable_grad():
                 _step(model, opt, mc, a)
-    return summarise(rows, a.mc, a.bootstrap, a.seed)
+    r = a.kae_lora_r if a.model is not None else 0
+    policy = {"prompts": len(items), "iterations": a.iterations, "lr": a.kae_lr,
+              "trained_on": a.kae_train, "lora_r": r}  # fmt: skip
+    return {"policy": policy, **summarise(rows, a.mc, a.bootstrap, a.seed)}
 
 
 def _mse_ci(err: np.ndarray, prompts: np.ndarray, reps: int, seed: int) -> list[float]:
@@ -189,11 +192,16 @@ def _diff(e: dict[str, Any]) -> str:
 def table(kae: dict[str, Any]) -> list[str]:
     """The KAE table's lines (markdown), from ``summarise``'s record."""
     drift = ", ".join(f"{v:.3f}" for v in kae["drift"])
+    p = kae["policy"]
+    weights = f"LoRA r = {p['lora_r']}" if p["lora_r"] else "every weight"
     lines = [
-        f"KAE on a policy trained between iterations: its mean V_MC ({kae['mc']} samples per "
-        f"prompt) went {drift} over the iterations. MSE against V_MC on the iterations where "
-        "each KAE bandwidth has a history (the group mean on the same rows), 95% bootstrap "
-        "intervals over prompts; the difference is paired (same prompt and iteration):",
+        f"KAE on a policy trained between iterations ({p['prompts']} prompts, {p['iterations']} "
+        f"iterations; after each, one AdamW step ({weights}, lr {p['lr']:g}) on {p['trained_on']} "
+        "of the Monte Carlo samples per prompt with leave-one-out advantages): its mean V_MC "
+        f"({kae['mc']} samples per prompt) went {drift} over the iterations. MSE against V_MC on "
+        "the iterations where each KAE bandwidth has a history (the group mean on the same "
+        "rows), 95% bootstrap intervals over prompts; the difference is paired (same prompt "
+        "and iteration):",
         "",
         "| fresh samples per prompt | KAE | iterations | group mean | KAE history | "
         "KAE − group mean |",
