@@ -134,9 +134,9 @@ def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer, items: list[Any]
         if it + 1 < a.iterations:
             with torch.enable_grad():
                 _step(model, opt, mc, a)
-    r = a.kae_lora_r if a.model is not None else 0
+    rank = a.kae_lora_r if a.model is not None else 0
     policy = {"prompts": len(items), "iterations": a.iterations, "lr": a.kae_lr,
-              "trained_on": a.kae_train, "lora_r": r}  # fmt: skip
+              "trained_on": a.kae_train, "lora_r": rank}  # fmt: skip
     return {"policy": policy, **summarise(rows, a.mc, a.bootstrap, a.seed)}
 
 
