@@ -57,7 +57,11 @@ def values_table(values: dict[str, Any]) -> str:
         "",
         *mse_rows("baseline", st["estimators"]),
     ]
-    lines += ["", *values_kae.table(values["kae"])]
+    if "policy" in values["kae"]:
+        lines += ["", *values_kae.table(values["kae"])]
+    else:  # a record from before KAE was measured on a moving policy
+        lines += ["", "KAE: not yet measured on a policy that changes (its table on a fixed "
+                  "policy, where pooling wins by construction, is not shown)."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
