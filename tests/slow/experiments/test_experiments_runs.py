@@ -51,7 +51,11 @@ def test_values_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, mod
     for scores in states["estimators"].values():
         assert scores["mse"] >= 0 and len(scores["mse_95ci"]) == 2
     assert all(0 <= r["v_mc"] <= 1 for r in states["rows"])
-    assert set(metrics["kae"]) == {"n=1", "n=2", "n=4"}
+    kae = metrics["kae"]
+    assert set(kae["by_n"]) == {"n=1", "n=2", "n=4"} and len(kae["drift"]) == 2
+    assert {r["iteration"] for r in kae["rows"]} == {0, 1} and kae["policy"]["lora_r"] == 16
+    for n in kae["by_n"].values():  # h = 1 has a history at the second iteration
+        assert n["kae_h1"]["rows"] == 4 and len(n["kae_h1"]["difference"]["ci"]) == 2
     assert "| loo_mean |" in (out / "summary.md").read_text()
     assert (out / "collapse.png").stat().st_size > 0
 
