@@ -140,40 +140,54 @@ def _item_baselines(
     return prompt, token_ids, mask, R, base
 
 
-def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer) -> dict[str, Any]:
+def _problem_rows(
+    model: Any, tok: Any, a: Any, scorer: Scorer, estimators: dict[str, Any], item: Item, seed: str
+) -> list[dict[str, Any]]:
+    """``a.states`` states of one problem's group, each a row: V_MC and every baseline."""
+    rng = random.Random(seed)  # per problem, so that a resumed run draws what it would have
+    torch.manual_seed(rng.randrange(2**62))
+    prompt, token_ids, mask, R, base = _item_baselines(model, tok, a, scorer, estimators, item)
+    T, lengths = a.max_new_tokens, mask[0].sum(-1)
+    rows = []
+    for _ in range(a.states):
+        i = rng.randrange(a.group)
+        if int(lengths[i]) < 2:
+            continue
+        t = rng.randrange(1, int(lengths[i]))  # prefix of t tokens; the next token is t
+        state = torch.cat([prompt, token_ids[0, i, :t]])
+        prefix = token_ids[0, i, :t]
+        conts = sample_state(model, tok, state, item.answer, a.mc, T - t, a, scorer, prefix)
+        others = torch.cat([R[:i], R[i + 1 :]])
+        rows.append({
+            "problem": item.prompt, "t": t, "v_mc": float(conts.rewards.double().mean()),
+            "group_mean": float(R.mean()), "loo_mean": float(others.mean()),
+            **{name: float(b[i, t]) for name, b in base.items()},
+        })  # fmt: skip
+    return rows
+
+
+def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer, out: Path) -> dict[str, Any]:
     """Prefixes of the model's own rollouts, each valued by Monte Carlo (``a.mc`` continuations)
     and by every token-level baseline (b = R_i − A_{i,t}), the group mean and the leave-one-out
-    mean; ``_summary`` scores them."""
+    mean; ``_summary`` scores them. Each finished problem's rows are appended to
+    ``out/states.jsonl`` as one line, and a run given the same ``--out`` skips those problems."""
     items = _items(a, seed=7)
-    rng = random.Random(a.seed)
-    torch.manual_seed(a.seed)
-    rows: list[dict[str, Any]] = []
     estimators = {  # resolved once; hista with the block size the responses need
         name: plan(name, options={"w": a.hista_w} if name == "hista" else {})
         for name in TOKEN_BASELINES
         if name in registry.names()
     }
-    start = time.perf_counter()
-    for done, item in enumerate(items):
-        values_kae.progress("states", done, len(items), start)
-        prompt, token_ids, mask, R, base = _item_baselines(model, tok, a, scorer, estimators, item)
-        T = a.max_new_tokens
-        lengths = mask[0].sum(-1)
-        for _ in range(a.states):
-            i = rng.randrange(a.group)
-            if int(lengths[i]) < 2:
-                continue
-            t = rng.randrange(1, int(lengths[i]))  # prefix of t tokens; the next token is t
-            state = torch.cat([prompt, token_ids[0, i, :t]])
-            prefix = token_ids[0, i, :t]
-            conts = sample_state(model, tok, state, item.answer, a.mc, T - t, a, scorer, prefix)
-            v = float(conts.rewards.double().mean())
-            others = torch.cat([R[:i], R[i + 1 :]])
-            rows.append({
-                "problem": item.prompt, "t": t, "v_mc": v,
-                "group_mean": float(R.mean()), "loo_mean": float(others.mean()),
-                **{name: float(b[i, t]) for name, b in base.items()},
-            })  # fmt: skip
+    path = out / "states.jsonl"
+    kept = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    done = {d["index"]: d["rows"] for d in kept}
+    start, todo = time.perf_counter(), [i for i in range(len(items)) if i not in done]
+    for count, index in enumerate(todo):
+        values_kae.progress(f"states ({len(done)} problems done)", count, len(todo), start)
+        got = _problem_rows(model, tok, a, scorer, estimators, items[index], f"{a.seed}/{index}")
+        done[index] = got
+        with path.open("a") as f:
+            f.write(json.dumps({"index": index, "rows": got}) + "\n")
+    rows = [r for i in sorted(done) for r in done[i]]
     if not rows:
         raise ValueError("no state had a response of 2+ tokens; raise --max_new_tokens")
     return _summary(rows, a)
@@ -260,13 +274,17 @@ def main(argv: list[str]) -> int:
         a.kae_prompts, a.kae_train = 4, 4
     out = Path(a.out or f"runs/values/{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
+    changed = _changed_settings(out, a)
+    if changed:
+        said = f"{out / 'states.jsonl'} holds rows made with other settings ({changed})"
+        return fail("advest experiment values", f"{said}; give another --out or delete it")
     model_path = models.folder(a.model)
     model, tok = load_policy(model_path)
     model.eval()
     (out / "config.json").write_text(json.dumps({**vars(a), "model_path": model_path}, indent=1))
     try:
         metrics = {
-            "states": states_benchmark(model, tok, a, scorer),
+            "states": states_benchmark(model, tok, a, scorer, out),
             "kae": values_kae.kae_benchmark(model, tok, a, scorer, _items(a, 11)[: a.kae_prompts]),
         }
     finally:
@@ -276,6 +294,21 @@ def main(argv: list[str]) -> int:
     _plot(metrics, out)
     print(summary(metrics))
     return 0
+
+
+RESUME_FREE = ("out", "bootstrap")
+"""Settings a resumed run may change: they do not touch the rows already in states.jsonl."""
+
+
+def _changed_settings(out: Path, a: Any) -> str:
+    """The settings (``name: was → now``) that differ from those of the rows already in
+    ``out/states.jsonl``; empty when there are none or nothing to resume."""
+    if not (out / "states.jsonl").is_file() or not (out / "config.json").is_file():
+        return ""
+    was = json.loads((out / "config.json").read_text())
+    now = json.loads(json.dumps(vars(a)))  # as the file holds them (tuples as lists)
+    return ", ".join(f"--{k}: {was.get(k)!r} → {v!r}" for k, v in now.items()
+                     if k not in RESUME_FREE and was.get(k) != v)  # fmt: skip
 
 
 def summary(m: dict[str, Any]) -> str:
