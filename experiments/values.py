@@ -181,8 +181,9 @@ def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer, out: Path) ->
     kept = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
     done = {d["index"]: d["rows"] for d in kept}
     start, todo = time.perf_counter(), [i for i in range(len(items)) if i not in done]
+    what = f"states ({len(done)} problems done before)"
     for count, index in enumerate(todo):
-        values_kae.progress(f"states ({len(done)} problems done)", count, len(todo), start)
+        values_kae.progress(what, count, len(todo), start)
         got = _problem_rows(model, tok, a, scorer, estimators, items[index], f"{a.seed}/{index}")
         done[index] = got
         with path.open("a") as f:

@@ -72,3 +72,23 @@ def test_values_takes_a_reasoning_gym_task_and_its_held_out_prompts(
     config = json.loads((out / "config.json").read_text())
     assert config["data"] == "reasoning_gym:chain_sum"
     assert json.loads((out / "metrics.json").read_text())["states"]["rows"]
+
+
+def test_values_resumes_the_finished_problems_and_refuses_other_settings(
+    tmp_path: Path, model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from advest.experiments import main
+
+    out = tmp_path / "values"
+    argv = ["values", "--quick", "--model", str(model), "--out", str(out)]
+    assert main(argv) == 0
+    first = json.loads((out / "metrics.json").read_text())["states"]["rows"]
+    lines = (out / "states.jsonl").read_text().splitlines()
+    assert [json.loads(x)["index"] for x in lines] == [0, 1, 2, 3]
+    (out / "states.jsonl").write_text("\n".join(lines[:2]) + "\n")  # stopped after two problems
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "states (2 problems done before): 1/2" in capsys.readouterr().out  # the last two ran
+    assert json.loads((out / "metrics.json").read_text())["states"]["rows"] == first
+    assert main([*argv, "--hista_w", "2"]) == 2
+    assert "--hista_w: 1 → 2" in capsys.readouterr().err
