@@ -204,8 +204,9 @@ def readme_block(data: dict[str, Any], rows: list[tuple[str, str]]) -> str:
         out += ["", f"The pass/fail grid `{name}` ({model}, {done} runs finished): each arm "
                 f"minus `{grid_report.REFERENCE}`, paired over seeds and shared held-out "
                 "prompts, with 95% bootstrap intervals:", "", *table[:-1]]  # fmt: skip
-    out += ["", "Each grid's design, its per-arm table, the test and the bootstrap: [Choosing an "
-            "estimator](docs/choosing.md), generated from `docs/results/`.", ""]  # fmt: skip
+    page = "the page *Choosing an estimator* (`docs/choosing.md`)"
+    out += ["", f"Each grid's design, its per-arm table, the test and the bootstrap: {page}, "
+            "generated from `docs/results/`.", ""]  # fmt: skip
     if data["values"]:
         out += ["Value estimation on SmolLM2's own traces (`advest experiment values`):", "",
                 values_table(data["values"])]  # fmt: skip
