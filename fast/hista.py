@@ -283,6 +283,8 @@ def _pooled_input(
     kind="token",
     extends="rloo",
     inputs=("hidden", "mask", "rewards"),
+    # the nearest-block search compares every pair of a group's G·⌈T/w⌉ blocks, D each
+    cost="B·G²·T²·D",
     # w = 1: a baseline at every token (the default window spans a short response whole)
     variants=(Variant({"w": 1}),),
     tolerance=pair(
