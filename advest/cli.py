@@ -20,8 +20,8 @@ from .parsing import Parser, fail, new_parser, switch
 def list_parser() -> Parser:
     p = new_parser(
         "advest list",
-        "Every registered estimator: family, kind, inputs, K domain, unbiasedness scale and spec "
-        "page, read from its registry entry.",
+        "Every registered estimator: family, kind, inputs, K domain, unbiasedness scale, cost "
+        "and spec page, read from its registry entry.",
     )
     switch(p, "markdown", False, "a Markdown table (the docs' Estimators page)")
     return p
@@ -40,7 +40,7 @@ def _scale_text(scale: Any) -> str:
 def _list(ns: Any) -> int:
     from advest.fast import registry
 
-    head = ("name", "family", "kind", "inputs", "K", "unbiased for", "spec")
+    head = ("name", "family", "kind", "inputs", "K", "unbiased for", "cost", "spec")
     rows: list[tuple[str, ...]] = [
         (
             e.name,
@@ -49,6 +49,7 @@ def _list(ns: Any) -> int:
             ", ".join(e.inputs),
             e.k_domain or "-",
             _scale_text(e.scale),
+            f"O({e.cost})",
             e.spec,
         )
         for e in registry.entries()
@@ -57,7 +58,7 @@ def _list(ns: Any) -> int:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
         for r in rows:
-            print(f"| `{r[0]}` | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} | [{r[6]}]({r[6]}) |")
+            print(f"| `{r[0]}` | {' | '.join(r[1:7])} | [{r[7]}]({r[7]}) |")
         return 0
     table = [head, *rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
@@ -111,7 +112,7 @@ SUMMARY = {
     "train": "RL training of a local checkpoint with any registered estimator",
     "eval": "held-out pass@k curves of a checkpoint",
     "experiment": "reproduce the papers' claims: bandit, compare, values, real",
-    "list": "every registered estimator: family, inputs, K domain, spec page",
+    "list": "every registered estimator: family, inputs, K domain, cost, spec page",
     "demo": "the max@K estimators side by side on one group",
     "bench": "estimator benchmarks that print numbers and ratios",
     "prove": "run the machine-checked proofs and print the claims",

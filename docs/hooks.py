@@ -106,7 +106,9 @@ def collect_estimators() -> str:
         "# Estimators\n\nEvery registered estimator, generated from its registry entry (its one "
         "declaration, `fast/registry.py`) when this site was built; `advest list` prints the "
         "same table. *Unbiased for* c·∇J: J = max@K for an estimator with K, the mean reward "
-        "without; `-`: biased or not claimed (its spec page says which).\n\n" + out.getvalue()
+        "without; `-`: biased or not claimed (its spec page says which). *Cost*: the order of the "
+        "time of one call in its sizes (B prompts, G samples, T tokens, ...: `spec/cost.py`), "
+        "measured on the Cost growth page.\n\n" + out.getvalue()
     )
 
 

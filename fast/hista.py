@@ -283,6 +283,9 @@ def _pooled_input(
     kind="token",
     extends="rloo",
     inputs=("hidden", "mask", "rewards"),
+    # the nearest-block search compares every pair of a group's G·⌈T/w⌉ blocks, D each; the
+    # median over the other rollouts sorts G distances for each of the G·⌈T/w⌉ prefixes
+    cost="B·G²·T²·D + B·G²·T log G",
     # w = 1: a baseline at every token (the default window spans a short response whole)
     variants=(Variant({"w": 1}),),
     tolerance=pair(

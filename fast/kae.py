@@ -81,6 +81,8 @@ def _empty(dtype: torch.dtype, device: torch.device | None = None) -> Tensor:
     "kae",
     "history",
     inputs=("prompt_ids", "rewards"),
+    # the call's rewards, each group's live history rows, and one sort of every row to append
+    cost="B·G + B·L + V log V",
     stateful=True,
     # The one exception to "never max|r|": KAE's history keeps raw per-visit sums s = Σ r in
     # float64 (the checkpoint format of spec/kae.md), and V̂ = (Σ K·s + Σ_{k≠g} r_k)/(Σ K·n + G − 1)

@@ -89,6 +89,9 @@ def _h2(q: Tensor) -> Tensor:
     kind="token",
     extends="grpo",
     inputs=("token_ids", "mask", "rewards"),
+    # torch.unique sorts the B·G·T keys; the Fisher grid is [pairs, G + 1] with pairs up to
+    # B·G·T distinct (group, id) (a large vocabulary)
+    cost="B·G·T log(B·G·T) + B·G²·T",
     tolerance=pair(
         "output", "grpo(R) + top·tanh(s/2) in float64 (lgamma Fisher tail sums): ulps of max|A|"
     ),

@@ -57,9 +57,14 @@ from ._maxk_core import path_for as path_for
 from ._weights import ratio_at
 from .registry import defined_in, register
 
+SORTS = "B·G log G"
+"""The cost of an estimator on the sorted path: one stable sort per group (general rewards; the
+counting path of few levels is O(B·G))."""
+
 
 @register(
     k_range="k<=n",
+    cost=SORTS,
     tolerance=pair("group", SHIFT_BACK + " (K = 1: EI = r)"),
     claims=Claims(
         pg_scale=scales.n_over_k, shift=scales.only_at_k1(scales.one), magnitude=bounds.unit
@@ -73,6 +78,7 @@ def ei(rewards: Tensor, k: int) -> Tensor:
 
 @register(
     k_range="k<=n-1",
+    cost=SORTS,
     tolerance=pair("group", SHIFT_BACK + " (K = 1: b = mean of the others)"),
     claims=Claims(shift=scales.only_at_k1(scales.one), monotone=False, magnitude=bounds.unit),
 )
@@ -84,6 +90,7 @@ def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
 
 @register(
     k_range="k<=n-1",
+    cost=SORTS,
     tolerance=pair("group", SHIFTED + " (form ei_minus_b; exact zeros on flat groups)"),
     claims=Claims(pg_scale=scales.n_over_k, magnitude=bounds.unit, **FLAT),
 )
@@ -95,6 +102,7 @@ def maxpo(rewards: Tensor, k: int) -> Tensor:
 
 @register(
     k_range="k<=n-1",
+    cost=SORTS,
     tolerance=pair("group", SHIFTED + " (form delta; exact zeros on flat groups)"),
     claims=Claims(pg_scale=scales.n_over_k, magnitude=bounds.unit, **FLAT),
 )
@@ -106,6 +114,7 @@ def canonical(rewards: Tensor, k: int) -> Tensor:
 
 @register(
     k_range="k<=n",
+    cost=SORTS,
     tolerance=pair("group", SHIFTED + "; the mean of EI is over G terms of size <= spread"),
     claims=Claims(min_n=2, centred=True, comparison_scale=scales.n_over_k, magnitude=bounds.unit),
 )
@@ -148,6 +157,7 @@ def tang_passk(rewards: Tensor) -> Tensor:
 
 @register(
     k_range="k<=n",
+    cost=SORTS,
     tolerance=pair("group", SHIFT_BACK + " ((K/G)·shift)"),
     claims=Claims(pg_scale=scales.one, shift=scales.k_over_n, magnitude=bounds.unit),
 )
@@ -159,6 +169,7 @@ def pkpo_s(rewards: Tensor, k: int) -> Tensor:
 
 @register(
     k_range="k<=n-1",
+    cost=SORTS,
     tolerance=pair("group", SHIFT_BACK + " ((K/G − K/(G−1))·shift)"),
     claims=Claims(
         pg_scale=scales.one, shift=scales.minus_k_over_n_n_minus_1, magnitude=bounds.unit
@@ -174,6 +185,7 @@ def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
 
 @register(
     k_range="k<=n",
+    cost=SORTS,
     tolerance=pair("group", SHIFT_BACK + " (K = 1 only: shift/G)"),
     claims=Claims(
         pg_scale=scales.one, shift=scales.only_at_k1(scales.k_over_n), magnitude=bounds.unit
@@ -252,6 +264,7 @@ def chen_passk(
 
 @register(
     k_range="k<=n",
+    cost=SORTS,
     tolerance=pair("group", SHIFT_BACK + " ((K/G)·shift)"),
     claims=Claims(pg_scale=scales.one, shift=scales.k_over_n, magnitude=bounds.unit),
 )
@@ -265,6 +278,7 @@ def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
 
 @register(
     k_range="k<=n-1",
+    cost=SORTS,
     tolerance=pair("group", SHIFTED + "; times K(G−K)/G² (<= 1/4)"),
     claims=Claims(pg_scale=scales.n_minus_k_over_n, magnitude=bounds.unit, **FLAT),
 )
@@ -276,6 +290,7 @@ def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
 
 @register(
     k_range="k<=n-1",
+    cost=SORTS,
     tolerance=pair("group", ZSCORE),
     claims=Claims(scale_power=0, magnitude=bounds.standardised, **IRRATIONAL),
     variants=(

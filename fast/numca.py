@@ -143,6 +143,8 @@ def _available(span_r: Tensor, space: Tensor, starts: Tensor, ends: Tensor, widt
     kind="token",
     extends="rloo",
     inputs=("texts", "offsets", "mask", "rewards"),
+    # the regex pass reads every character; spans and token starts are sorted (unique, argsort)
+    cost="B·G·T log(B·G·T)",
     tolerance=pair("output", "leave-one-out means of rewards in float64: ulps of max|A|"),
 )
 def numca(texts: list[list[str]], offsets: Tensor, mask: Tensor, rewards: Tensor) -> Tensor:

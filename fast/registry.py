@@ -28,9 +28,10 @@ The entry is the one declaration of an estimator: its name, its family (the modu
 it, ``fast/<family>.py``, with its twin ``reference/<family>.py`` and its page
 ``spec/<family>.md``), how it is called (``kind`` and ``inputs``), where K may lie, its claims
 (``spec.claims.Claims``: its scale relative to the unbiased gradient, centring, shift and scale
-behaviour), its tolerance class against the exact reference, and the variants of its options
-that are tested. The test catalogue, the tolerances, the scales, the list of families, the docs
-and the mutation map are derived from it (``oracle/catalogue.py``,
+behaviour), its tolerance class against the exact reference, the order of its cost
+(``spec.cost``) and the variants of its options that are tested. The test catalogue, the
+tolerances, the scales, the list of families, the docs, the cost-growth table and the mutation
+map are derived from it (``oracle/catalogue.py``,
 ``tests/core/oracle/test_catalogue.py``).
 
 An estimator returns ``[B, G]`` (sequence level, broadcast to tokens) or ``[B, G, T]``, or an
@@ -47,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from advest.spec import cost as orders
 from advest.spec.claims import DEFAULTS, Claims, Variant
 from advest.spec.scales import Scale
 from advest.spec.tolerances import Tolerances
@@ -82,6 +84,16 @@ INPUTS = (
     "turn_ids",
 )
 """The rollout fields an estimator may consume (the table in this module's docstring)."""
+COST_BY_KIND: dict[Kind, str] = {
+    "sequence": "B·G",
+    "multi_reward": "B·G·R",
+    "token": "B·G·T",
+    "history": "B·G",
+    "episode": "B·G·T",
+}
+"""The stated cost of an estimator that states none: one pass over its inputs (an episode's
+turns are at most its tokens). An estimator that sorts, pairs samples or keeps history states
+its own (``register(cost=...)``)."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -110,6 +122,10 @@ class Entry:
     one_turn: str | None = None
     """An episode estimator: the registered sequence estimator it equals on one-turn episodes
     (the episode oracle's "one turn" row)."""
+    cost: str = ""
+    """The order of the time of one call in the sizes of its inputs (``spec.cost``), e.g.
+    ``B·G log G``; its spec page's Cost table repeats it, and docs/cost.md measures it. Empty only
+    for an unregistered function's entry (``calling.plan_for``)."""
 
     @property
     def family(self) -> str:
@@ -159,11 +175,13 @@ def register(
     k_range: KDomain | None = None,
     extends: str | None = None,
     one_turn: str | None = None,
+    cost: str | None = None,
 ) -> Callable[[F], F]:
     """Register ``fn`` as ``name`` (by default the function's own name, so that the name is
     written once, in its ``def``): the estimator's one declaration. ``inputs`` defaults, for a
     "sequence" estimator, to rewards, then k when ``k_range`` lets K vary; other kinds list
-    theirs."""
+    theirs. ``cost`` (the order of one call's time, ``spec.cost``) defaults to
+    ``COST_BY_KIND[kind]``."""
 
     def add(fn: F) -> F:
         label: str = name or str(getattr(fn, "__name__", ""))
@@ -179,6 +197,11 @@ def register(
             raise ValueError(f"estimator {label!r}: takes K exactly when its k_range lets K vary")
         if label in _REGISTRY:
             raise ValueError(f"estimator {label!r} is registered twice")
+        stated = COST_BY_KIND[kind] if cost is None else cost
+        try:
+            orders.parse(stated)
+        except ValueError as error:
+            raise ValueError(f"estimator {label!r}: cost {stated!r}: {error}") from None
         _REGISTRY[label] = Entry(
             label,
             kind,
@@ -191,6 +214,7 @@ def register(
             k_range,
             extends,
             one_turn,
+            stated,
         )
         return fn
 

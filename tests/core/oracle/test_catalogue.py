@@ -74,6 +74,31 @@ def test_the_registrys_largest_k_is_the_top_of_the_catalogues_k_values() -> None
             ]
 
 
+def _spec_costs(family: str) -> dict[str, str]:
+    """The Cost table of ``spec/<family>.md``: ``| `name` | O(order) |`` rows under '## Cost'."""
+    text = (SPEC / f"{family}.md").read_text()
+    section = text.split("\n## Cost\n", 1)[1].split("\n## ", 1)[0]
+    return dict(re.findall(r"^\| `([a-z_0-9]+)` \| O\((.+)\) \|$", section, flags=re.M))
+
+
+def test_each_spec_page_states_the_cost_its_estimators_register() -> None:
+    """The order on the page is the registry's ``cost`` (what docs/cost.md measures), for every
+    estimator of the family and no other."""
+    for family in registry.families():
+        stated = {e.name: e.cost for e in registry.entries() if e.family == family}
+        assert _spec_costs(family) == stated, family
+
+
+def test_registry_refuses_a_cost_it_cannot_read_and_fills_the_kinds_default() -> None:
+    with pytest.raises(ValueError, match=r"estimator 'x': cost 'B·Q': unknown size 'Q'"):
+        registry.register("x", cost="B·Q", tolerance={})(lambda rewards: rewards)
+    assert "x" not in registry.names()
+    for e in registry.entries():
+        assert e.cost, e.name
+    assert registry.entry("grpo").cost == registry.COST_BY_KIND["sequence"] == "B·G"
+    assert registry.entry("turn_rloo").cost == registry.COST_BY_KIND["episode"]
+
+
 def test_registry_refuses_duplicates() -> None:
     with pytest.raises(ValueError, match="registered twice"):
         registry.register("maxpo", k_range="k<=n-1", tolerance={})(lambda r, k: r)

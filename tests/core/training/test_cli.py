@@ -172,7 +172,7 @@ def test_accepted_trainer_flags_reach_the_trainer() -> None:
     assert not set(args) & set(train.REFUSED_TRAINER_FLAGS)
 
 
-def test_list_prints_every_estimator_with_family_inputs_k_domain_and_spec_page(
+def test_list_prints_every_estimator_with_family_inputs_k_domain_cost_and_spec_page(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert cli.main(["list"]) == 0
@@ -182,7 +182,7 @@ def test_list_prints_every_estimator_with_family_inputs_k_domain_and_spec_page(
         e = registry.entry(name)
         (line,) = [row for row in lines if row.split()[0] == name]
         assert e.family in line and ", ".join(e.inputs) in line and e.spec in line
-        assert (e.k_domain or "-") in line
+        assert (e.k_domain or "-") in line and f"O({e.cost})" in line
         assert (root / e.spec).is_file(), e.spec
 
 
