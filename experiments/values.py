@@ -248,6 +248,8 @@ def parser() -> Any:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (95% CI)")
     p.add_argument("--seed", type=int, default=0, help="seeds the sampling")
     switch(p, "quick", False, "tiny sizes: a smoke run")
+    p.add_argument("--only", choices=("states", "kae"), default=None,
+                   help="one part (two processes into one --out; default both)")  # fmt: skip
     p.add_argument("--out", type=str | None, default=None, help="default runs/values/<timestamp>")
     return p
 
@@ -284,12 +286,12 @@ def main(argv: list[str]) -> int:
     model.eval()
     (out / "config.json").write_text(json.dumps({**vars(a), "model_path": model_path}, indent=1))
     try:
-        metrics = {
-            "states": states_benchmark(model, tok, a, scorer, out),
-            "kae": values_kae.kae_benchmark(model, tok, a, scorer, _items(a, 11)[: a.kae_prompts]),
-        }
+        metrics = _run(model, tok, a, scorer, out)
     finally:
         scorer.close()
+    if a.only is not None:  # one half: the other run into the same --out finishes the set
+        print(f"advest experiment values: the {a.only} part is in {out}")
+        return 0
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
     (out / "summary.md").write_text(summary(metrics))
     _plot(metrics, out)
@@ -297,7 +299,23 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-RESUME_FREE = ("out", "bootstrap")
+def _run(model: Any, tok: Any, a: Any, scorer: Scorer, out: Path) -> dict[str, Any]:
+    """The parts ``a.only`` names (both by default). The KAE part is kept in ``out/kae.json``
+    once finished (it trains the policy, so it runs in one piece) and read from there after."""
+    metrics: dict[str, Any] = {}
+    if a.only in (None, "states"):
+        metrics["states"] = states_benchmark(model, tok, a, scorer, out)
+    if a.only in (None, "kae"):
+        path = out / "kae.json"
+        if not path.is_file():
+            items = _items(a, 11)[: a.kae_prompts]
+            kae = values_kae.kae_benchmark(model, tok, a, scorer, items)
+            path.write_text(json.dumps(kae))
+        metrics["kae"] = json.loads(path.read_text())
+    return metrics
+
+
+RESUME_FREE = ("out", "bootstrap", "only")
 """Settings a resumed run may change: they do not touch the rows already in states.jsonl."""
 
 
