@@ -84,8 +84,9 @@ buffers)."""
 
 
 def chunk_rows(B: int, G: int, device: torch.device) -> int:
-    """Rows per chunk of the sorted path (>= 1)."""
-    if device.type != "cpu":
+    """Rows per chunk of the sorted path (>= 1): the whole batch where no scratch buffer is
+    kept (other devices, a call traced by torch.compile, whose graph would unroll the chunks)."""
+    if device.type != "cpu" or torch.compiler.is_compiling():
         return max(B, 1)
     elements = min(CHUNK_ELEMENTS * torch.get_num_threads(), _scratch.MAX_ELEMENTS)
     return max(1, elements // G)
