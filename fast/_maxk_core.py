@@ -221,7 +221,13 @@ def _sample_sum(values: Tensor, g: _Groups) -> Tensor:
 
 def _sample_sum_of_squares(values: Tensor, g: _Groups) -> Tensor:
     """``_sample_sum(values * values, g)``, the squares written into a scratch buffer."""
-    return _sample_sum(torch.mul(values, values, out=_buffer("square", values, values.dtype)), g)
+    return _sample_sum(torch.mul(values, values, out=_buffer("spare", values, values.dtype)), g)
+
+
+def _max_abs(values: Tensor) -> Tensor:
+    """``[R, S]`` → ``[R, 1]``: max |values| per row, |values| written into a scratch buffer (one
+    reduction: over a short row, such as G = 8, a reduction costs several element-wise passes)."""
+    return torch.abs(values, out=_buffer("spare", values, values.dtype)).amax(dim=-1, keepdim=True)
 
 
 class _Coefs(NamedTuple):

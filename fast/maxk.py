@@ -52,6 +52,7 @@ from ._maxk_core import (
     _Groups,
     _k1_shift,
     _keep,
+    _max_abs,
     _sample_sum,
     _sample_sum_of_squares,
     estimate,
@@ -305,9 +306,7 @@ def bagirov_zscore(rewards: Tensor, k: int, *, ddof: int = 1) -> Tensor:
         # Flat groups get top = 0 and a zero multiplier, and so does a non-flat group whose Δ
         # underflowed to 0 in float64: exact zeros, no 0/0. (A padded level repeats the top
         # level's value, so max|Δ| over slots is max|Δ| over samples.)
-        # max|Δ| = max(max Δ, −min Δ) exactly, with no [R, S] temporary for |Δ|
-        hi, lo = delta.amax(dim=-1, keepdim=True), delta.amin(dim=-1, keepdim=True)
-        top = torch.maximum(hi, -lo) * _keep(g)  # [R, 1]
+        top = _max_abs(delta) * _keep(g)  # [R, 1]
         flat = top == 0
         unit = delta.div_(torch.where(flat, 1.0, top))  # delta is this body's own temporary
         std = torch.sqrt(_sample_sum_of_squares(unit, g)) / (g.n - d) ** 0.5
