@@ -71,16 +71,18 @@ class Out(NamedTuple):
     mul: Tensor | float | None = None
 
 
-CHUNK_ELEMENTS = 2**16
-"""On CPU the sorted path runs over chunks of about this many rewards per torch thread (whole
-groups; at most ``_scratch.MAX_ELEMENTS``). Each chunk's intermediates are written into this
-thread's scratch buffers (``fast._scratch``), so that a call allocates nothing at the batch's
-size but its output. Smaller chunks pay more per-operator overhead (about 20 operator calls per
-chunk, a few µs each: at 2^12 the forms took 1.5–2.5× a ``torch.sort`` of [4096, 64] float32 on
-one thread, at 2^16 0.85–1.0×); larger ones hold more scratch memory for no measured gain (2^16
-to 2^20 within 3% of each other), and each thread still gets 2^16 elements of every element-wise
-operation. On other devices the whole batch is one chunk (their caching allocators keep
-buffers)."""
+CHUNK_ELEMENTS = 2**18
+"""On CPU the sorted path runs over chunks of at least this many rewards (whole groups; at least
+2^16 per torch thread, so that each element-wise operation still gives every thread two of
+torch's grains; at most ``_scratch.MAX_ELEMENTS``). Each chunk's intermediates are written into
+this thread's scratch buffers (``fast._scratch``), so that a call allocates nothing at the
+batch's size but its output, whatever the chunk size; the size only trades held memory (about
+50 bytes per reward of a chunk: 12.5 MiB at 2^18) against per-chunk overhead, about 20 operator
+calls, each a few µs and, with several threads, a parallel region that waits for every thread.
+At [4096, 64] float32 on one thread, chunks of 2^12 rewards took 1.5–2.5× a ``torch.sort`` of the
+tensor and 2^16 to 2^20 all about 0.85–1.0×; on two threads of a loaded 2-core machine, two
+chunks of 2^17 took 1.1–1.75× where one chunk took 1.03–1.5×. On other devices the whole batch
+is one chunk (their caching allocators keep buffers)."""
 
 
 def chunk_rows(B: int, G: int, device: torch.device) -> int:
@@ -88,8 +90,8 @@ def chunk_rows(B: int, G: int, device: torch.device) -> int:
     kept (other devices, a call traced by torch.compile, whose graph would unroll the chunks)."""
     if device.type != "cpu" or torch.compiler.is_compiling():
         return max(B, 1)
-    elements = min(CHUNK_ELEMENTS * torch.get_num_threads(), _scratch.MAX_ELEMENTS)
-    return max(1, elements // G)
+    elements = max(CHUNK_ELEMENTS, 2**16 * torch.get_num_threads())
+    return max(1, min(elements, _scratch.MAX_ELEMENTS) // G)
 
 
 def estimate(

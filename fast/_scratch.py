@@ -10,7 +10,7 @@ advest.oracle.bench_sort``). The sorted path instead writes every chunk-sized in
 buffers kept here, one set per calling thread (two threads never share one), reused chunk after
 chunk and call after call: nothing but the output is allocated at the batch's size. Held memory
 is bounded by one chunk (``fast._maxk_core.chunk_rows``; about 50 bytes per reward of the
-chunk, 3 MiB per thread with one torch thread); ``release`` drops it. Requests above
+chunk, 12.5 MiB per calling thread at the default 2^18); ``release`` drops it. Requests above
 ``MAX_ELEMENTS``, other devices (their caching allocators keep buffers already) and calls traced
 by ``torch.compile`` (whose graphs must not write to state outside them) get a fresh tensor.
 """

@@ -137,3 +137,18 @@ def test_threads_calling_at_once_get_their_own_results(
         for t in threads:
             t.join()
     assert not bad
+
+
+@pytest.mark.parametrize("threads", [1, 2, 64])
+def test_chunk_rows_holds_whole_groups_within_the_scratch_bound(
+    threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    cpu, meta = torch.device("cpu"), torch.device("meta")
+    for G in (1, 8, 64, 1024):
+        rows = _maxk_core.chunk_rows(10**6, G, cpu)
+        least = min(max(_maxk_core.CHUNK_ELEMENTS, 2**16 * threads), _scratch.MAX_ELEMENTS)
+        assert least <= rows * G <= _scratch.MAX_ELEMENTS, G
+    assert _maxk_core.chunk_rows(10**6, _scratch.MAX_ELEMENTS * 2, cpu) == 1  # one huge group
+    assert _maxk_core.chunk_rows(300, 64, meta) == 300  # other devices: the whole batch
+    assert _maxk_core.chunk_rows(0, 64, meta) == 1
