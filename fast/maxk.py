@@ -10,7 +10,9 @@ cancellation, and keeps the gaps to the top values (what the blocks are made of)
 distant minimum would round them together. Each estimator is then one linear form of
 ``spec.maxk_weights.FORMS`` (weights in float64 from log-gamma, cached per (G, K)), evaluated with
 one cumsum (and, where the form has one, a matrix-vector product), and scattered back. The whole
-computation runs in float64; the output is cast back.
+computation runs in float64; the output is cast back. On CPU the groups go by chunks, each
+chunk's intermediates in per-thread scratch buffers (``fast._scratch``): a call allocates only
+its output at the batch's size, so its cost does not hang on the allocator's state.
 
 Counting path (spec/maxk_paths.md §Counting path): when every group of the call has at most
 ``MAX_LEVELS`` distinct rewards (binary pass/fail, partial credit), nothing is sorted: the levels
@@ -44,13 +46,16 @@ from . import _levels
 from ._checks import check_ddof, check_k, check_rewards, refuse_where
 from ._maxk_core import MAX_LEVELS as MAX_LEVELS  # the paths' switches, public here
 from ._maxk_core import (
+    Out,
     _entry,
     _evaluate,
-    _expand,
+    _Groups,
     _k1_shift,
     _keep,
-    _prepare,
+    _max_abs,
     _sample_sum,
+    _sample_sum_of_squares,
+    estimate,
 )
 from ._maxk_core import max_levels as max_levels
 from ._maxk_core import path_for as path_for
@@ -72,8 +77,7 @@ counting path of few levels is O(B·G))."""
 )
 def ei(rewards: Tensor, k: int) -> Tensor:
     """Expected improvement EI (MaxPO Eq. 5); r at K = 1. rewards: [B, G] -> [B, G]; 1 <= K <= G."""
-    g = _prepare(rewards, k, "ei")
-    return _expand(_evaluate(g, "ei"), g, rewards, add=_k1_shift(g))
+    return estimate(rewards, k, "ei", lambda g: Out(_evaluate(g, "ei"), add=_k1_shift(g)))
 
 
 @register(
@@ -84,8 +88,7 @@ def ei(rewards: Tensor, k: int) -> Tensor:
 )
 def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
     """Leave-two-out baseline b = M⁻ − C (MaxPO Eq. 6). rewards: [B, G]; 1 <= K <= G−1."""
-    g = _prepare(rewards, k, "l2o_baseline")
-    return _expand(_evaluate(g, "b"), g, rewards, add=_k1_shift(g))
+    return estimate(rewards, k, "l2o_baseline", lambda g: Out(_evaluate(g, "b"), _k1_shift(g)))
 
 
 @register(
@@ -96,8 +99,7 @@ def l2o_baseline(rewards: Tensor, k: int) -> Tensor:
 )
 def maxpo(rewards: Tensor, k: int) -> Tensor:
     """MaxPO advantage EI − b (MaxPO Eq. 7), computed as EI and b. rewards: [B, G]; K <= G−1."""
-    g = _prepare(rewards, k, "maxpo")
-    return _expand(_evaluate(g, "ei_minus_b"), g, rewards, mul=_keep(g))
+    return estimate(rewards, k, "maxpo", lambda g: Out(_evaluate(g, "ei_minus_b"), mul=_keep(g)))
 
 
 @register(
@@ -108,8 +110,7 @@ def maxpo(rewards: Tensor, k: int) -> Tensor:
 )
 def canonical(rewards: Tensor, k: int) -> Tensor:
     """Canonical centred advantage Δ = M⁺ − M⁻ (MaxPO Eq. 8). rewards: [B, G]; K <= G−1."""
-    g = _prepare(rewards, k, "canonical")
-    return _expand(_evaluate(g, "delta"), g, rewards, mul=_keep(g))
+    return estimate(rewards, k, "canonical", lambda g: Out(_evaluate(g, "delta"), mul=_keep(g)))
 
 
 @register(
@@ -123,12 +124,12 @@ def ei_l1o(rewards: Tensor, k: int) -> Tensor:
 
     rewards: [B, G] with G >= 2; 1 <= K <= G.
     """
-    g = _prepare(rewards, k, "ei_l1o")
-    G = rewards.shape[1]
-    if G < 2:
-        raise ValueError(f"ei_l1o needs N >= 2; got K={k}, N={G}")
-    e = _evaluate(g, "ei")
-    return _expand(e, g, rewards, add=-_sample_sum(e, g) / G, mul=G / (G - 1))
+
+    def body(g: _Groups) -> Out:
+        e = _evaluate(g, "ei")
+        return Out(e, add=-_sample_sum(e, g) / g.n, mul=g.n / (g.n - 1))
+
+    return estimate(rewards, k, "ei_l1o", body, min_n=2)
 
 
 @register(
@@ -163,8 +164,7 @@ def tang_passk(rewards: Tensor) -> Tensor:
 )
 def pkpo_s(rewards: Tensor, k: int) -> Tensor:
     """PKPO s = (K/G)·M⁺ (PKPO Eqs. 19-21). rewards: [B, G]; 1 <= K <= G."""
-    g = _prepare(rewards, k, "pkpo_s")
-    return _expand(_evaluate(g, "m_plus"), g, rewards, add=g.shift, mul=g.k / g.n)
+    return estimate(rewards, k, "pkpo_s", lambda g: Out(_evaluate(g, "m_plus"), g.shift, g.k / g.n))
 
 
 @register(
@@ -177,10 +177,13 @@ def pkpo_s(rewards: Tensor, k: int) -> Tensor:
 )
 def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
     """PKPO sloo = (K/G)M⁺ − (K/(G−1))M⁻ (PKPO Eq. 29). rewards: [B, G]; 1 <= K <= G−1."""
-    g = _prepare(rewards, k, "pkpo_sloo")
-    G, K = g.n, g.k
-    # M⁺ and M⁻ both move with the shift; their weights K/G and K/(G−1) differ, hence the last term.
-    return _expand(_evaluate(g, "sloo"), g, rewards, add=(K / G - K / (G - 1)) * g.shift)
+
+    def body(g: _Groups) -> Out:
+        G, K = g.n, g.k
+        # M⁺ and M⁻ both move with the shift; their weights K/G, K/(G−1) differ: the last term
+        return Out(_evaluate(g, "sloo"), add=(K / G - K / (G - 1)) * g.shift)
+
+    return estimate(rewards, k, "pkpo_sloo", body)
 
 
 @register(
@@ -193,8 +196,12 @@ def pkpo_sloo(rewards: Tensor, k: int) -> Tensor:
 )
 def pkpo_sloo_minus_one(rewards: Tensor, k: int) -> Tensor:
     """PKPO Eq. 33 = (K/G)·EI; r/G at K = 1. rewards: [B, G]; 1 <= K <= G."""
-    g = _prepare(rewards, k, "pkpo_sloo_minus_one")
-    return _expand(_evaluate(g, "ei"), g, rewards, add=_k1_shift(g), mul=g.k / g.n)
+    return estimate(
+        rewards,
+        k,
+        "pkpo_sloo_minus_one",
+        lambda g: Out(_evaluate(g, "ei"), _k1_shift(g), g.k / g.n),
+    )
 
 
 PASSK_TRAINING_EPS = 1e-6
@@ -271,9 +278,10 @@ def chen_passk(
 def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
     """Bagirov Eq. 9 all-subsets transform (sorted weights C(q−1, K−1), C(q−2, K−2) over
     C(G, K)), = (K/G)·M⁺ = PKPO's s (I6). rewards: [B, G]; 1 <= K <= G."""
-    g = _prepare(rewards, k, "bagirov_transform")
     # Eq. 9's own sorted weights (they total K/G, so the shift comes back scaled by K/G)
-    return _expand(_evaluate(g, "bagirov"), g, rewards, add=g.k / g.n * g.shift)
+    return estimate(
+        rewards, k, "bagirov_transform", lambda g: Out(_evaluate(g, "bagirov"), g.k / g.n * g.shift)
+    )
 
 
 @register(
@@ -284,8 +292,11 @@ def bagirov_transform(rewards: Tensor, k: int) -> Tensor:
 )
 def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
     """Mean-centred Bagirov transform = K(G−K)/G²·Δ. rewards: [B, G]; 1 <= K <= G−1."""
-    g = _prepare(rewards, k, "bagirov_centered")
-    return _expand(_evaluate(g, "delta"), g, rewards, mul=g.k * (g.n - g.k) / g.n**2 * _keep(g))
+
+    def body(g: _Groups) -> Out:
+        return Out(_evaluate(g, "delta"), mul=g.k * (g.n - g.k) / g.n**2 * _keep(g))
+
+    return estimate(rewards, k, "bagirov_centered", body)
 
 
 @register(
@@ -302,18 +313,21 @@ def bagirov_centered(rewards: Tensor, k: int) -> Tensor:
 def bagirov_zscore(rewards: Tensor, k: int, *, ddof: int = 1) -> Tensor:
     """Bagirov "BoN mean": Δ/std_ddof(Δ), no ε; exact zeros on flat groups. K <= G−1."""
     d = check_ddof(ddof, "bagirov_zscore")
-    g = _prepare(rewards, k, "bagirov_zscore")
-    delta = _evaluate(g, "delta")  # [B, S]
-    # z is scale-free: dividing by max|Δ| first keeps the squares from under- or overflowing.
-    # Σ Δ = 0 exactly (I4), so the std needs no mean pass: std_ddof = ||Δ|| / sqrt(G − ddof).
-    # Flat groups get top = 0 and a zero multiplier, and so does a non-flat group whose Δ
-    # underflowed to 0 in float64: exact zeros, no 0/0. (A padded level repeats the top level's
-    # value, so max|Δ| over slots is max|Δ| over samples.)
-    top = delta.abs().amax(dim=-1, keepdim=True) * _keep(g)  # [B, 1]
-    flat = top == 0
-    unit = delta / torch.where(flat, 1.0, top)
-    std = torch.sqrt(_sample_sum(unit * unit, g)) / (g.n - d) ** 0.5
-    return _expand(unit, g, rewards, mul=torch.where(flat, 0.0, 1 / std))
+
+    def body(g: _Groups) -> Out:
+        delta = _evaluate(g, "delta")  # [R, S]
+        # z is scale-free: dividing by max|Δ| first keeps the squares from under- or overflowing.
+        # Σ Δ = 0 exactly (I4), so the std needs no mean pass: std_ddof = ||Δ|| / sqrt(G − ddof).
+        # Flat groups get top = 0 and a zero multiplier, and so does a non-flat group whose Δ
+        # underflowed to 0 in float64: exact zeros, no 0/0. (A padded level repeats the top
+        # level's value, so max|Δ| over slots is max|Δ| over samples.)
+        top = _max_abs(delta) * _keep(g)  # [R, 1]
+        flat = top == 0
+        unit = delta.div_(torch.where(flat, 1.0, top))  # delta is this body's own temporary
+        std = torch.sqrt(_sample_sum_of_squares(unit, g)) / (g.n - d) ** 0.5
+        return Out(unit, mul=torch.where(flat, 0.0, 1 / std))
+
+    return estimate(rewards, k, "bagirov_zscore", body)
 
 
 __all__ = defined_in(__name__)  # every estimator registered above

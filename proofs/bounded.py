@@ -185,8 +185,9 @@ def _exact_array(values: Sequence[Any]) -> Any:
 
 
 def evaluate_form(form: str, x: Sequence[Any], k: int) -> list[Any]:
-    """Fast's evaluation (``spec.maxk_weights.evaluate``, the same function ``fast`` calls) of
-    one form of ``FORMS`` on the z3 vector x, with exact coefficients."""
+    """Fast's evaluation (``spec.maxk_weights.evaluate``, which ``fast``'s sorted path equals bit
+    for bit: tests/core/estimators/test_maxk_chunks.py) of one form of ``FORMS`` on the z3
+    vector x, with exact coefficients."""
     n = len(x)
 
     def weight(ratio: BinomRatio) -> Any:

@@ -113,15 +113,17 @@ def test_an_all_zeros_estimator_is_rejected_on_large_offsets(row: Row, dtype: to
 # --- no group shift: the fast code's own shift removed ------------------------------------------
 
 
-def _maxk_prepare_without_shift(real: Callable[..., Any]) -> Callable[..., Any]:
-    """fast.maxk._prepare that keeps the sorted rewards themselves (shift 0): every block is then
-    formed at the offset, and the spread's digits go to rounding at 1e6."""
+def _maxk_estimate_without_shift(real: Callable[..., Any]) -> Callable[..., Any]:
+    """fast.maxk.estimate whose estimators see the sorted rewards themselves (shift 0): every
+    block is then formed at the offset, and the spread's digits go to rounding at 1e6."""
 
-    def prepare(rewards: torch.Tensor, k: object, name: str) -> Any:
-        g = real(rewards, k, name)
-        return g._replace(x=g.x + g.shift, shift=torch.zeros_like(g.shift))
+    def estimate(rewards: torch.Tensor, k: object, name: str, body: Any, **kw: Any) -> Any:
+        def unshifted(g: Any) -> Any:
+            return body(g._replace(x=g.x + g.shift, shift=torch.zeros_like(g.shift)))
 
-    return prepare
+        return real(rewards, k, name, unshifted, **kw)
+
+    return estimate
 
 
 def _centred_without_shift(widen: bool) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -170,7 +172,7 @@ def no_group_shift(row: Row, dtype: torch.dtype) -> Iterator[Row]:
     """The row with its fast path's group (or batch) shift removed."""
     with pytest.MonkeyPatch.context() as mp:
         if row.k_domain is not None:
-            mp.setattr(fast.maxk, "_prepare", _maxk_prepare_without_shift(fast.maxk._prepare))
+            mp.setattr(fast.maxk, "estimate", _maxk_estimate_without_shift(fast.maxk.estimate))
         elif row.name in ("james_stein", "ebpo"):
             mp.setattr(
                 fast.group, "_batch_units", _batch_units_without_shift(dtype == torch.float64)

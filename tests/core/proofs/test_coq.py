@@ -128,9 +128,10 @@ def test_each_spec_claim_links_to_its_coq_theorem(theorem: coq.Theorem) -> None:
 
 
 def test_the_shared_evaluation_is_the_linear_form_the_coq_theorem_states() -> None:
-    """spec.maxk_weights.evaluate (what fast and proofs call) on exact random data equals
-    Evaluation.linear_form: own_p x_p + Σ_{q<p} below_q x_q + Σ_{q>p} above_q x_q, with
-    diag = own − below, step = below − above as Evaluation.fast_evaluation reads."""
+    """spec.maxk_weights.evaluate (what proofs call; fast's sorted path equals it bit for bit)
+    on exact random data equals Evaluation.linear_form: own_p x_p + Σ_{q<p} below_q x_q +
+    Σ_{q>p} above_q x_q, with diag = own − below, step = below − above as
+    Evaluation.fast_evaluation reads."""
     import random
     from fractions import Fraction
 
