@@ -46,22 +46,24 @@ cell = grid_report.cell  # "mean [lo, hi]"
 
 def values_table(values: dict[str, Any]) -> str:
     s, st = values["settings"], values["states"]
+    done = st.get("problems_done", s["problems"])
+    so_far = "" if done >= s["problems"] else f" (so far: {done} of the {s['problems']} planned)"
     lines = [
-        f"{s['model']} on `{s['data']}` {json.dumps(s['data_options'])}: {s['problems']} held-out "
-        f"problems × G = {s['group']} rollouts, {st['states']} states ({s['states']} prefixes of "
-        "its own rollouts per problem; every state's row is in `docs/results/values.json`), "
-        f"V_MC from {s['mc']} continuations each (mean binomial SE "
+        f"{s['model']} on `{s['data']}` {json.dumps(s['data_options'])}: {done} held-out "
+        f"problems{so_far} × G = {s['group']} rollouts, {st['states']} states ({s['states']} "
+        "prefixes of its own rollouts per problem; every state's row is in "
+        f"`docs/results/values.json`), V_MC from {s['mc']} continuations each (mean binomial SE "
         f"{st['mean_binomial_se']:.3f}); Hista block w = {s['hista_w']}. Spread of "
         f"(V_MC − group mean): {st['reference_spread_v_mc_minus_group_mean']:.3f}. `group_mean` "
         "includes the state's own return (the paper's leaky V̂_avg); `loo_mean` leaves it out.",
         "",
         *mse_rows("baseline", st["estimators"]),
     ]
-    if "policy" in values["kae"]:
+    if "policy" in values.get("kae", {}):
         lines += ["", *values_kae.table(values["kae"])]
-    else:  # a record from before KAE was measured on a moving policy
-        lines += ["", "KAE: not yet measured on a policy that changes (its table on a fixed "
-                  "policy, where pooling wins by construction, is not shown)."]  # fmt: skip
+    else:  # not finished yet, or a record from before KAE was measured on a moving policy
+        lines += ["", "KAE: not yet measured on a policy that changes (on a fixed policy, "
+                  "pooling the history wins by construction)."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -27,11 +27,15 @@ ORACLE_PROPS = (
 
 def values(out: Path, dest: Path) -> None:
     """``advest experiment values``'s folder → ``dest/values.json``: its settings, scores and
-    every row (per state; per KAE iteration, sample count and prompt)."""
-    if not (out / "metrics.json").is_file():
-        print(f"{out}: the benchmark has not finished; docs/results/values.json is left as it is")
+    every row (per state; per KAE iteration, sample count and prompt); of an unfinished run,
+    the parts finished so far (``values.so_far``)."""
+    from advest.experiments import values as benchmark
+
+    done = out / "metrics.json"
+    metrics = json.loads(done.read_text()) if done.is_file() else benchmark.so_far(out)
+    if "states" not in metrics:
+        print(f"{out}: no problem has finished yet; docs/results/values.json is left as it is")
         return
-    metrics = json.loads((out / "metrics.json").read_text())
     config = json.loads((out / "config.json").read_text())
     keep = ("model", "data", "data_options", "problems", "group", "states", "mc", "iterations",
             "max_new_tokens", "temperature", "hista_w", "kae_prompts", "kae_train", "kae_lr",

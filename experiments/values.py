@@ -188,15 +188,30 @@ def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer, out: Path) ->
         done[index] = got
         with path.open("a") as f:
             f.write(json.dumps({"index": index, "rows": got}) + "\n")
-    rows = [r for i in sorted(done) for r in done[i]]
-    if not rows:
-        raise ValueError("no state had a response of 2+ tokens; raise --max_new_tokens")
-    return _summary(rows, a)
+    return _summary([r for i in sorted(done) for r in done[i]], a) | {"problems_done": len(done)}
+
+
+def so_far(out: Path) -> dict[str, Any]:
+    """The metrics of ``out`` from the parts finished so far: the states of the problems in
+    ``states.jsonl`` (``problems_done`` says how many) and ``kae.json`` if it exists."""
+    from types import SimpleNamespace
+
+    a = SimpleNamespace(**json.loads((out / "config.json").read_text()))
+    path, metrics = out / "states.jsonl", {}
+    if path.is_file():
+        done = [json.loads(line) for line in path.read_text().splitlines()]
+        rows = [r for d in sorted(done, key=lambda d: d["index"]) for r in d["rows"]]
+        metrics["states"] = _summary(rows, a) | {"problems_done": len(done)}
+    if (out / "kae.json").is_file():
+        metrics["kae"] = json.loads((out / "kae.json").read_text())
+    return metrics
 
 
 def _summary(rows: list[dict[str, Any]], a: Any) -> dict[str, Any]:
     """Each baseline's error against the Monte Carlo values of the sampled states, with its
     bootstrap interval, and the rows themselves."""
+    if not rows:
+        raise ValueError("no state had a response of 2+ tokens; raise --max_new_tokens")
     truth = np.array([r["v_mc"] for r in rows])
     group = np.array([r["group_mean"] for r in rows])
     result: dict[str, Any] = {
