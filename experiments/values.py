@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -188,7 +189,19 @@ def states_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer, out: Path) ->
         done[index] = got
         with path.open("a") as f:
             f.write(json.dumps({"index": index, "rows": got}) + "\n")
+        said = no_signal(list(done.values()), a) if count == 2 else None
+        if said:
+            print(f"advest experiment values: warning: {said}", file=sys.stderr)
     return _summary([r for i in sorted(done) for r in done[i]], a) | {"problems_done": len(done)}
+
+
+def no_signal(problems: list[list[dict[str, Any]]], a: Any) -> str | None:
+    """What to say when every reward of ``problems`` (each a list of state rows) is 0: then
+    every baseline is 0 and every score is 0, which looks like a result and is none."""
+    if any(r["group_mean"] or r["v_mc"] for rows in problems for r in rows):
+        return None
+    return (f"every reward of the first {len(problems)} problems is 0 (--reward {a.reward}, "
+            f"--max_new_tokens {a.max_new_tokens}): check the reward and the budget")  # fmt: skip
 
 
 def so_far(out: Path) -> dict[str, Any]:

@@ -53,3 +53,15 @@ def test_a_tie_is_no_measured_difference() -> None:
 
 def _policy() -> dict[str, Any]:
     return {"prompts": 6, "iterations": 4, "lr": 1e-3, "trained_on": 8, "lora_r": 16}
+
+
+def test_a_values_run_without_any_reward_is_warned_about() -> None:
+    from types import SimpleNamespace
+
+    from advest.experiments import values
+
+    a = SimpleNamespace(reward="exact", max_new_tokens=16)
+    zero = [{"group_mean": 0.0, "v_mc": 0.0}] * 3
+    said = values.no_signal([zero, zero, zero], a) or ""
+    assert "first 3 problems is 0 (--reward exact, --max_new_tokens 16)" in said
+    assert values.no_signal([zero, [{"group_mean": 0.0, "v_mc": 0.02}]], a) is None
