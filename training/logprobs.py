@@ -74,20 +74,30 @@ def inner(model: Any) -> Any:
 
 
 def can_share(model: Any) -> bool:
-    """Whether the prompt may be computed once per group: the model takes a KV cache, and no
-    gradient checkpointing is on in training (it recomputes each layer in the backward pass,
-    which would append to the cache a second time). Not under FSDP, where two forward passes
-    of one wrapped layer before its backward pass have never been run."""
+    """Whether the prompt may be computed once per group: the model takes a KV cache, and in
+    training no gradient checkpointing is on (it recomputes each layer in the backward pass,
+    which would append to the cache a second time) and no dropout (each row draws its own
+    mask; the G rows of a prompt would share one). Not under FSDP, where two forward passes of
+    one wrapped layer before its backward pass have never been run."""
     base = inner(model)
     if keywords(model)[0] is None:
         return False
-    if base.training and getattr(base, "is_gradient_checkpointing", False):
+    if base.training and (getattr(base, "is_gradient_checkpointing", False) or drops(base)):
         return False
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         from torch.distributed.fsdp import FullyShardedDataParallel
 
         return not any(isinstance(m, FullyShardedDataParallel) for m in base.modules())
     return True
+
+
+def drops(model: Any) -> bool:
+    """Whether ``model`` has dropout that is on in training: a dropout layer (LoRA's among
+    them) or attention dropout in its config."""
+    config = getattr(model, "config", None)
+    if float(getattr(config, "attention_dropout", 0.0) or 0.0) > 0:
+        return True
+    return any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
 
 
 def read_width(seen: Tensor) -> int:

@@ -119,13 +119,19 @@ def test_columns_past_the_last_read_token_are_neither_computed_nor_filled(
     torch.testing.assert_close(alone.logp, base.logp[:1], rtol=1e-5, atol=1e-5)
 
 
-def test_gradient_checkpointing_in_training_takes_the_plain_pass(model_path: str) -> None:
-    """Recomputing a layer would append its keys to the cache twice."""
-    module = _module(model_path, gradient_checkpointing=True)
+@pytest.mark.parametrize("over", [{"gradient_checkpointing": True}, LORA], ids=["ckpt", "dropout"])
+def test_checkpointing_or_dropout_in_training_takes_the_plain_pass(
+    model_path: str, over: dict[str, Any]
+) -> None:
+    """Recomputing a layer would append its keys to the cache twice; dropout draws a mask per
+    row, which the G rows of a shared prompt would not. Neither acts in eval mode."""
+    module = _module(model_path, **over)
     module.policy.train()
     assert not logprobs.can_share(module.policy)
-    module.policy.eval()  # no recomputation without gradients
+    module.policy.eval()
     assert logprobs.can_share(module.policy)
+    plain = _module(model_path, **(LORA | {"lora_dropout": 0.0}))
+    assert logprobs.can_share(plain.policy.train())
 
 
 def test_generation_from_a_prompt_cache_samples_what_plain_generate_samples(
