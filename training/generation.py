@@ -27,6 +27,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .logprobs import call_model, keywords, positions
+
 
 @dataclass(frozen=True)
 class Sampling:
@@ -41,20 +43,45 @@ Engine = Callable[[Any, Any, dict[str, Tensor], Sampling], Tensor]
 
 @torch.no_grad()
 def generate(model: Any, tokenizer: Any, enc: dict[str, Tensor], s: Sampling) -> Tensor:
-    """``model.generate``: one padded batch of ``B·G`` rows decoded in lock-step."""
+    """``model.generate``: one padded batch of ``B·G`` rows decoded in lock-step, from a KV cache
+    of each prompt computed once (``prompt_cache``) where the model takes one."""
+    ids, mask = enc["input_ids"], enc["attention_mask"]
+    cache = prompt_cache(model, ids, mask, s.group_size)
+    kw: dict[str, Any] = {"num_return_sequences": s.group_size}
+    if cache is not None:  # the rows come expanded, each with its prompt's cached state
+        ids, mask = ids.repeat_interleave(s.group_size, 0), mask.repeat_interleave(s.group_size, 0)
+        kw = {str(keywords(model)[0]): cache}
     out: Tensor = model.generate(
-        input_ids=enc["input_ids"],
-        attention_mask=enc["attention_mask"],
+        input_ids=ids,
+        attention_mask=mask,
         do_sample=True,
         temperature=s.temperature,
         top_p=s.top_p,
         top_k=0,
         max_new_tokens=s.max_new_tokens,
-        num_return_sequences=s.group_size,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
+        **kw,
     )
     return out
+
+
+def prompt_cache(model: Any, ids: Tensor, mask: Tensor, group: int) -> Any:
+    """The KV cache of the B prompts ``ids [B, P]`` but their last token, each computed once and
+    repeated for its ``group`` samples, or None where it saves nothing (G = 1, one-token
+    prompts) or the model takes no cache. ``generate`` with ``num_return_sequences`` repeats
+    each prompt G times before its first forward pass and so computes it G times: for
+    SmolLM2's 46-token chat prompts, 8 samples of 24 tokens, that first pass was 3.9 of 9 CPU
+    seconds of generation. ``generate`` runs the last token itself (it needs its logits)."""
+    from transformers import DynamicCache
+
+    if group < 2 or ids.shape[1] < 2 or keywords(model)[0] is None:
+        return None
+    cache = DynamicCache()
+    head, head_mask = ids[:, :-1], mask[:, :-1]
+    call_model(model, head, head_mask, positions(head_mask), keep=1, hidden=False, cache=cache)
+    cache.batch_repeat_interleave(group)
+    return cache
 
 
 PAGE_SIZE = 16

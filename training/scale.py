@@ -187,6 +187,10 @@ class AdapterFree:
     def to(self, device: Any) -> AdapterFree:
         return self  # the weights are the policy's, which Lightning moves
 
+    def get_base_model(self) -> Any:
+        """The transformers model the call runs (``logprobs.inner``)."""
+        return self.policy.get_base_model()
+
 
 def reference(cfg: RLConfig, policy: Any, load: Callable[[], Any]) -> Any:
     """The KL reference: the adapter-free base under LoRA, else a frozen copy from ``load()``."""
@@ -200,8 +204,6 @@ def trainable(model: Any) -> list[torch.nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-# ----------------------------------------------------------------------------- rollout forward
-@torch.no_grad()
 # ----------------------------------------------------------------------------- checkpoints
 def trim_checkpoint(module: Any, checkpoint: dict[str, Any]) -> None:
     """Under LoRA, keep only the adapter weights in the checkpoint (the base is the ``--model``

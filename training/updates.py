@@ -17,7 +17,7 @@ from torch import Tensor
 
 from . import losses, metrics, scale
 from .config import RLConfig
-from .policy import forward_logprobs
+from .policy import TokenScores, forward_logprobs
 from .rollout import Rollout
 
 
@@ -112,7 +112,9 @@ def _optimiser_step(
     opt = _optimiser(m)
     norm = losses.Normaliser.of(rows.mask[mb], rows.mask.shape[-1])  # the response width
     opt.zero_grad()
-    for micro in mb.chunk(m.cfg.micro_batches):
+    # in row order, micro-batches hold whole groups: each prompt's forward pass is done once
+    # per micro-batch (``logprobs``); the accumulated gradient is the same up to rounding
+    for micro in mb.sort().values.chunk(m.cfg.micro_batches):
         if not _backward(m, rollout, rows, micro, norm, stats):
             skip_nonfinite(m, "loss")
             opt.zero_grad()
@@ -140,7 +142,7 @@ def _backward(
     loss is not finite on any rank."""
     cfg, mask = m.cfg, rows.mask[micro]
     attend = None if rows.attend is None else rows.attend[micro]
-    logp, logits, _ = forward_logprobs(
+    scores = forward_logprobs(
         m.policy,
         rows.sequences[micro],
         rows.prompt_mask[micro],
@@ -149,9 +151,9 @@ def _backward(
         attend=attend,
     )
     if m.one_pass:
-        fill_rollout(rollout, micro, logp, logits)
+        fill_rollout(rollout, micro, scores)
     parts = losses.policy_loss(
-        logp,
+        scores.logp,
         rows.old[micro],
         rows.adv[micro],
         mask,
@@ -174,13 +176,13 @@ def _backward(
     return True
 
 
-def fill_rollout(rollout: Rollout, rows: Tensor, logp: Tensor, logits: Tensor) -> None:
+def fill_rollout(rollout: Rollout, rows: Tensor, scores: TokenScores) -> None:
     """``one_pass``: the rollout's log-probs and entropy of sequences ``rows`` from the update's
     forward pass (``old`` is a view of ``rollout.logprobs``, so the loss reads them as its old
     log-probs: ratio 1)."""
     S = rollout.mask.shape[0] * rollout.mask.shape[1]
-    rollout.logprobs.view(S, -1)[rows] = logp.detach().float()
-    rollout.entropy.view(S, -1)[rows] = metrics.entropy(logits.detach()).float()
+    rollout.logprobs.view(S, -1)[rows] = scores.logp.detach()
+    rollout.entropy.view(S, -1)[rows] = scores.entropy
 
 
 def skip_nonfinite(m: Trainee, what: str) -> None:
@@ -205,8 +207,11 @@ def skip_nonfinite(m: Trainee, what: str) -> None:
 def check_weights(m: Trainee, grad_norm: float) -> None:
     """After an optimiser step: a non-finite weight stops the run before anything is sampled,
     checkpointed or exported with it."""
-    params = scale.trainable(m.policy)
-    if bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):
+    # each tensor's min and max: NaN propagates into both and an infinity is one of them, so
+    # they are finite exactly when every weight is; a reduction, without isfinite's full-size
+    # boolean temporaries (0.4 s a step for SmolLM2 on one core, against 0.03)
+    ends = [torch.stack(torch.aminmax(p.detach())).float() for p in scale.trainable(m.policy)]
+    if bool(torch.isfinite(torch.stack(ends)).all()):
         return
     raise NonFiniteWeights(
         f"rollout step {m.rollout_step + 1}: the policy's weights became non-finite "

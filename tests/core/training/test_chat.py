@@ -85,7 +85,7 @@ def test_rollout_logprobs_equal_a_fresh_forward_pass_on_the_same_sequences(
     sampled = torch.stack(out.logits, 1).float().log_softmax(-1)  # what generate sampled from
     gen_logp = sampled.gather(-1, resp.unsqueeze(-1)).squeeze(-1)  # [S, T]
     mask = response_mask(resp, tok.eos_token_id)
-    logp, _, _ = forward_logprobs(model, seqs, attn.repeat_interleave(G, 0), mask, 1.0)
+    logp = forward_logprobs(model, seqs, attn.repeat_interleave(G, 0), mask, 1.0).logp
     assert (ids == tok.eos_token_id).any()  # EOS closes each message inside the prompts
     gap = (logp - gen_logp)[mask].abs().max()
     assert gap < 1e-4, f"rollout and forward log-probs differ by {gap} nats"

@@ -89,17 +89,17 @@ def test_the_policy_reads_the_feedback_as_if_it_were_the_prompt(model_path: str)
     model, _, _, s = _episodes(model_path)
     P = s.prompt_mask.shape[1]
     assert s.attend is not None and s.turn_ids is not None
-    logp, _, _ = forward_logprobs(model, s.sequences, s.prompt_mask, s.mask, 1.0, attend=s.attend)
+    logp = forward_logprobs(model, s.sequences, s.prompt_mask, s.mask, 1.0, attend=s.attend).logp
     row = int((s.turn_ids.amax(-1) >= 1).nonzero()[0])
     second = (s.turn_ids[row] == 1).nonzero().flatten()
     start = int(second[0])
     context = s.sequences[row, : P + start][torch.cat([s.prompt_mask[row].bool(),
                                                        s.attend[row, :start]])]  # fmt: skip
     tail = s.sequences[row, P + start : P + int(second[-1]) + 1]
-    direct, _, _ = forward_logprobs(
+    direct = forward_logprobs(
         model, torch.cat([context, tail])[None], torch.ones(1, len(context), dtype=torch.long),
         torch.ones(1, len(tail), dtype=torch.bool), 1.0,
-    )  # fmt: skip
+    ).logp  # fmt: skip
     torch.testing.assert_close(logp[row, second], direct[0], rtol=1e-5, atol=1e-5)
 
 

@@ -65,7 +65,7 @@ def test_bf16_weights_train_a_few_steps_with_float32_log_probs(
     assert module.policy.dtype == torch.bfloat16
     scored = module.sample(_items(1))
     seqs, pm, mask = scored.sequences, scored.prompt_mask, scored.mask
-    logp, _, _ = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature)
+    logp = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature).logp
     assert logp.dtype == torch.float32  # log_softmax in float32 from bf16 logits
     after = _train(_cfg(model_path, tmp_path, dtype="bfloat16", steps=2, kl_coef=0.1), "bf16")
     assert all(v.dtype == torch.bfloat16 for v in after.values())
@@ -144,9 +144,11 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradients(
     results = []
     for module in (plain, checkpointed):
         module.policy.train()
+        # both plain passes: checkpointing turns the prompt-once pass off (test_logprobs.py)
+        args = (module.policy, seqs, pm, mask, module.cfg.temperature)
         with torch.no_grad():
-            old, _, _ = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature)
-        logp, _, _ = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature)
+            old = forward_logprobs(*args, share_prompts=False).logp
+        logp = forward_logprobs(*args, share_prompts=False).logp
         loss = losses.policy_loss(
             logp, old - 0.05, adv, mask, clip_low=0.2, clip_high=0.2,
             aggregation="token-mean", norm=losses.Normaliser.of(mask, mask.shape[1]),
@@ -180,8 +182,13 @@ def test_lora_reference_is_the_adapter_free_base_and_starts_at_kl_0_ratio_1(
     old = rollout.logprobs.reshape(mask.shape)
     assert torch.equal(rollout.ref_logprobs.reshape(mask.shape), old)  # KL = 0: B starts at 0
     module.policy.train()  # dropout on the adapters' input is on: still zero contribution
-    new, _, _ = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature)
-    assert torch.equal(torch.exp(new - old)[mask], torch.ones_like(new[mask]))  # ratio = 1
+    new = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature).logp
+    # ratio = 1, to rounding: the rollout's pass (eval) computed each prompt once, the pass
+    # with dropout on runs every row's prompt (training/logprobs.py, can_share)
+    ratio = torch.exp(new - old)[mask]
+    torch.testing.assert_close(ratio, torch.ones_like(ratio), rtol=0, atol=1e-5)
+    again = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature).logp
+    assert torch.equal(again, new)  # another dropout draw: nothing moves while B = 0
     # once the adapters move, the reference stays the base model loaded from the folder
     with torch.no_grad():
         for n, p in module.policy.named_parameters():
@@ -189,9 +196,9 @@ def test_lora_reference_is_the_adapter_free_base_and_starts_at_kl_0_ratio_1(
                 p.add_(0.5)
     base, _ = load_policy(model_path)
     with torch.no_grad():
-        ref, _, _ = forward_logprobs(module.ref, seqs, pm, mask, module.cfg.temperature)
-        plain, _, _ = forward_logprobs(base, seqs, pm, mask, module.cfg.temperature)
-        moved, _, _ = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature)
+        ref = forward_logprobs(module.ref, seqs, pm, mask, module.cfg.temperature).logp
+        plain = forward_logprobs(base, seqs, pm, mask, module.cfg.temperature).logp
+        moved = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature).logp
     assert torch.allclose(ref, plain, atol=1e-6)
     assert float((moved - ref)[mask].abs().max()) > 1e-3
 
@@ -395,14 +402,11 @@ def test_the_rollout_forward_in_micro_batches_equals_one_pass(model_path: str) -
         module.policy, seqs, pm, mask, temperature=module.cfg.temperature, chunks=4, hidden=True
     )
     with torch.no_grad():
-        whole, logits, states = forward_logprobs(
-            module.policy, seqs, pm, mask, module.cfg.temperature, hidden=True
-        )
-    from advest.training.metrics import entropy
-
-    assert hidden is not None and states is not None
-    assert torch.allclose(logp, whole, atol=1e-6) and torch.allclose(ent, entropy(logits))
-    assert torch.allclose(hidden, states, atol=1e-6)
+        whole = forward_logprobs(module.policy, seqs, pm, mask, module.cfg.temperature, hidden=True)
+    assert hidden is not None and whole.hidden is not None
+    assert torch.allclose(logp, whole.logp, atol=1e-6)
+    assert torch.allclose(ent, whole.entropy, atol=1e-6)
+    assert torch.allclose(hidden, whole.hidden, atol=1e-6)
 
 
 def test_the_gpu_bench_script_runs_at_toy_size_on_cpu(

@@ -54,9 +54,9 @@ def test_rollout_logprobs_equal_a_forward_pass_of_transformers_own_gguf_load(
         str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
     ).eval()
     with torch.no_grad():
-        logp, _, _ = forward_logprobs(
+        logp = forward_logprobs(
             fresh, scored.sequences, scored.prompt_mask, scored.mask, cfg.temperature
-        )
+        ).logp
     mask = scored.mask
     B, G, T = rollout.logprobs.shape
     got = rollout.logprobs.reshape(B * G, T)
