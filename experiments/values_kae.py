@@ -88,9 +88,9 @@ def _step(model: Any, opt: torch.optim.Optimizer, batch: list[Scored], a: Any) -
         r = s.rewards[0, rows].double()
         g = r.numel()
         adv = (r - (r.sum() - r) / max(g - 1, 1)).float() if g > 1 else torch.zeros_like(r).float()
-        logp, _, _ = forward_logprobs(
+        logp = forward_logprobs(
             model, s.sequences[rows], s.prompt_mask[rows], s.mask[rows], a.temperature
-        )
+        ).logp
         loss = -(adv.unsqueeze(-1) * logp * s.mask[rows]).sum() / max(tokens, 1)
         loss.backward()  # type: ignore[no-untyped-call]
     opt.step()
