@@ -47,9 +47,17 @@ def rows_per_chunk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], 
     yield use
 
 
+def _defined(name: str, G: int) -> bool:
+    """Whether the estimator is defined on groups of G (the forms that need K <= G − 1 are not at
+    G = 1): such pairs are left out of the parametrisation rather than skipped."""
+    entry = registry.entry(name)
+    return G >= max(entry.claims.min_n, 2 if entry.k_max(1) < 1 else 1)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("G", [1, 8, 64])
-@pytest.mark.parametrize("name", SORTED_FAMILY)
+@pytest.mark.parametrize(
+    ("name", "G"), [(n, G) for n in SORTED_FAMILY for G in (1, 8, 64) if _defined(n, G)]
+)
 def test_chunks_of_any_size_give_the_one_chunk_result(
     name: str, G: int, dtype: torch.dtype, rows_per_chunk: Callable[[int], None]
 ) -> None:
@@ -57,9 +65,6 @@ def test_chunks_of_any_size_give_the_one_chunk_result(
     values to within a few float64 ulps of the group's scale (every step is row-local; only the
     matrix-vector product may add up in another order for another row count)."""
     fn, B, entry = _estimator(name), 11, registry.entry(name)
-    n_min = max(entry.claims.min_n, 2 if entry.k_max(1) < 1 else 1)
-    if n_min > G:
-        pytest.skip(f"{name} is not defined at G = {G}")
     r = _hostile(B, G, seed=G, dtype=dtype)
     for k in sorted({1, max(1, G // 4), entry.k_max(G)}):
         with forced_path("sorted"):
