@@ -4,9 +4,10 @@ theorems page (``docs/theorems.md``) and the peer-conventions table (``docs/inte
 Every number on the page is read from those files; ``tests/core/experiments/test_choosing.py`` fails
 when the page or the README block differs from what this module renders.
 
-``python -m advest.experiments.choosing [--values DIR] [--bandit DIR] [--oracle DIR]`` gathers
-the given result folders into ``docs/results/`` and rewrites the page and the README block; with no
-flags it only re-renders from the files already there.
+``python -m advest.experiments.choosing [--values DIR] [--bandit DIR] [--bandit_format DIR]
+[--oracle DIR]`` gathers the given result folders into ``docs/results/`` and rewrites the page,
+the README block and the README's bandit bullets; with no flags it only re-renders from the
+files already there.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from advest.experiments import grid_report, values_kae
+from advest.experiments import bandit_lines, grid_report, values_kae
 from advest.experiments.choosing_facts import (
     ESTIMATORS,
     READS_MORE,
@@ -27,7 +28,7 @@ from advest.experiments.choosing_facts import (
 )
 from advest.experiments.tables import mse_rows
 
-SOURCES = ("values", "bandit", "oracle")
+SOURCES = ("values", "bandit", "bandit_format", "oracle")
 """The results files besides the grids' (``docs/results/grid/``), each gathered from a folder."""
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -172,7 +173,8 @@ def section(arm: str, data: dict[str, Any], texts: tuple[str, str]) -> str:
 
 COMMAND = (
     "python -m advest.experiments.choosing "
-    "--values runs/values/smollm2 --bandit runs/bandit/full --oracle runs/oracle"
+    "--values runs/values/smollm2 --bandit runs/bandit/full --bandit_format runs/bandit/format "
+    "--oracle runs/oracle"
 )
 
 
@@ -217,14 +219,18 @@ def readme_block(data: dict[str, Any], rows: list[tuple[str, str]]) -> str:
 
 
 def render(root: Path = ROOT) -> tuple[str, str]:
-    """(docs/choosing.md, README.md) as they should read from the results files."""
+    """(docs/choosing.md, README.md) as they should read from the results files: the README's
+    measured block and its bandit bullets (``bandit_lines``)."""
     data = load(root / "docs" / "results")
     theorem_text = (root / "docs" / "theorems.md").read_text()
     peer_text = (root / "docs" / "integrations.md").read_text()
     readme = (root / "README.md").read_text()
     start, end = readme.index(BEGIN), readme.index(END) + len(END)
-    block = readme_block(data, theorems(theorem_text))
-    return page(data, theorem_text, peer_text), readme[:start] + block + readme[end:]
+    readme = readme[:start] + readme_block(data, theorems(theorem_text)) + readme[end:]
+    start = readme.index(bandit_lines.BEGIN)
+    end = readme.index(bandit_lines.END) + len(bandit_lines.END)
+    bullets = "\n".join(bandit_lines.block(data["bandit"], data["bandit_format"]))
+    return page(data, theorem_text, peer_text), readme[:start] + bullets + readme[end:]
 
 
 def main(argv: list[str] | None = None) -> int:

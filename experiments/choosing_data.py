@@ -44,17 +44,37 @@ def values(out: Path, dest: Path) -> None:
     (dest / "values.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
-def bandit(out: Path, dest: Path) -> None:
+def bandit(out: Path, dest: Path, file: str = "bandit.json") -> None:
     """``advest experiment bandit``'s folder → ``dest/bandit.json``: per estimator, the bias
-    sweep's fit to its objective's gradient (cosine, fitted scale, tail slope)."""
+    sweep's fit to its objective's gradient (cosine, fitted scale, tail slope), and the two
+    variance sweeps' ratios to EI's (mean, se over seeds) along A and along K."""
     metrics = json.loads((out / "metrics.json").read_text())
-    keep = ("seeds", "n", "k", "bias_actions", "bias_batches")
+    keep = ("seeds", "n", "k", "bias_actions", "bias_batches", "var_batches", "k_sweep_actions",
+            "format_weight")  # fmt: skip
     est = {
         name: {key: d[key] for key in ("cos", "fitted_scale", "slope_tail", "scale_divided_out")}
         for name, d in metrics["bias"]["estimators"].items()
     }
-    record = {"settings": {k: metrics["config"][k] for k in keep}, "estimators": est}
-    (dest / "bandit.json").write_text(json.dumps(record, indent=1) + "\n")
+    variance = {
+        axis: {
+            "values": metrics[key]["values"],
+            "ratio_to_ei": {
+                name: d["ratio_to_ei"]
+                for name, d in metrics[key]["estimators"].items()
+                if d["ratio_to_ei"] is not None and name != "ei"
+            },
+        }
+        for axis, key in (("actions", "variance_vs_actions"), ("k", "variance_vs_k"))
+    }
+    settings = {k: metrics["config"][k] for k in keep}
+    record = {"settings": settings, "estimators": est, "variance": variance}
+    (dest / file).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def bandit_format(out: Path, dest: Path) -> None:
+    """The bandit run with a second "format" reward (``--format_weight``) →
+    ``dest/bandit_format.json``, in ``bandit``'s shape."""
+    bandit(out, dest, "bandit_format.json")
 
 
 def oracle(folder: Path, dest: Path) -> None:
@@ -92,9 +112,10 @@ def _agreed(rows: list[dict[str, Any]]) -> str:
 
 
 def collect(sources: dict[str, Path | None], dest: Path) -> None:
-    """Each given source folder (``values``, ``bandit``, ``oracle``) → its file."""
+    """Each given source folder (``values``, ``bandit``, ``bandit_format``, ``oracle``) → its
+    file."""
     dest.mkdir(parents=True, exist_ok=True)
-    makers = {"values": values, "bandit": bandit, "oracle": oracle}
+    makers = {"values": values, "bandit": bandit, "bandit_format": bandit_format, "oracle": oracle}
     for key, folder in sources.items():
         if folder is not None:
             makers[key](folder, dest)
