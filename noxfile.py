@@ -62,19 +62,23 @@ def core(session: nox.Session) -> None:
     session.run("pytest", "-n", "auto", "-m", f"not ({' or '.join(TIERS)})", *session.posargs)
 
 
-def _marked(name: str, doc: str) -> None:
-    """A main-environment session that runs the tests marked ``name``."""
+def _marked(name: str, doc: str, workers: tuple[str, ...] = ()) -> None:
+    """A main-environment session that runs the tests marked ``name`` (``workers``: pytest-xdist's
+    flags, where the tier's tests are independent and each long)."""
 
     def run(session: nox.Session) -> None:
-        session.run("pytest", "-m", name, *session.posargs)
+        session.run("pytest", *workers, "-m", name, *session.posargs)
 
     run.__doc__ = doc
     nox.session(venv_backend="none", name=name)(run)
 
 
-_marked("coq", "The Coq proofs (coqc + MathComp from apt-get) and what runs them.")
+# coq: each test compiles the development (about a minute) in its own copy; slow: each test is a
+# run of its own. One worker per core takes each tier from about 5.5 and 7.5 minutes in one
+# process towards half that on 2 cores (the whole of CI is to stay under 25 minutes).
+_marked("coq", "The Coq proofs (coqc + MathComp from apt-get) and what runs them.", ("-n", "auto"))
 _marked("docs", "The documentation site, built in strict mode.")
-_marked("slow", "Real training runs, real-model tests, packaging builds.")
+_marked("slow", "Real training runs, real-model tests, packaging builds.", ("-n", "auto"))
 
 
 def _interpreter(version: str) -> str:
