@@ -165,6 +165,11 @@ def section(arm: str, data: dict[str, Any], texts: tuple[str, str]) -> str:
                      f"[{v['mse_95ci'][0]:.4f}, {v['mse_95ci'][1]:.4f}] (group mean "
                      f"{values['group_mean']['mse']:.4f}), Spearman "
                      f"{v['spearman']:.3f}.")  # fmt: skip
+    kae = (data["values"] or {}).get("kae") if arm == "kae" else None
+    if kae and "policy" in kae:
+        lines.append("* **Values on a policy trained between iterations** (SmolLM2, "
+                     f"[the table](#state-values-on-smollm2s-traces)): {values_kae.verdicts(kae)}"
+                     ".")  # fmt: skip
     found = peers(arm, peer_text)
     lines.append("* **Peer setting it reproduces** ([integrations](integrations.md)): " + (
         "; ".join(found) if found else "no row in the conversion tables") + ".")  # fmt: skip

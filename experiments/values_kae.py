@@ -183,10 +183,23 @@ def _cell(e: dict[str, Any]) -> str:
     return f"{e['mse']:.4f} [{e['mse_95ci'][0]:.4f}, {e['mse_95ci'][1]:.4f}]"
 
 
+def _verdict(e: dict[str, Any]) -> str:
+    lo, hi = e["ci"]
+    return "lower" if hi < 0 else "higher" if lo > 0 else "no measured difference"
+
+
 def _diff(e: dict[str, Any]) -> str:
     lo, hi = e["ci"]
-    verdict = "lower" if hi < 0 else "higher" if lo > 0 else "no measured difference"
-    return f"{e['mean']:+.4f} [{lo:+.4f}, {hi:+.4f}] ({verdict})"
+    return f"{e['mean']:+.4f} [{lo:+.4f}, {hi:+.4f}] ({_verdict(e)})"
+
+
+def verdicts(kae: dict[str, Any]) -> str:
+    """One sentence: in how many of the table's (n, bandwidth) rows KAE's history has the lower,
+    the higher MSE, or no measured difference from the group mean's (paired intervals)."""
+    found = [_verdict(e["difference"]) for per in kae["by_n"].values() for e in per.values()]
+    counts = ", ".join(f"{w} in {found.count(w)}" for w in
+                       ("lower", "higher", "no measured difference"))  # fmt: skip
+    return f"KAE's history − the group mean, paired over {len(found)} (n, h) rows: {counts}"
 
 
 def table(kae: dict[str, Any]) -> list[str]:

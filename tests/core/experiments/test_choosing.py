@@ -64,3 +64,20 @@ def test_proofs_and_peer_settings_are_read_from_the_docs() -> None:
     assert any("Passk_Training" in p for p in choosing.peers("chen_passk", text))
     assert any('scale_rewards="none"' in p for p in choosing.peers("dr_grpo", text))
     assert choosing.peers("ktae", text) == []
+
+
+def test_kae_s_entry_counts_the_paired_verdicts_of_the_moving_policy_table() -> None:
+    """The entry says in how many rows KAE's history is lower, higher or not measurably
+    different; a row whose interval is moved below 0 moves a count."""
+    data = choosing.load(ROOT / "docs" / "results")
+    kae = data["values"]["kae"]
+    texts = ((ROOT / "docs" / "theorems.md").read_text(), "")
+    rows = [e["difference"] for per in kae["by_n"].values() for e in per.values()]
+    higher = sum(d["ci"][0] > 0 for d in rows)
+    entry = choosing.section("kae", data, texts)
+    assert f"higher in {higher}," in entry and f"over {len(rows)} (n, h) rows" in entry
+    moved = copy.deepcopy(data)
+    first = next(iter(next(iter(moved["values"]["kae"]["by_n"].values())).values()))
+    first["difference"]["ci"] = [-0.2, -0.1]
+    assert "lower in 1," in choosing.section("kae", moved, texts)
+    assert "Values on a policy" not in choosing.section("grpo", data, texts)
