@@ -319,13 +319,14 @@ def lead(
     grid: dict[str, Any], rows: list[tuple[str, str]], bandit: dict[str, Any] | None
 ) -> list[str]:
     """The page's answer, chosen from the grid's pass@8 verdicts: from the real model's grid
-    once it has compared an arm on at least ``MIN_SEEDS`` seeds, else the embedded model's;
-    none (the page keeps its earlier answer) while no design has."""
-    ready = [(not info["design"]["model"], name) for name, info in grid.items()
-             if _compared(info["runs"])]  # fmt: skip
+    once it has compared an arm on at least ``MIN_SEEDS`` seeds, else the embedded model's (of
+    its designs that have, the one with the most steps: the longest runs); none (the page keeps
+    its earlier answer) while no design has."""
+    ready = [(not info["design"]["model"], -info["design"]["steps"], name)
+             for name, info in grid.items() if _compared(info["runs"])]  # fmt: skip
     if not ready:
         return []
-    name = min(ready)[1]
+    name = min(ready)[-1]
     runs = grid[name]["runs"]
     k = max(ks_of(runs))  # 8 when the runs sampled that many
     found = {a: compare(runs, a, k) for a in sorted(runs, key=_order) if a != REFERENCE}

@@ -121,6 +121,22 @@ def test_the_page_s_answer_is_chosen_by_the_pass_at_8_verdict() -> None:
     assert grid_report.lead({"x": _info(_arms(0.3, seeds=1))}, [], None) == []
 
 
+def test_of_two_embedded_designs_the_longer_runs_answer() -> None:
+    """Both compared: the design with more steps gives the answer (its runs had the time to
+    level off), whatever the names' order."""
+
+    def info(steps: int, shift: float) -> dict[str, Any]:
+        d = _info(_arms(shift))
+        d["design"] = {**d["design"], "model": None, "steps": steps}
+        return d
+
+    grid = {"a_short": info(200, 0.1), "b_long": info(1000, -0.1)}
+    said = "\n".join(grid_report.lead(grid, [], None))
+    assert "`b_long`" in said and "`maxpo` below `grpo`" in said
+    grid = {"a_long": info(1000, 0.1), "b_short": info(200, -0.1)}
+    assert "`a_long`" in "\n".join(grid_report.lead(grid, [], None))
+
+
 def test_a_reference_near_its_ceiling_is_said_to_leave_no_room() -> None:
     def runs(count: int) -> dict[str, Any]:
         return {"grpo": {0: {"after": [count] * 8, "samples": 32}}}
