@@ -100,6 +100,11 @@ DESIGNS: dict[str, Design] = {
         train_rows=64, steps=1000, prompts=8, group_size=8, tokens=5, lr=3e-4, lora_r=0,
         eval_prompts=64, eval_samples=32,
     ),
+    "embedded_3000": Design(
+        None, None, (), "digits",
+        train_rows=64, steps=3000, prompts=8, group_size=8, tokens=5, lr=3e-4, lora_r=0,
+        eval_prompts=64, eval_samples=32,
+    ),
 }  # fmt: skip
 """``smollm2``: the question of the page (SmolLM2-135M-Instruct, one-digit products, 16 new
 tokens). Measured on one thread of a 2-core machine: about 25 s a step (8 s sampling, 17 s
@@ -111,7 +116,8 @@ minutes; its training pass@1 is still rising after 200 steps. ``embedded_long``:
 1000 steps (about a minute of training a run on one quiet thread; the same held-out prompts),
 where training pass@1 rises more slowly (a pilot, grpo seed 0, per 100 steps: 0.44, 0.61,
 0.69, ..., 0.88, 0.91, 0.90) but the page's test still finds it rising between the last two
-quarters."""
+quarters. ``embedded_3000``: 3000 steps (about 4 minutes a run), where a 2-seed pilot's
+quarter-to-quarter rise was +0.005 and +0.013."""
 
 
 def config(d: Design, arm: str, seed: int, data: Path, out: Path) -> RLConfig:

@@ -320,10 +320,11 @@ def lead(
 ) -> list[str]:
     """The page's answer, chosen from the grid's pass@8 verdicts: from the real model's grid
     once it has compared an arm on at least ``MIN_SEEDS`` seeds, else the embedded model's (of
-    its designs that have, the one with the most steps: the longest runs); none (the page keeps
-    its earlier answer) while no design has."""
-    ready = [(not info["design"]["model"], -info["design"]["steps"], name)
-             for name, info in grid.items() if _compared(info["runs"])]  # fmt: skip
+    its designs that have, a finished one before an unfinished one, so that a few seeds of a
+    new design do not override a whole grid; then the one with the most steps: the longest
+    runs); none (the page keeps its earlier answer) while no design has."""
+    ready = [(not info["design"]["model"], not finished(info["runs"]), -info["design"]["steps"],
+              name) for name, info in grid.items() if _compared(info["runs"])]  # fmt: skip
     if not ready:
         return []
     name = min(ready)[-1]
@@ -368,6 +369,11 @@ def designs(grid: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, A
     """(name, record, runs with the reference arm first) per design, real models first."""
     found = sorted(grid.items(), key=lambda kv: (not kv[1]["design"]["model"], kv[0]))
     return [(n, i, {a: i["runs"][a] for a in sorted(i["runs"], key=_order)}) for n, i in found]
+
+
+def finished(runs: dict[str, dict[int, Any]]) -> bool:
+    """Whether every arm of the design has its ``PLANNED_SEEDS`` runs."""
+    return all(len(runs.get(a, {})) >= PLANNED_SEEDS for a in DESIGN_ARMS)
 
 
 def _compared(runs: dict[str, dict[int, Any]]) -> bool:

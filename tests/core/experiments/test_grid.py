@@ -137,6 +137,25 @@ def test_of_two_embedded_designs_the_longer_runs_answer() -> None:
     assert "`a_long`" in "\n".join(grid_report.lead(grid, [], None))
 
 
+def test_a_finished_design_answers_before_a_longer_one_with_a_few_seeds() -> None:
+    """A new, longer design with 3 seeds does not take the answer from a finished one."""
+
+    def info(steps: int, shift: float, seeds: int) -> dict[str, Any]:
+        runs = _arms(shift, seeds=seeds)
+        runs["pkpo_sloo"] = {s: {**r, "arm": "pkpo_sloo"} for s, r in runs["maxpo"].items()}
+        d = _info(runs)
+        d["design"] = {**d["design"], "model": None, "steps": steps}
+        return d
+
+    grid = {"long": info(3000, 0.0, 3), "short": info(1000, 0.1, 10)}
+    assert grid_report.finished(grid["short"]["runs"])
+    assert not grid_report.finished(grid["long"]["runs"])
+    said = "\n".join(grid_report.lead(grid, [], None))
+    assert "grid `short`" in said and "are above `grpo`" in said
+    grid["long"] = info(3000, 0.0, 10)
+    assert "grid `long`" in "\n".join(grid_report.lead(grid, [], None))
+
+
 def test_a_reference_near_its_ceiling_is_said_to_leave_no_room() -> None:
     def runs(count: int) -> dict[str, Any]:
         return {"grpo": {0: {"after": [count] * 8, "samples": 32}}}
