@@ -26,7 +26,7 @@ from advest.experiments.choosing_facts import (
     theorems,
     unproved,
 )
-from advest.experiments.tables import mse_rows
+from advest.experiments.tables import mse_rows, splice
 
 SOURCES = ("values", "bandit", "bandit_format", "oracle")
 """The results files besides the grids' (``docs/results/grid/``), each gathered from a folder."""
@@ -229,13 +229,11 @@ def render(root: Path = ROOT) -> tuple[str, str]:
     data = load(root / "docs" / "results")
     theorem_text = (root / "docs" / "theorems.md").read_text()
     peer_text = (root / "docs" / "integrations.md").read_text()
-    readme = (root / "README.md").read_text()
-    start, end = readme.index(BEGIN), readme.index(END) + len(END)
-    readme = readme[:start] + readme_block(data, theorems(theorem_text)) + readme[end:]
-    start = readme.index(bandit_lines.BEGIN)
-    end = readme.index(bandit_lines.END) + len(bandit_lines.END)
+    readme = splice((root / "README.md").read_text(), BEGIN, END,
+                    readme_block(data, theorems(theorem_text)))  # fmt: skip
     bullets = "\n".join(bandit_lines.block(data["bandit"], data["bandit_format"]))
-    return page(data, theorem_text, peer_text), readme[:start] + bullets + readme[end:]
+    readme = splice(readme, bandit_lines.BEGIN, bandit_lines.END, bullets)
+    return page(data, theorem_text, peer_text), readme
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -84,27 +84,21 @@ class Design:
 
 ONE_DIGIT = (("min_terms", 2), ("max_terms", 2), ("min_digits", 1), ("max_digits", 1))
 
+EMBEDDED = Design(
+    None, None, (), "digits",
+    train_rows=64, steps=200, prompts=8, group_size=8, tokens=5, lr=3e-4, lora_r=0,
+    eval_prompts=64, eval_samples=32,
+)  # fmt: skip
 DESIGNS: dict[str, Design] = {
     "smollm2": Design(
         "smollm2-135m-instruct", "products", ONE_DIGIT, "reasoning_gym",
         train_rows=16, steps=32, prompts=4, group_size=8, tokens=16, lr=2e-4, lora_r=16,
         eval_prompts=64, eval_samples=32,
     ),
-    "embedded": Design(
-        None, None, (), "digits",
-        train_rows=64, steps=200, prompts=8, group_size=8, tokens=5, lr=3e-4, lora_r=0,
-        eval_prompts=64, eval_samples=32,
-    ),
-    "embedded_long": Design(
-        None, None, (), "digits",
-        train_rows=64, steps=1000, prompts=8, group_size=8, tokens=5, lr=3e-4, lora_r=0,
-        eval_prompts=64, eval_samples=32,
-    ),
-    "embedded_3000": Design(
-        None, None, (), "digits",
-        train_rows=64, steps=3000, prompts=8, group_size=8, tokens=5, lr=3e-4, lora_r=0,
-        eval_prompts=64, eval_samples=32,
-    ),
+    "embedded": EMBEDDED,
+    # the same design, longer: only the steps differ (the same held-out prompts)
+    "embedded_long": replace(EMBEDDED, steps=1000),
+    "embedded_3000": replace(EMBEDDED, steps=3000),
 }  # fmt: skip
 """``smollm2``: the question of the page (SmolLM2-135M-Instruct, one-digit products, 16 new
 tokens). Measured on one thread of a 2-core machine: about 25 s a step (8 s sampling, 17 s

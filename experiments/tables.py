@@ -1,4 +1,5 @@
-"""Markdown table rows shared by the experiments' summaries and the choosing page."""
+"""Markdown shared by the experiments' summaries, the choosing page and the README's generated
+blocks: table rows, and the splice of a block between its markers."""
 
 from __future__ import annotations
 
@@ -24,3 +25,10 @@ def mse_rows(first: str, estimators: dict[str, Any]) -> list[str]:
             f"{v['spearman']:.3f} | {v['spread_vs_group_mean']:.3f} |"
         )
     return lines
+
+
+def splice(text: str, begin: str, end: str, block: str) -> str:
+    """``text`` with everything from the marker ``begin`` to the marker ``end`` (both included)
+    replaced by ``block`` (which carries the markers itself)."""
+    start, stop = text.index(begin), text.index(end) + len(end)
+    return text[:start] + block + text[stop:]

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from advest.experiments.grid_report import paired_bootstrap, pass_at, verdict
+from advest.experiments.tables import splice
 from advest.training.config import RLConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,10 +126,7 @@ def render(doc: dict[str, Any]) -> str:
 
 
 def write_readme(doc: dict[str, Any], readme: Path = README) -> None:
-    text = readme.read_text()
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    readme.write_text(head + render(doc) + tail)
+    readme.write_text(splice(readme.read_text(), BEGIN, END, render(doc)))
 
 
 def parser() -> Any:
