@@ -38,6 +38,10 @@ MIN_SEEDS = 2
 """Fewer common seeds than this: no verdict (one seed cannot show seed-to-seed spread)."""
 REPS = 4000
 PLANNED_SEEDS = 10
+FLAT = 0.02
+"""Training pass@1 has levelled off when the 95% interval of its rise from one quarter of the
+steps to the next lies within ±FLAT: an equivalence test, so "levelled off" is measured (a rise
+too small to matter), not read from an interval that merely contains 0."""
 
 
 def load(folder: Path) -> dict[str, Any]:
@@ -117,7 +121,9 @@ def levels(records: list[dict[str, Any]]) -> str:
     curves = np.array([r["train_pass1"][:T] for r in records])  # [S, T]
     rise = curves[:, T - q :].mean(axis=1) - curves[:, T - 2 * q : T - q].mean(axis=1)  # [S]
     mean, lo, hi = seed_bootstrap(rise)
-    word = "still rising" if lo > 0 else "falling" if hi < 0 else "no measured rise"
+    flat = lo > -FLAT and hi < FLAT
+    word = ("levelled off" if flat else "still rising" if lo > 0 else "falling" if hi < 0
+            else "not determined")  # fmt: skip
     return f"{word} ({mean:+.3f} [{lo:+.3f}, {hi:+.3f}])"
 
 
@@ -265,8 +271,7 @@ def ceiling_line(runs: dict[str, dict[int, Any]]) -> list[str]:
 
 
 def level_line(runs: dict[str, dict[int, Any]]) -> list[str]:
-    """Which arms' training pass@1 shows no measured rise at the end (``levels``), in one
-    sentence."""
+    """Which arms' training pass@1 has levelled off at the end (``levels``), in one sentence."""
     words = {a: levels([r[s] for s in sorted(r)]).split(" (")[0] for a, r in runs.items()}
     groups = {w: [a for a in runs if words[a] == w] for w in dict.fromkeys(words.values())}
     said = "; ".join(f"{w}: {names(arms)}" for w, arms in groups.items())
@@ -281,9 +286,10 @@ METHOD = (
     "difference in unbiased pass@k between an arm and `grpo` on the same seed and held-out "
     "prompt, resampling seeds and then prompts. Test: an arm is above (below) `grpo` when the "
     "whole interval is above (below) 0; otherwise there is no measured difference. Training "
-    "pass@1 is still rising when the mean over the last quarter of the steps minus the quarter "
-    "before it (every step and seed) has an interval, over seeds, above 0, and shows no "
-    "measured rise (has levelled off, as far as the seeds can tell) otherwise. "
+    "pass@1 has levelled off when the mean over the last quarter of the steps minus the quarter "
+    "before it (every step and seed) has an interval, over seeds, inside ±{flat} (an "
+    "equivalence test); otherwise it is still rising (interval above 0), falling (below 0) or "
+    "not determined (the interval is too wide to tell). "
     "Step times are kept in the files, not compared here: the machine was shared."
 )
 
@@ -311,7 +317,7 @@ def section(
         basis = {a: rests_on(a, rows, bandit) for a in found}
         out += arm_table(runs) + table + conclusion(found, basis)[:-1] + ceiling_line(runs)
         out += level_line(runs)
-        out += [METHOD.format(reps=REPS), ""]
+        out += [METHOD.format(reps=REPS, flat=FLAT), ""]
     return out
 
 

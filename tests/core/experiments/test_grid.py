@@ -68,16 +68,20 @@ def test_one_seed_is_not_compared() -> None:
     assert grid_report.compare(runs, "maxpo", 1)["verdict"].startswith("not compared")
 
 
-def test_a_rising_curve_is_still_rising_and_a_flat_one_shows_no_measured_rise() -> None:
+def test_levelling_off_is_measured_by_an_equivalence_margin() -> None:
     rng = np.random.default_rng(2)
     steps = np.arange(40)
 
-    def runs(slope: float) -> list[dict[str, Any]]:
-        return [{"train_pass1": (0.2 + slope * steps + rng.normal(0, 0.05, 40)).tolist()}
-                for _ in range(10)]  # fmt: skip
+    def runs(slope: float, noise: float = 0.05, seeds: int = 10) -> list[dict[str, Any]]:
+        return [{"train_pass1": (0.2 + slope * steps + rng.normal(0, noise, 40)).tolist()}
+                for _ in range(seeds)]  # fmt: skip
 
     assert grid_report.levels(runs(0.01)).startswith("still rising")
-    assert grid_report.levels(runs(0.0)).startswith("no measured rise")
+    assert grid_report.levels(runs(0.0)).startswith("levelled off")
+    # a rise measured above 0 but inside the margin (0.0004 a step: 0.004 a quarter) is flat
+    assert grid_report.levels(runs(0.0004, noise=0.005)).startswith("levelled off")
+    # an interval that contains 0 but is wider than the margin is not called levelled off
+    assert grid_report.levels(runs(0.0, noise=0.5, seeds=3)).startswith("not determined")
     assert grid_report.levels(runs(-0.01)).startswith("falling")
     assert grid_report.levels(runs(0.01)[:1]).startswith("not judged")
 
