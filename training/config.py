@@ -295,7 +295,7 @@ def _check_held_out(cfg: RLConfig) -> None:
             f"--eval_fraction must lie in [0, 1); got {cfg.eval_fraction} (e.g. 0.1 holds out "
             "a tenth of --data)"
         )
-    if cfg.eval_fraction > 0 and cfg.data is None:
+    if cfg.eval_fraction > 0 and cfg.embedded_task:
         raise ConfigError("--eval_fraction splits --data; give --data (or use --eval_data)")
     if cfg.eval_fraction > 0 and tasks.is_task(cfg.data):
         raise ConfigError(

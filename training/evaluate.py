@@ -44,7 +44,7 @@ def held_out_items(cfg: RLConfig, source: PromptSource) -> list[Item]:
     from .config import eval_sizes
 
     prompts = eval_sizes(cfg)[0]
-    if cfg.data is None:
+    if cfg.embedded_task:
         items = embedded_held_out(prompts, cfg.seed)
     elif cfg.eval_data is not None:
         items = jsonl_items(cfg.eval_data, "--eval_data")

@@ -142,7 +142,7 @@ def shared_counts(
         if progress is None
         else lambda d, t: progress(min(d * world, len(items)), len(items)),
         turns=turns,
-        embedded=cfg.data is None,
+        embedded=cfg.embedded_task,
         first=opening,
     )[: len(mine)]
     opening = opening[: len(mine)]

@@ -157,7 +157,7 @@ class RLModule(L.LightningModule):
         )  # fmt: skip
         self.policy.eval()
         if cfg.turns > 1:  # multi-turn episodes: feedback and another turn after a wrong answer
-            feedback = [feedback_text(i.prompt, cfg.data is None) for i in items]
+            feedback = [feedback_text(i.prompt, cfg.embedded_task) for i in items]
             return sample_episodes(
                 self.policy, tok, ids.to(self.device), attn.to(self.device),
                 [i.answer for i in items], self.sampling, self.scorer, turns=cfg.turns,

@@ -177,3 +177,8 @@ class RLConfig:
     generator: Literal["generate", "continuous"] = "generate"
     """Rollout engine: ``generate`` (``model.generate``) or ``continuous`` (transformers'
     continuous batching, paged KV cache, ``generate_batch``)."""
+
+    @property
+    def embedded_task(self) -> bool:
+        """No --data: the run trains (and is held out) on the embedded addition task."""
+        return self.data is None
