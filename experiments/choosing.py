@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from advest.experiments import bandit_lines, grid_report, values_kae
+from advest.experiments import bandit_lines, grid_report, values_kae, values_paired
 from advest.experiments.choosing_facts import (
     ESTIMATORS,
     READS_MORE,
@@ -60,6 +60,8 @@ def values_table(values: dict[str, Any]) -> str:
         "",
         *mse_rows("baseline", st["estimators"]),
     ]
+    if "rows" in st:  # a record from before the per-state rows were kept has none to pair
+        lines += ["", *values_paired.table(st["rows"], list(st["estimators"]))]
     if "policy" in values.get("kae", {}):
         lines += ["", *values_kae.table(values["kae"])]
     else:  # not finished yet, or a record from before KAE was measured on a moving policy
@@ -161,10 +163,12 @@ def section(arm: str, data: dict[str, Any], texts: tuple[str, str]) -> str:
     values = (data["values"] or {}).get("states", {}).get("estimators", {})
     if name in values:
         v = values[name]
+        rows = data["values"]["states"]["rows"]
+        mean, lo, hi = values_paired.paired(rows, name)
         lines.append(f"* **State values on SmolLM2's traces**: MSE vs V_MC {v['mse']:.4f} "
-                     f"[{v['mse_95ci'][0]:.4f}, {v['mse_95ci'][1]:.4f}] (group mean "
-                     f"{values['group_mean']['mse']:.4f}), Spearman "
-                     f"{v['spearman']:.3f}.")  # fmt: skip
+                     f"[{v['mse_95ci'][0]:.4f}, {v['mse_95ci'][1]:.4f}]; minus the group mean's "
+                     f"on the same states {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] "
+                     f"({values_paired.word(lo, hi)}); Spearman {v['spearman']:.3f}.")  # fmt: skip
     kae = (data["values"] or {}).get("kae") if arm == "kae" else None
     if kae and "policy" in kae:
         lines.append("* **Values on a policy trained between iterations** (SmolLM2, "

@@ -129,9 +129,12 @@ def peers(arm: str, text: str) -> list[str]:
 
 
 def unproved(arm: str, text: str) -> str | None:
-    """The sentence of ``docs/theorems.md`` that says what is *not* proved of ``arm``, if any
-    (its "Still tested, not proved" paragraph, when it names the estimator)."""
+    """The sentences of ``docs/theorems.md``'s "Still tested, not proved" paragraph that name
+    ``arm`` (another estimator's caveat in the same paragraph is left out), if any."""
     match = re.search(r"^Still tested, not proved.*?(?:\n\n|\Z)", text, re.M | re.S)
-    if match is None or arm.lower() not in match.group(0).lower():
+    if match is None:
         return None
-    return " ".join(match.group(0).split())
+    # a sentence ends at a full stop before a capital or a backquoted path
+    sentences = re.split(r"(?<=\.)\s+(?=[A-Z`])", " ".join(match.group(0).split()))
+    said = [t for t in sentences if arm.lower() in t.lower()]
+    return " ".join(said) or None

@@ -59,6 +59,9 @@ def test_proofs_and_peer_settings_are_read_from_the_docs() -> None:
     theorem_text = (ROOT / "docs" / "theorems.md").read_text()
     hista = choosing.unproved("hista", theorem_text) or ""
     assert "Hista" in hista and "not proved" in hista
+    kae = choosing.unproved("kae", theorem_text) or ""
+    # each estimator's entry quotes its own caveat, not the other's from the same paragraph
+    assert "normalize" in kae and "Hista" not in kae and "KAE" not in hista
     assert choosing.unproved("maxpo", theorem_text) is None
     text = (ROOT / "docs" / "integrations.md").read_text()
     assert any("Passk_Training" in p for p in choosing.peers("chen_passk", text))
