@@ -157,8 +157,9 @@ def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
         "weights are the same for every run, so their counts are measured once and shared.",
         "",
         "Advantage scale: every arm trains with AdamW (one update per step), whose step is "
-        "unchanged by a constant factor on the loss (such as maxpo's N/K), so one learning "
-        "rate serves every arm; gradient clipping would break this, so it is off (the table "
+        "unchanged by a constant factor on the loss (such as maxpo's N/K) but for its ε "
+        "(1e-8, added to the root of the second moment), so one learning rate serves every "
+        "arm; gradient clipping would break this, so it is off (the table "
         "counts the steps it bound). What is left between the arms is the direction and the "
         "relative weight of groups and steps (grpo's division by each group's spread is one), "
         "which is what the comparison measures.",
