@@ -26,6 +26,7 @@ from advest.experiments.choosing_facts import (
     theorems,
     unproved,
 )
+from advest.experiments.real import ARMS
 from advest.experiments.tables import mse_rows, splice
 
 SOURCES = ("values", "bandit", "bandit_format", "oracle")
@@ -133,7 +134,7 @@ def section(arm: str, data: dict[str, Any], texts: tuple[str, str]) -> str:
     theorem_text, peer_text = texts
     rows = theorems(theorem_text)
     e, name = ESTIMATORS[arm], arm.removesuffix("_k8")
-    oracle, bandit = (data["oracle"] or {}).get(name), (data["bandit"] or {}).get("estimators", {})
+    oracle, bandit = (data["oracle"] or {}).get(arm), (data["bandit"] or {}).get("estimators", {})
     lines = [f"### `{arm}`", "", f"* **Optimises**: {e.optimises} ({e.source})."]
     if oracle:
         lines.append("* **Oracle** (`advest check`): " + "; ".join(
@@ -142,15 +143,19 @@ def section(arm: str, data: dict[str, Any], texts: tuple[str, str]) -> str:
         lines.append("* **Oracle**: not run (the oracle checks estimators of rewards alone; this "
                      "one reads tokens, hidden states or history).")  # fmt: skip
     else:
-        lines.append("* **Oracle**: no verdicts in `docs/results/oracle.json` (its `advest check` "
-                     "did not complete).")  # fmt: skip
+        lines.append("* **Oracle**: not in `docs/results/oracle.json` (`python -m "
+                     "advest.experiments.oracle_runs` runs it).")  # fmt: skip
     names = proofs(arm, rows)
     lines.append("* **Proved in Coq** ([theorems](theorems.md)): " + (
         ", ".join(f"`{t}`" for t in names) if names else "nothing") + ".")  # fmt: skip
     caveat = unproved(arm, theorem_text)
     if caveat:
         lines[-1] = lines[-1][:-1] + f"; the theorems page: “{caveat}”"
-    if name in bandit:
+    k = ARMS[arm].get("k") if arm in ARMS else None  # the arm's own K, where it has one
+    if name in bandit and k not in (None, data["bandit"]["settings"]["k"]):
+        lines.append(f"* **Bandit**: not run at K = {k} (the bandit's K is "
+                     f"{data['bandit']['settings']['k']}: see `{name}`).")  # fmt: skip
+    elif name in bandit:
         b, s = bandit[name], data["bandit"]["settings"]
         lines.append(
             f"* **Bandit** (N = {s['n']}, K = {s['k']}, {s['seeds']} seeds): cos(E ĝ, ∇J) "
@@ -180,6 +185,8 @@ def section(arm: str, data: dict[str, Any], texts: tuple[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+ORACLE_COMMAND = "python -m advest.experiments.oracle_runs runs/oracle"
+"""Writes the oracle's reports that ``--oracle runs/oracle`` reads."""
 COMMAND = (
     "python -m advest.experiments.choosing "
     "--values runs/values/smollm2 --bandit runs/bandit/full --bandit_format runs/bandit/format "
@@ -199,7 +206,7 @@ def page(data: dict[str, Any], theorem_text: str, peer_text: str) -> str:
         out += ["## State values on SmolLM2's traces", "", values_table(data["values"])]
     arms = list(ESTIMATORS)
     out += ["## Each estimator", ""] + [section(a, data, (theorem_text, peer_text)) for a in arms]
-    out += ["## Regenerate", "", "```bash", COMMAND, "```", ""]
+    out += ["## Regenerate", "", "```bash", ORACLE_COMMAND, COMMAND, "```", ""]
     return "\n".join(out)
 
 
@@ -223,7 +230,8 @@ def readme_block(data: dict[str, Any], rows: list[tuple[str, str]]) -> str:
     if data["values"]:
         out += ["Value estimation on SmolLM2's own traces (`advest experiment values`):", "",
                 values_table(data["values"])]  # fmt: skip
-    out += [f"Regenerate this block and `docs/choosing.md`: `{COMMAND}`.", "", END]
+    out += [f"Regenerate this block and `docs/choosing.md`: `{ORACLE_COMMAND}`, then "
+            f"`{COMMAND}`.", "", END]  # fmt: skip
     return "\n".join(out)
 
 

@@ -83,22 +83,38 @@ def oracle(folder: Path, dest: Path) -> None:
     first other verdict with its evidence, dtype and N."""
     out: dict[str, dict[str, str]] = {}
     for path in sorted(folder.glob("*.json")):
-        findings = json.loads(path.read_text())
+        doc = json.loads(path.read_text())
+        if not isinstance(doc, dict) or doc.get("schema") != "advest-check":
+            raise ValueError(f"{path}: not an `advest check --json` report (schema advest-check)")
+        findings = doc["findings"]
         verdicts: dict[str, str] = {}
         for prop in ORACLE_PROPS:
             rows = [f for f in findings if f["prop"] == prop]
-            if not rows:
-                continue
-            bad = [f for f in rows if not str(f["verdict"]).startswith("yes")]
-            if not bad:
-                verdicts[prop] = _agreed(rows)
-                continue
-            f = bad[0]
-            where = ", ".join(str(x) for x in (f["dtype"], f"N={f['n']}" if f["n"] else "") if x)
-            verdicts[prop] = f"{f['verdict']} ({where}: {f['evidence']})" if where else (
-                f"{f['verdict']} ({f['evidence']})")  # fmt: skip
+            if rows:
+                verdicts[prop] = _verdict(rows)
         out[path.stem] = verdicts
     (dest / "oracle.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+
+
+def _verdict(rows: list[dict[str, Any]]) -> str:
+    """One property's verdict over the (dtype, N) the oracle tried: "yes" when every checked
+    one says yes (the N it could not check named after it), else the first other verdict."""
+    unchecked = [f for f in rows if str(f["verdict"]).startswith("not checked")]
+    checked = [f for f in rows if f not in unchecked]
+    bad = [f for f in checked if not str(f["verdict"]).startswith("yes")]
+    if bad or not checked:
+        f = (bad or unchecked)[0]
+        where = ", ".join(str(x) for x in (f["dtype"], f"N={f['n']}" if f["n"] else "") if x)
+        return f"{f['verdict']} ({where}: {f['evidence']})" if where else (
+            f"{f['verdict']} ({f['evidence']})")  # fmt: skip
+    said = _agreed(checked)
+    done = sorted({f["n"] for f in checked if f["n"]})
+    left = sorted({f["n"] for f in unchecked if f["n"] and f["n"] not in done})
+    if not left:
+        return said
+    if not said.startswith("N="):
+        said = f"N={', '.join(map(str, done))}: {said}"
+    return f"{said}; N={', '.join(map(str, left))}: not checked ({unchecked[0]['evidence']})"
 
 
 def _agreed(rows: list[dict[str, Any]]) -> str:
