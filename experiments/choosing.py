@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from advest.experiments import bandit_lines, grid_report, values_kae, values_paired
+from advest.experiments import bandit_lines, grid_report, grid_stats, values_kae, values_paired
 from advest.experiments.choosing_facts import (
     ESTIMATORS,
     READS_MORE,
@@ -40,7 +40,7 @@ def load(results: Path = RESULTS) -> dict[str, Any]:
     """Every results file: ``values``, ``bandit``, ``oracle`` (absent: None), ``grid``."""
     paths = {name: results / f"{name}.json" for name in SOURCES}
     found = {k: json.loads(p.read_text()) if p.is_file() else None for k, p in paths.items()}
-    return {**found, "grid": grid_report.load(results / "grid")}
+    return {**found, "grid": grid_stats.load(results / "grid")}
 
 
 cell = grid_report.cell  # "mean [lo, hi]"
@@ -111,20 +111,20 @@ def grid_lines(arm: str, grid: dict[str, Any]) -> list[str]:
     out = []
     for name, info in sorted(grid.items()):
         runs = info["runs"]
-        if arm not in runs or grid_report.REFERENCE not in runs:
+        if arm not in runs or grid_stats.REFERENCE not in runs:
             continue
-        if arm == grid_report.REFERENCE:
+        if arm == grid_stats.REFERENCE:
             out.append(f"* **Pass/fail grid** (`{name}`, {len(runs[arm])} seeds): the reference "
                        "arm the others are compared with.")  # fmt: skip
             continue
-        found = [(k, grid_report.compare(runs, arm, k)) for k in grid_report.ks_of(runs)]
+        found = [(k, grid_stats.compare(runs, arm, k)) for k in grid_report.ks_of(runs)]
         said = "; ".join(
             f"pass@{k} {cell((c['mean'], c['lo'], c['hi']), '+')} ({c['verdict']})"
             if "mean" in c else f"pass@{k} {c['verdict']}"
             for k, c in found
         )  # fmt: skip
         out.append(f"* **Pass/fail grid** (`{name}`, {found[0][1]['seeds']} seeds), "
-                   f"− `{grid_report.REFERENCE}`: {said}.")  # fmt: skip
+                   f"− `{grid_stats.REFERENCE}`: {said}.")  # fmt: skip
     return out or ["* **Pass/fail grid**: not in a grid."]
 
 
@@ -216,13 +216,13 @@ def readme_block(data: dict[str, Any], rows: list[tuple[str, str]]) -> str:
     grid = data.get("grid") or {}
     out = [BEGIN, "", *(grid_report.lead(grid, rows, data["bandit"]) or answer(data, rows))]
     for name, info, runs in grid_report.designs(grid):
-        if grid_report.REFERENCE not in runs:
+        if grid_stats.REFERENCE not in runs:
             continue
         model = info["design"]["model"] or "the embedded tiny model"
         done = sum(len(r) for r in runs.values())
         table, _ = grid_report.comparison_table(runs)
         out += ["", f"The pass/fail grid `{name}` ({model}, {done} runs finished): each arm "
-                f"minus `{grid_report.REFERENCE}`, paired over seeds and shared held-out "
+                f"minus `{grid_stats.REFERENCE}`, paired over seeds and shared held-out "
                 "prompts, with 95% bootstrap intervals:", "", *table[:-1]]  # fmt: skip
     page = "the page *Choosing an estimator* (`docs/choosing.md`)"
     out += ["", f"Each grid's design, its per-arm table, the test and the bootstrap: {page}, "

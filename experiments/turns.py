@@ -5,7 +5,7 @@ with an episode-level one (``rloo`` on the episode's reward), same seeds and bud
 Per run and held-out prompt it keeps the pass counts after the first turn and after the second,
 before and after training (``docs/results/turns.json``); the README's block is rendered from
 that file (``python -m advest.experiments.turns --render``, checked by a test). Intervals: a
-paired bootstrap over seeds, then prompts (``grid_report.paired_bootstrap``).
+paired bootstrap over seeds, then prompts (``grid_stats.paired_bootstrap``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from advest.experiments.grid_report import paired_bootstrap, pass_at, verdict
+from advest.experiments.grid_stats import paired_bootstrap, pass_at, verdict
 from advest.experiments.tables import splice
 from advest.training.config import RLConfig
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from advest.experiments import choosing, grid, grid_report
+from advest.experiments import choosing, grid, grid_report, grid_stats
 from advest.experiments.real_report import passk_table
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,12 +36,12 @@ def test_the_unbiased_pass_at_k_is_the_one_the_real_report_uses() -> None:
     counts = [0, 1, 5, 31, 32]
     table = passk_table([counts], 32)  # [n, S, P]
     for k in (1, 4, 32):
-        assert grid_report.pass_at(counts, 32, k) == pytest.approx(table[k - 1, 0])
+        assert grid_stats.pass_at(counts, 32, k) == pytest.approx(table[k - 1, 0])
 
 
 @pytest.mark.parametrize(("shift", "word"), [(0.1, "above"), (-0.1, "below")])
 def test_a_planted_difference_is_found(shift: float, word: str) -> None:
-    found = grid_report.compare(_arms(shift), "maxpo", 1)
+    found = grid_stats.compare(_arms(shift), "maxpo", 1)
     assert found["verdict"] == word
     assert found["lo"] < shift < found["hi"]
 
@@ -49,7 +49,7 @@ def test_a_planted_difference_is_found(shift: float, word: str) -> None:
 def test_identical_arms_give_no_measured_difference() -> None:
     runs = _arms(0.0)
     runs["maxpo"] = {s: {**r, "arm": "maxpo"} for s, r in runs["grpo"].items()}
-    found = grid_report.compare(runs, "maxpo", 4)
+    found = grid_stats.compare(runs, "maxpo", 4)
     assert found["verdict"] == "no measured difference"
     assert found["mean"] == found["lo"] == found["hi"] == 0
 
@@ -58,14 +58,14 @@ def test_seeds_are_resampled_not_only_prompts() -> None:
     """Seeds that disagree (+0.3 on half, −0.2 on the other half) show no difference, though
     resampling the prompts alone would call the mean of +0.05 a difference."""
     d = np.array([[0.3] * 64 if s % 2 else [-0.2] * 64 for s in range(10)])
-    mean, lo, hi = grid_report.paired_bootstrap(d)
+    mean, lo, hi = grid_stats.paired_bootstrap(d)
     assert mean == pytest.approx(0.05)
-    assert grid_report.verdict(lo, hi) == "no measured difference"
+    assert grid_stats.verdict(lo, hi) == "no measured difference"
 
 
 def test_one_seed_is_not_compared() -> None:
     runs = _arms(0.3, seeds=1)
-    assert grid_report.compare(runs, "maxpo", 1)["verdict"].startswith("not compared")
+    assert grid_stats.compare(runs, "maxpo", 1)["verdict"].startswith("not compared")
 
 
 def test_levelling_off_is_measured_by_an_equivalence_margin() -> None:
@@ -76,14 +76,14 @@ def test_levelling_off_is_measured_by_an_equivalence_margin() -> None:
         return [{"train_pass1": (0.2 + slope * steps + rng.normal(0, noise, 40)).tolist()}
                 for _ in range(seeds)]  # fmt: skip
 
-    assert grid_report.levels(runs(0.01)).startswith("still rising")
-    assert grid_report.levels(runs(0.0)).startswith("levelled off")
+    assert grid_stats.levels(runs(0.01)).startswith("still rising")
+    assert grid_stats.levels(runs(0.0)).startswith("levelled off")
     # a rise measured above 0 but inside the margin (0.0004 a step: 0.004 a quarter) is flat
-    assert grid_report.levels(runs(0.0004, noise=0.005)).startswith("levelled off")
+    assert grid_stats.levels(runs(0.0004, noise=0.005)).startswith("levelled off")
     # an interval that contains 0 but is wider than the margin is not called levelled off
-    assert grid_report.levels(runs(0.0, noise=0.5, seeds=3)).startswith("not determined")
-    assert grid_report.levels(runs(-0.01)).startswith("falling")
-    assert grid_report.levels(runs(0.01)[:1]).startswith("not judged")
+    assert grid_stats.levels(runs(0.0, noise=0.5, seeds=3)).startswith("not determined")
+    assert grid_stats.levels(runs(-0.01)).startswith("falling")
+    assert grid_stats.levels(runs(0.01)[:1]).startswith("not judged")
 
 
 def test_the_words_follow_the_verdicts_and_print_ties_as_ties() -> None:
