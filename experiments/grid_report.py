@@ -6,9 +6,9 @@ prompts, so the unit is the difference of unbiased pass@k (Chen et al. 2021, arX
 eq. 1) on one (seed, prompt). The interval is a bootstrap that resamples seeds, then prompts
 (one resample of the prompts for every seed drawn, as the prompts are shared); an arm is
 "above" or "below" the reference only when the whole 95% interval is, and "no measured
-difference" otherwise (the statistics: ``grid_stats``). Every sentence of the conclusion is chosen from these verdicts: a tie
-is printed as a tie, and where no difference is measured the section names what a choice
-rests on instead.
+difference" otherwise (the statistics: ``grid_stats``). Every sentence of the conclusion is
+chosen from these verdicts: a tie is printed as a tie, and where no difference is measured the
+section names what a choice rests on instead.
 
 ``advest.experiments.grid.write_page()`` rewrites ``docs/choosing.md``.
 """
@@ -27,6 +27,7 @@ from advest.experiments.grid_stats import (
     REFERENCE,
     REPS,
     compare,
+    from_start,
     levels,
     paired_bootstrap,
     pass_at,
@@ -132,6 +133,39 @@ def comparison_table(runs: dict[str, dict[int, Any]]) -> tuple[list[str], dict[s
     return [*lines, ""], found
 
 
+def start_table(runs: dict[str, dict[int, Any]]) -> tuple[list[str], dict[str, Any]]:
+    """Each arm against the starting weights: held-out pass@k after training minus before."""
+    ks = ks_of(runs)
+    lines = [
+        "Each arm against the starting weights (held-out pass@k after training minus before, "
+        "the same test):",
+        "",
+        "| arm | " + " | ".join(f"pass@{k}: after − before [95%]" for k in ks) + " |",
+        "|---|" + "---|" * len(ks),
+    ]
+    found: dict[str, Any] = {}
+    for arm, by_seed in runs.items():
+        found[arm] = {k: from_start([by_seed[s] for s in sorted(by_seed)], k) for k in ks}
+        cells = [f"{cell((c['mean'], c['lo'], c['hi']), '+')} ({c['verdict']})" if "mean" in c
+                 else c["verdict"] for c in found[arm].values()]  # fmt: skip
+        lines.append(f"| `{arm}` | " + " | ".join(cells) + " |")
+    return [*lines, ""], found
+
+
+def start_line(found: dict[str, Any]) -> list[str]:
+    """At the question's k: which arms ended above, below or level with the starting weights."""
+    k = max(KS)
+    by = {v: [a for a in found if found[a].get(k, {}).get("verdict") == v]
+          for v in ("below", "above", "no measured difference")}  # fmt: skip
+    said = "; ".join(f"{v}: {names(arms)}" for v, arms in by.items() if arms)
+    if not said:
+        return []
+    every = len(by["below"]) == len(found)
+    tail = (f" (training lowered held-out pass@{k} for every arm; an arm above "
+            f"`{REFERENCE}` lost less)" if every else "")  # fmt: skip
+    return [f"* **Against the starting weights**, pass@{k}: {said}{tail}."]
+
+
 def names(arms: list[str]) -> str:
     marked = [f"`{a}`" for a in arms]
     return marked[0] if len(marked) == 1 else ", ".join(marked[:-1]) + " and " + marked[-1]
@@ -232,7 +266,9 @@ def section(
             continue
         table, found = comparison_table(runs)
         basis = {a: rests_on(a, rows, bandit) for a in found}
-        out += arm_table(runs) + table + conclusion(found, basis)[:-1] + ceiling_line(runs)
+        start, moved = start_table(runs)
+        out += arm_table(runs) + start + table + conclusion(found, basis)[:-1]
+        out += start_line(moved) + ceiling_line(runs)
         out += level_line(runs)
         out += [METHOD.format(reps=REPS, flat=FLAT), ""]
     return out
@@ -285,6 +321,11 @@ def lead(
     if k in at_ceiling(runs):
         said[-1] += (f". `{REFERENCE}`'s pass@{k} is near its ceiling there, so a tie says "
                      "little")  # fmt: skip
+    moved = [from_start([r[s] for s in sorted(r)], k)["verdict"] for r in runs.values()]
+    if moved and all(v == "below" for v in moved):  # a regime the reader must know of
+        said[-1] += (f". Every arm ended below the starting weights' held-out pass@{k} there "
+                     "(paired, the same test): the arms above "
+                     f"`{REFERENCE}` lost less, none gained")  # fmt: skip
     return [QUESTION, "", f"{on}, " + "; ".join(said) + ".", ""]
 
 

@@ -106,3 +106,14 @@ def levels(records: list[dict[str, Any]]) -> str:
     word = ("levelled off" if flat else "still rising" if lo > 0 else "falling" if hi < 0
             else "not determined")  # fmt: skip
     return f"{word} ({mean:+.3f} [{lo:+.3f}, {hi:+.3f}])"
+
+
+def from_start(records: list[dict[str, Any]], k: int) -> dict[str, Any]:
+    """One arm's held-out pass@k after training minus before (the shared starting weights'),
+    ``records`` its runs: mean, interval (paired bootstrap over seeds, then prompts), verdict."""
+    if len(records) < MIN_SEEDS:
+        return {"verdict": f"not compared (fewer than {MIN_SEEDS} seeds)"}
+    d = np.array([pass_at(r["after"], r["samples"], k) - pass_at(r["before"], r["samples"], k)
+                  for r in records])  # fmt: skip
+    mean, lo, hi = paired_bootstrap(d)
+    return {"mean": mean, "lo": lo, "hi": hi, "verdict": verdict(lo, hi)}

@@ -160,6 +160,30 @@ def test_a_finished_design_answers_before_a_longer_one_with_a_few_seeds() -> Non
     assert "grid `long`" in "\n".join(grid_report.lead(grid, [], None))
 
 
+def _started_at(runs: dict[str, Any], rate: float) -> dict[str, Any]:
+    """``runs`` with the shared starting weights' counts drawn at pass rate ``rate``."""
+    before = np.random.default_rng(3).binomial(32, rate, size=64).tolist()
+    return {a: {s: {**r, "before": before} for s, r in by.items()} for a, by in runs.items()}
+
+
+def test_each_arm_is_compared_with_the_starting_weights() -> None:
+    lost = _started_at(_arms(0.1), 0.9)  # every trained run passes less often than the start
+    table, found = grid_report.start_table(lost)
+    assert {found[a][8]["verdict"] for a in found} == {"below"}
+    assert table[4].startswith("| `grpo` | ") and table[4].endswith("(below) |")
+    assert "(training lowered held-out pass@8 for every arm" in grid_report.start_line(found)[0]
+    said = "\n".join(grid_report.lead({"x": _info(lost)}, [], None))
+    assert "Every arm ended below the starting weights' held-out pass@8" in said
+    gained = _started_at(_arms(0.1), 0.0)
+    found = grid_report.start_table(gained)[1]
+    assert grid_report.start_line(found) == ["* **Against the starting weights**, pass@8: "
+                                             "above: `grpo` and `maxpo`."]  # fmt: skip
+    assert "starting weights" not in "\n".join(grid_report.lead({"x": _info(gained)}, [], None))
+    same = grid_report.start_table(_arms(0.1))[1]  # before = after: no change at all
+    assert same["grpo"][8] == {"mean": 0.0, "lo": 0.0, "hi": 0.0,
+                               "verdict": "no measured difference"}  # fmt: skip
+
+
 def test_a_reference_near_its_ceiling_is_said_to_leave_no_room() -> None:
     def runs(count: int) -> dict[str, Any]:
         return {"grpo": {0: {"after": [count] * 8, "samples": 32}}}
