@@ -279,11 +279,14 @@ def lead(
 ) -> list[str]:
     """The page's answer, chosen from the grid's pass@8 verdicts: from the real model's grid
     once it has compared an arm on at least ``MIN_SEEDS`` seeds, else the embedded model's (of
-    its designs that have, a finished one before an unfinished one, so that a few seeds of a
-    new design do not override a whole grid; then the one with the most steps: the longest
-    runs); none (the page keeps its earlier answer) while no design has."""
-    ready = [(not info["design"]["model"], not finished(info["runs"]), -info["design"]["steps"],
-              name) for name, info in grid.items() if _compared(info["runs"])]  # fmt: skip
+    its designs that have: one where some arm ended above the starting weights at pass@8
+    before one where none did, as there not training beat every estimator; then a finished one
+    before an unfinished one, so that a few seeds of a new design do not override a whole
+    grid; then the one with the most steps: the longest runs); none (the page keeps its
+    earlier answer) while no design has."""
+    ready = [(not info["design"]["model"], not _gains(info["runs"]), not finished(info["runs"]),
+              -info["design"]["steps"], name)
+             for name, info in grid.items() if _compared(info["runs"])]  # fmt: skip
     if not ready:
         return []
     name = min(ready)[-1]
@@ -338,6 +341,13 @@ def designs(grid: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, A
 def finished(runs: dict[str, dict[int, Any]]) -> bool:
     """Whether every arm of the design has its ``PLANNED_SEEDS`` runs."""
     return all(len(runs.get(a, {})) >= PLANNED_SEEDS for a in DESIGN_ARMS)
+
+
+def _gains(runs: dict[str, dict[int, Any]]) -> bool:
+    """Whether some arm's held-out pass@k (the largest k) ended above the starting weights'."""
+    k = max(ks_of(runs))
+    return any(from_start([r[s] for s in sorted(r)], k)["verdict"] == "above"
+               for r in runs.values())  # fmt: skip
 
 
 def _compared(runs: dict[str, dict[int, Any]]) -> bool:

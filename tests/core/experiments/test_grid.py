@@ -184,6 +184,23 @@ def test_each_arm_is_compared_with_the_starting_weights() -> None:
                                "verdict": "no measured difference"}  # fmt: skip
 
 
+def test_a_design_where_training_beat_the_start_answers_before_one_where_it_did_not() -> None:
+    """Where every arm ended below the starting weights, not training beat each estimator:
+    a shorter design in which some arm rose above the start gives the answer."""
+
+    def info(steps: int, start: float) -> dict[str, Any]:
+        runs = _arms(0.1)
+        runs["pkpo_sloo"] = {s: {**r, "arm": "pkpo_sloo"} for s, r in runs["maxpo"].items()}
+        d = _info(_started_at(runs, start))
+        d["design"] = {**d["design"], "model": None, "steps": steps}
+        return d
+
+    grid = {"lost": info(3000, 0.9), "gained": info(1000, 0.0)}
+    assert "grid `gained`" in "\n".join(grid_report.lead(grid, [], None))
+    grid["gained"] = info(1000, 0.9)  # both lost: the longer runs answer again
+    assert "grid `lost`" in "\n".join(grid_report.lead(grid, [], None))
+
+
 def test_a_reference_near_its_ceiling_is_said_to_leave_no_room() -> None:
     def runs(count: int) -> dict[str, Any]:
         return {"grpo": {0: {"after": [count] * 8, "samples": 32}}}
