@@ -329,7 +329,23 @@ def lead(
         said[-1] += (f". Every arm ended below the starting weights' held-out pass@{k} there "
                      "(paired, the same test): the arms above "
                      f"`{REFERENCE}` lost less, none gained")  # fmt: skip
-    return [QUESTION, "", f"{on}, " + "; ".join(said) + ".", ""]
+    others = [_elsewhere(n, grid[n]["runs"], k) for *_, n in sorted(ready)
+              if n != name and finished(grid[n]["runs"])]  # fmt: skip
+    also = (f" The other finished grids at pass@{k}, against `{REFERENCE}`: " + "; ".join(others)
+            + ".") if others else ""  # fmt: skip
+    return [QUESTION, "", f"{on}, " + "; ".join(said) + "." + also, ""]
+
+
+def _elsewhere(name: str, runs: dict[str, dict[int, Any]], k: int) -> str:
+    """One finished design's pass@k verdicts against the reference, in a clause."""
+    found = {a: compare(runs, a, k)["verdict"] for a in sorted(runs, key=_order) if a != REFERENCE}
+    words = {"above": "above", "below": "below", "no measured difference": "tie"}
+    by = {w: [a for a, v in found.items() if v == key] for key, w in words.items()}
+    said = ", ".join(f"{names(arms)} {w}{'s' if w == 'tie' and len(arms) == 1 else ''}"
+                     for w, arms in by.items() if arms)  # fmt: skip
+    moved = [from_start([r[s] for s in sorted(r)], k)["verdict"] for r in runs.values()]
+    lost = " (every arm below the starting weights)" if all(v == "below" for v in moved) else ""
+    return f"`{name}`: {said}{lost}"
 
 
 def designs(grid: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:

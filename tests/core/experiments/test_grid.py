@@ -197,6 +197,10 @@ def test_a_design_where_training_beat_the_start_answers_before_one_where_it_did_
 
     grid = {"lost": info(3000, 0.9), "gained": info(1000, 0.0)}
     assert "grid `gained`" in "\n".join(grid_report.lead(grid, [], None))
+    said = "\n".join(grid_report.lead(grid, [], None))
+    # the other finished design is given in a clause, with its loss against the start
+    assert "The other finished grids at pass@8, against `grpo`: `lost`: " in said
+    assert "`lost`: `maxpo` and `pkpo_sloo` above (every arm below the starting weights)." in said
     grid["gained"] = info(1000, 0.9)  # both lost: the longer runs answer again
     assert "grid `lost`" in "\n".join(grid_report.lead(grid, [], None))
 
