@@ -324,8 +324,7 @@ def lead(
     if k in at_ceiling(runs):
         said[-1] += (f". `{REFERENCE}`'s pass@{k} is near its ceiling there, so a tie says "
                      "little")  # fmt: skip
-    moved = [from_start([r[s] for s in sorted(r)], k)["verdict"] for r in runs.values()]
-    if moved and all(v == "below" for v in moved):  # a regime the reader must know of
+    if _moved(runs, k) == {"below"}:  # a regime the reader must know of
         said[-1] += (f". Every arm ended below the starting weights' held-out pass@{k} there "
                      "(paired, the same test): the arms above "
                      f"`{REFERENCE}` lost less, none gained")  # fmt: skip
@@ -343,8 +342,7 @@ def _elsewhere(name: str, runs: dict[str, dict[int, Any]], k: int) -> str:
     by = {w: [a for a, v in found.items() if v == key] for key, w in words.items()}
     said = ", ".join(f"{names(arms)} {w}{'s' if w == 'tie' and len(arms) == 1 else ''}"
                      for w, arms in by.items() if arms)  # fmt: skip
-    moved = [from_start([r[s] for s in sorted(r)], k)["verdict"] for r in runs.values()]
-    lost = " (every arm below the starting weights)" if all(v == "below" for v in moved) else ""
+    lost = " (every arm below the starting weights)" if _moved(runs, k) == {"below"} else ""
     return f"`{name}`: {said}{lost}"
 
 
@@ -359,11 +357,14 @@ def finished(runs: dict[str, dict[int, Any]]) -> bool:
     return all(len(runs.get(a, {})) >= PLANNED_SEEDS for a in DESIGN_ARMS)
 
 
+def _moved(runs: dict[str, dict[int, Any]], k: int) -> set[str]:
+    """The verdicts of every arm's held-out pass@k against the starting weights."""
+    return {from_start([r[s] for s in sorted(r)], k)["verdict"] for r in runs.values()}
+
+
 def _gains(runs: dict[str, dict[int, Any]]) -> bool:
     """Whether some arm's held-out pass@k (the largest k) ended above the starting weights'."""
-    k = max(ks_of(runs))
-    return any(from_start([r[s] for s in sorted(r)], k)["verdict"] == "above"
-               for r in runs.values())  # fmt: skip
+    return "above" in _moved(runs, max(ks_of(runs)))
 
 
 def _compared(runs: dict[str, dict[int, Any]]) -> bool:

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from advest.experiments import values_paired
 from advest.fast import registry
 from advest.training.generation import Sampling
 from advest.training.policy import forward_logprobs
@@ -184,8 +185,7 @@ def _cell(e: dict[str, Any]) -> str:
 
 
 def _verdict(e: dict[str, Any]) -> str:
-    lo, hi = e["ci"]
-    return "lower" if hi < 0 else "higher" if lo > 0 else "no measured difference"
+    return values_paired.word(*e["ci"])
 
 
 def _diff(e: dict[str, Any]) -> str:

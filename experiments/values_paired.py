@@ -35,6 +35,7 @@ def paired(
 
 
 def word(lo: float, hi: float) -> str:
+    """An MSE difference's verdict: lower or higher only when its whole interval is."""
     return "lower" if hi < 0 else "higher" if lo > 0 else "no measured difference"
 
 
