@@ -10,8 +10,10 @@ from typing import Any
 from . import schema
 from .harness import Convention, OracleError, OutOfScope, load
 from .properties import NON_FINITE, Finding
-from .report import check, table
+from .report import check
+from .search import Budget, add_search_arguments
 from .tolerance import DTYPES, rule
+from .verdicts import evidence_line, table
 
 TIMEOUT_S = 300.0
 """``advest check --timeout``'s default: the whole check of an ordinary estimator takes seconds
@@ -117,6 +119,7 @@ def _add_run_options(parser: Any, switch: Callable[[Any, str, bool, str], None])
 
 def _add_output_options(parser: Any) -> None:
     """What the check writes and how long it may take: --json, --compare, --timeout."""
+    add_search_arguments(parser)
     parser.add_argument(
         "--json",
         default=None,
@@ -290,7 +293,13 @@ def command(args: Any) -> int:
             f"advest check: --timeout must be a finite number > 0; got {timeout}", file=sys.stderr
         )
         return 2
+    try:
+        budget = Budget(args.examples, args.seed, args.database, target)
+    except ValueError as error:
+        print(f"advest check: {error}", file=sys.stderr)
+        return 2
     options = {
+        "budget": budget,
         "family": args.family,
         "k": args.k,
         "signature": args.signature,
@@ -345,8 +354,7 @@ def _report(target: str, args: Any, findings: list[Finding], convention: str) ->
     print(table(findings))
     print()
     for f in findings:
-        where = f" [{f.dtype}{'' if f.n is None else f', N={f.n}'}]" if f.dtype else ""
-        print(f"- {f.prop}{where}: {f.evidence}")
+        print(evidence_line(f))
     if args.json:
         with open(args.json, "w") as out:
             context = {"target": target, "family": args.family, "k": args.k}

@@ -29,6 +29,11 @@ class Finding:
     dtype: str = ""
     n: int | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    searched: int = 0
+    """Inputs the search drew for this finding (``oracle.search``); 0: judged on explicit inputs."""
+    counterexample: dict[str, str] | None = None
+    """A searched "no": the shrunk input as a snippet to paste (``input``), ``expected`` and
+    ``measured``. Readers of reports written before it existed never see it (schema 1 adds it)."""
 
 
 NON_FINITE = "no: non-finite output"
