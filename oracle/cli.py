@@ -207,9 +207,11 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
         if options["family"] == "token":  # the token oracle: oracle/token_report.py
             from .token_report import check_tokens
 
-            findings = check_tokens(fn, convention=convention, extends=options.get("extends"))
+            findings = check_tokens(
+                fn, convention=convention, extends=options.get("extends"), budget=options["budget"]
+            )
         elif options["family"] == "episode":  # the episode oracle: oracle/episodes.py
-            findings = _episode_report(fn, options.get("one_turn"))
+            findings = _episode_report(fn, options.get("one_turn"), options["budget"])
         else:
             findings = check(fn, convention=convention, **options)
     except OutOfScope as error:
@@ -224,16 +226,18 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     conn.send(("ok", (findings, convention)))
 
 
-def _episode_report(fn: Any, one_turn: str | None) -> list[Finding]:
+def _episode_report(fn: Any, one_turn: str | None, budget: Budget) -> list[Finding]:
     from advest.fast import registry
 
     from .episodes import report
+    from .search.episodes import searched as searched_episodes
 
     if one_turn is not None and one_turn not in registry.names():
         valid = ", ".join(n for n in registry.names() if registry.entry(n).kind == "sequence")
         raise OracleError(f"--one_turn {one_turn!r} is not a registered sequence estimator; "
                           f"valid: {valid}")  # fmt: skip
-    return report(fn, registry.get(one_turn) if one_turn else None, one_turn)
+    findings = report(fn, registry.get(one_turn) if one_turn else None, one_turn)
+    return findings + searched_episodes(fn, findings, budget)
 
 
 def run_in_child(

@@ -234,6 +234,7 @@ def singleton(est: Estimator, dtype: torch.dtype) -> Finding:
 def all_equal(est: Estimator, g: int, binary: bool, dtype: torch.dtype) -> Finding:
     """Groups whose rewards are all equal carry no signal: their advantages should be 0, also
     beside other groups (an estimator that whitens over the batch moves them)."""
+    g = max(g, 2)  # a group of one is all-equal by itself: judged beside groups of two
     levels = (1.0, 0.0) if binary else (0.75, 3.0)
     gen = torch.Generator().manual_seed(g)
     top = 2 if binary else 4

@@ -37,23 +37,28 @@ DEFAULT_BUDGET = Budget()
 
 
 def default_ns(family: Objective, k: int) -> list[int]:
-    """N = K, K + 1 and a larger N (max@K); 2, 3 and 8 for outcome and MaxRL estimators."""
-    return sorted({k, k + 1, max(2 * k + 2, 8)}) if family == "maxk" else [2, 3, 8]
+    """N = K, K + 1 and a larger N (max@K); 1, 2, 3 and 8 for MaxRL (its objective is pass@1 at
+    N = 1, where an estimator of groups of one still owes a gradient); 2, 3 and 8 for outcome
+    estimators (``--n 1`` checks them at N = 1 too)."""
+    if family == "maxk":
+        return sorted({k, k + 1, max(2 * k + 2, 8)})
+    return [1, 2, 3, 8] if family == "maxrl" else [2, 3, 8]
 
 
 def validate(family: Objective, k: int, ns: Sequence[int], dtype: str) -> None:
-    """OracleError for K, N or dtype values the oracle cannot use, before the user's code runs."""
+    """OracleError for K, N or dtype values the oracle cannot use, before the user's code runs.
+    N = 1 is refused only where the objective is not defined there (max@K with K >= 2)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise OracleError(f"--k must be an integer >= 1; got {k!r}")
     if not ns:
         raise OracleError("--n needs at least one group size")
     for n in ns:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-            raise OracleError(
-                f"--n must be integers >= 2 (G = 1 is covered by the bad-input checks); got {n!r}"
-            )
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise OracleError(f"--n must be integers >= 1; got {n!r}")
         if family == "maxk" and n < k:
-            raise OracleError(f"--n {n} is below --k {k}: max@K needs groups of N >= K samples")
+            raise OracleError(
+                f"--n {n} is below --k {k}: max@K is not defined for groups of N < K samples"
+            )
     if dtype not in DTYPES:
         raise OracleError(f"--dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
 

@@ -11,17 +11,17 @@ replays them first on the next run (a user's CI finds again what it found before
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
 from typing import Any, Generic, TypeVar
 
-from hypothesis import HealthCheck, Phase, find, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
-from hypothesis.errors import NoSuchExample
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.strategies import SearchStrategy
 
 from ..properties import Finding
+from . import database
 
 Case = TypeVar("Case")
 
@@ -80,19 +80,56 @@ def _seed(budget: Budget, where: str, prop: str) -> int:
 
 
 def _settings(budget: Budget) -> settings:
-    database = DirectoryBasedExampleDatabase(budget.database) if budget.database else None
-    phases = (
-        [Phase.reuse, Phase.generate, Phase.shrink] if database else [Phase.generate, Phase.shrink]
-    )
     return settings(
         max_examples=budget.examples,
         deadline=None,
-        database=database,
-        phases=phases,
+        database=None,  # under a fixed seed hypothesis keeps none: ``database`` keeps the inputs
+        phases=[Phase.generate, Phase.shrink],
         derandomize=False,
         print_blob=False,
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
         suppress_health_check=list(HealthCheck),
     )
+
+
+class quiet(warnings.catch_warnings):
+    """Warnings ignored: an estimator's warning (a std of one sample) is no refusal, and what it
+    does there is the finding; a user's own filter (``-W error``) would make it one."""
+
+    def __enter__(self) -> None:
+        super().__enter__()
+        warnings.simplefilter("ignore")
+
+
+class _Broken(Exception):
+    """Raised by the search's test for an input that breaks the property: hypothesis shrinks it
+    and saves it in the database, as for any failing test."""
+
+    def __init__(self, case: object) -> None:
+        super().__init__("broken")
+        self.case = case
+
+
+def _find(
+    strategy: SearchStrategy[Any], broken: Callable[[Any], bool], budget: Budget, rng: Random
+) -> Any:
+    """The smallest input of ``strategy`` that is ``broken`` (None: none found). Written as a
+    hypothesis test rather than ``hypothesis.find``, which does not save what it finds in the
+    example database."""
+
+    @_settings(budget)
+    @given(strategy)
+    def test(case: Any) -> None:
+        if broken(case):
+            raise _Broken(case)
+
+    test = seed(rng.getrandbits(64))(test)
+    try:
+        test()
+    except _Broken as found:
+        return found.case
+    return None
 
 
 def search(item: Searched[Any], budget: Budget, where: str) -> Finding:
@@ -106,18 +143,18 @@ def search(item: Searched[Any], budget: Budget, where: str) -> Finding:
         return item.check(case) is not None
 
     key = f"advest-check/{budget.target}/{where}/{item.prop}".encode()
-    try:
-        case = find(
-            item.strategy,
-            broken,
-            settings=_settings(budget),
-            random=Random(_seed(budget, where, item.prop)),
-            database_key=key,
-        )
-    except NoSuchExample:
-        evidence = f"no counterexample in {tried[0]} searched inputs ({item.domain})"
-        return Finding(item.prop, "yes", evidence, searched=tried[0])
-    failure = item.check(case)
+    with quiet():
+        kept = database.load(budget.database, key) if budget.database else []
+        case = next((c for c in kept if broken(c)), None)  # what was found before, first
+        if case is None:
+            rng = Random(_seed(budget, where, item.prop))
+            case = _find(item.strategy, broken, budget, rng)
+            if case is not None and budget.database:
+                database.save(budget.database, key, case)
+        if case is None:
+            evidence = f"no counterexample in {tried[0]} searched inputs ({item.domain})"
+            return Finding(item.prop, "yes", evidence, searched=tried[0])
+        failure = item.check(case)
     if failure is None:  # hypothesis hands back an input that broke it once: a flaky estimator
         failure = Failure("not reproducible", "the same output on the same input", "it changed")
     example = {

@@ -15,7 +15,8 @@ from torch import Tensor
 
 from ..harness import Estimator, OracleError
 from ..tolerance import allowance, sample_lengths
-from .engine import Failure, Searched
+from .database import register
+from .engine import Failure, Searched, quiet
 from .values import exact, group, shown, tensor_literal
 
 
@@ -32,6 +33,7 @@ class Domain:
     dtype: torch.dtype
 
 
+@register
 @dataclass(frozen=True)
 class Grid:
     """One drawn input: ``rewards [B, G]`` (float64, exact in the dtype), a permutation of each
@@ -47,8 +49,8 @@ class Grid:
 @st.composite
 def grids(draw: st.DrawFn, d: Domain) -> Grid:
     G = draw(st.integers(d.g_lo, d.g_hi))
-    B = draw(st.integers(d.b_lo, d.b_lo + 2))
-    rows = [draw(group(G, d.binary)) for _ in range(B)]
+    rows = draw(st.lists(group(G, d.binary), min_size=d.b_lo, max_size=d.b_lo + 2))
+    B = len(rows)
     if d.nonneg:
         rows = [[abs(v) for v in row] for row in rows]
     rewards = exact([v for row in rows for v in row], d.dtype).reshape(B, G)
@@ -267,7 +269,13 @@ def properties(est: Estimator, d: Domain, findings: Sequence[object]) -> list[Se
         out.append(item("centred", _centred(est, d)))
     if held["shift invariant"] == "yes":
         check = _pair(est, d, _shifted(d), "moves under a shift: A(r + c) = A(r)")
-        out.append(item("shift invariant", check, lambda c: f"; c = {c.shift!r}; A(rewards + c)"))
+        out.append(
+            item(
+                "shift invariant",
+                check,
+                lambda c: f"; c = {c.shift!r}; A_after = estimator(rewards + c)",
+            )
+        )
     scale = held["scale equivariant"] or ""
     if scale.startswith(("yes", "invariant")):
         degree = 1 if scale.startswith("yes") else 0
@@ -276,12 +284,16 @@ def properties(est: Estimator, d: Domain, findings: Sequence[object]) -> list[Se
             item(
                 "scale equivariant",
                 _pair(est, d, _scaled(d, degree), what),
-                lambda c: f"; a = {c.factor!r}; A(a * rewards)",
+                lambda c: f"; a = {c.factor!r}; A_after = estimator(a * rewards)",
             )
         )
     if held["permutation equivariant"] == "yes":
         out.append(
-            item("permutation equivariant", _permuted(est, d), lambda c: f"; perm = {list(c.perm)}")
+            item(
+                "permutation equivariant",
+                _permuted(est, d),
+                lambda c: f"; perm = {list(c.perm)}; A_after = estimator(rewards[:, perm])",
+            )
         )
     if (held["all-equal groups"] or "").startswith("yes"):
         out.append(
@@ -292,7 +304,9 @@ def properties(est: Estimator, d: Domain, findings: Sequence[object]) -> list[Se
             )
         )
     if held["couples groups"] == "no":
-        out.append(item("couples groups", _alone(est, d), lambda c: "; estimator(rewards[:1])"))
+        out.append(
+            item("couples groups", _alone(est, d), lambda c: "; A_alone = estimator(rewards[:1])")
+        )
     return out
 
 
@@ -302,6 +316,13 @@ def domain(
     """The estimator's domain from probes with ordinary rewards: the smallest accepted group
     size from ``g_min`` (and number of groups), and whether it takes negative rewards. None
     when it accepts no group size up to ``g_hi``."""
+    with quiet():
+        return _probe(est, g_hi, dtype, binary, g_min)
+
+
+def _probe(
+    est: Estimator, g_hi: int, dtype: torch.dtype, binary: bool, g_min: int
+) -> Domain | None:
     for b_lo in (1, 2):
         for g in range(g_min, g_hi + 1):
             probe = torch.tensor([[float(i % 2) for i in range(g)]] * b_lo, dtype=dtype)
