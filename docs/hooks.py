@@ -47,16 +47,12 @@ def _usage(help_text: str) -> str:
 
 
 def subcommands(path: tuple[str, ...]) -> list[str]:
-    """The subcommands of ``advest <path>``, from the command line's own dispatch tables (the
-    names ``main`` dispatches on), so a new command gets its page without touching this file."""
-    from advest.cli import SUMMARY
-    from advest.experiments import EXPERIMENTS
+    """The subcommands of ``advest <path>``, from the command table (``advest.cli.COMMANDS`` and
+    the groups under it), so a new command gets its page without touching this file."""
+    from advest.cli import groups
 
-    tables: dict[tuple[str, ...], list[str]] = {
-        (): list(SUMMARY),
-        ("experiment",): list(EXPERIMENTS),
-    }
-    return tables.get(path, [])
+    table = groups().get(" ".join(("advest", *path)), ((), ""))[0]
+    return [c.name for c in table]
 
 
 def _capture_help(path: tuple[str, ...]) -> str:
