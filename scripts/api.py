@@ -91,7 +91,7 @@ def render(found: dict[str, list[str]]) -> str:
         "",
     ]
     for module, public in found.items():
-        lines += [f"## `{module}`", ""]
+        lines += [f"## [`{module}`](api/{module}.md)", ""]
         lines += [", ".join(f"`{n}`" for n in public) if public else "(no public names)", ""]
     return "\n".join(lines)
 

@@ -92,6 +92,15 @@ def test_the_api_page_is_the_source() -> None:
     )
 
 
+def test_the_page_lists_the_modules_the_api_reference_renders() -> None:
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import hooks
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    assert list(api.modules(ROOT)) == sorted(hooks.public_modules())
+
+
 def test_every_released_name_resolves_or_is_listed_as_removed() -> None:
     gone = removed((ROOT / "CHANGELOG.md").read_text())
     assert unaccounted(ROOT, released(), gone) == []
