@@ -172,16 +172,6 @@ def usage(prog: str = "advest") -> str:
     )
 
 
-def markdown() -> str:
-    """The README's Commands list: every command and experiment with its summary."""
-    lines = []
-    for c in COMMANDS:
-        lines.append(f"* `advest {c.name}`: {c.summary}.")
-        for sub in groups().get(f"advest {c.name}", ((), ""))[0]:
-            lines.append(f"  * `advest {c.name} {sub.name}`: {sub.summary}.")
-    return "\n".join(lines) + "\n"
-
-
 def dispatch(prog: str, argv: Sequence[str]) -> int:
     """Run the subcommand of ``prog`` that ``argv[0]`` names, with the rest of ``argv``."""
     argv = list(argv)

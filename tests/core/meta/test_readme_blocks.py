@@ -1,6 +1,7 @@
-"""One command table (``advest.cli.COMMANDS``, ``EXPERIMENTS``): ``advest --help``, ``advest
-experiment --help``, the README's Commands section and the documentation's command pages all
-come from it, so a command added to the table appears in each, and runs."""
+"""The README's generated blocks (scripts/readme.py) and the one command table they share with
+``advest --help``: ``advest.cli.COMMANDS`` and ``EXPERIMENTS`` give ``advest --help``, ``advest
+experiment --help``, the README's Commands section and the documentation's command pages, so a
+command added to the table appears in each, and runs; the registry gives the family table."""
 
 from __future__ import annotations
 
@@ -30,10 +31,21 @@ def planted(argv: list[str]) -> int:
     return 0
 
 
-def test_the_readme_lists_the_table() -> None:
-    commands = _load(ROOT / "scripts" / "commands.py")
+def test_the_readme_blocks_are_generated() -> None:
     readme = (ROOT / "README.md").read_text()
-    assert commands.render(readme) == readme, "run python scripts/commands.py"
+    assert _load(ROOT / "scripts" / "readme.py").render(readme) == readme, (
+        "run python scripts/readme.py"
+    )
+
+
+def test_the_family_table_has_every_family_and_estimator() -> None:
+    from advest.fast import registry
+
+    table = _load(ROOT / "scripts" / "readme.py").families()
+    for family in registry.families():
+        assert f"(`{family}`)" in table
+    for name in registry.names():
+        assert f"`{name}`" in table
 
 
 def test_every_command_has_a_parser_and_a_run_where_the_table_says() -> None:
@@ -54,7 +66,7 @@ def test_a_planted_command_and_experiment_appear_everywhere_and_run(
     monkeypatch.setattr(cli, "EXPERIMENTS", (*cli.EXPERIMENTS, exp))
     assert "plantedcmd  a planted command" in cli.usage("advest")
     assert "plantedexp  a planted experiment" in cli.usage("advest experiment")
-    readme = _load(ROOT / "scripts" / "commands.py").render((ROOT / "README.md").read_text())
+    readme = _load(ROOT / "scripts" / "readme.py").render((ROOT / "README.md").read_text())
     assert "* `advest plantedcmd`: a planted command." in readme
     assert "  * `advest experiment plantedexp`: a planted experiment." in readme
     sys.path.insert(0, str(ROOT / "docs"))
