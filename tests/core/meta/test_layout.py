@@ -148,3 +148,10 @@ def test_the_readme_names_every_installed_package() -> None:
     sentence = text.split("Everything installs under one name, `advest`:", 1)[1].split(". ")[0]
     for package in LAYERED:
         assert f"`advest.{package}`" in sentence, package
+
+
+def test_every_path_the_architecture_page_names_exists() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`((?:[\w.-]+/)+[\w.-]+\.\w+)`", page))
+    assert len(named) > 10
+    assert sorted(p for p in named if not (ROOT / p).exists()) == []
