@@ -163,3 +163,19 @@ def claims(max_n: int = 4, max_a: int = 3) -> list[tuple[str, int, int, int]]:
             for n in range(2, max_n + 1):
                 out += [(name, a, n, k) for k in range(1, entry.k_max(n) + 1)]
     return out
+
+
+def __getattr__(name: str) -> Any:
+    """``ESTIMATORS``, 0.2.0's hand-kept ``{name: (definition, c(N, K))}``, derived now, with a
+    DeprecationWarning until 0.4.0 removes it."""
+    if name != "ESTIMATORS":
+        raise AttributeError(f"module 'advest.proofs.unbiased' has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(
+        "advest.proofs.unbiased.ESTIMATORS is deprecated and is removed in 0.4.0: use "
+        "estimators(), the registry entries whose claims the bandit identity decides",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return {n: (n, lambda a, b, e=e: _scale(e, a, b)) for n, e in estimators().items()}

@@ -18,6 +18,7 @@ import pytest
         ("advest.training.train", "main", "advest.training.command"),
         ("advest.training.train", "trainer_arguments", "advest.training.command"),
         ("advest.training.train", "REFUSED_TRAINER_FLAGS", "advest.training.command"),
+        ("advest.proofs.unbiased", "ESTIMATORS", "estimators"),
     ],
 )
 def test_an_old_name_still_resolves_and_warns(module: str, name: str, new: str) -> None:
