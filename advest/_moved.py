@@ -30,23 +30,35 @@ MOVED = {
 """``{0.2.0's module: where it is now}`` (the CHANGELOG's Deprecated section lists them)."""
 
 
+def new_name(old: str) -> str | None:
+    """Where ``old`` is now: its own entry, or its package's (``advest.training.experiments.grid``
+    is ``advest.experiments.grid``); None for a name that never moved."""
+    if old in MOVED:
+        return MOVED[old]
+    package = max((p for p in MOVED if old.startswith(p + ".")), key=len, default=None)
+    return None if package is None else MOVED[package] + old[len(package) :]
+
+
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds only the old names; the module it gives is the new one, already imported."""
 
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in MOVED:
-            return None
+        new = new_name(fullname)
+        if new is None or importlib.util.find_spec(new) is None:
+            return None  # not moved, or moved nowhere: the usual ModuleNotFoundError
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        new = new_name(spec.name)
+        assert new is not None  # find_spec answered only for moved names
         warnings.warn(
-            f"{spec.name} is deprecated and is removed in {REMOVED_IN}: it is {MOVED[spec.name]}",
+            f"{spec.name} is deprecated and is removed in {REMOVED_IN}: it is {new}",
             DeprecationWarning,
             stacklevel=2,  # importlib's own frames are skipped: this names the import statement
         )
-        return importlib.import_module(MOVED[spec.name])
+        return importlib.import_module(new)
 
     def exec_module(self, module: ModuleType) -> None:
         """Nothing to run: the new module ran when it was imported."""

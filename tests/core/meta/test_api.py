@@ -128,3 +128,14 @@ def test_a_module_0_2_0_shipped_imports_under_its_old_name_with_a_warning(
     with pytest.warns(DeprecationWarning, match=f"removed in {_moved.REMOVED_IN}"):
         module = importlib.import_module(old)
     assert module is importlib.import_module(new)
+
+
+def test_a_module_under_a_moved_package_imports_as_its_new_one() -> None:
+    """advest.experiments.grid came after 0.2.0; under the old package's name it is still the
+    one module, not a second copy loaded by the path finder."""
+    sys.modules.pop("advest.training.experiments.grid", None)
+    with pytest.warns(DeprecationWarning, match="advest.experiments.grid"):
+        module = importlib.import_module("advest.training.experiments.grid")
+    assert module is importlib.import_module("advest.experiments.grid")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("advest.training.experiments.never_a_module")
