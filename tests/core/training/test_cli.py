@@ -19,7 +19,7 @@ from advest import cli
 from advest.experiments import bandit
 from advest.fast import registry
 from advest.oracle.catalogue import CATALOGUE
-from advest.training import command as train
+from advest.training import command
 from advest.training.config import RLConfig
 
 PARSERS: dict[str, Callable[[], Any]] = {
@@ -29,7 +29,7 @@ PARSERS: dict[str, Callable[[], Any]] = {
     if c.parser is not None
 }
 """Every command's parser, from the command table."""
-CONFIGS: dict[type, Callable[[], Any]] = {RLConfig: train.parser, bandit.Config: bandit.parser}
+CONFIGS: dict[type, Callable[[], Any]] = {RLConfig: command.parser, bandit.Config: bandit.parser}
 """Every settings dataclass the CLI exposes, with the parser that exposes it."""
 
 
@@ -93,7 +93,7 @@ def test_every_flag_is_described_snake_case_and_booleans_are_switches(command: s
 
 
 def test_switches_parse_without_a_value() -> None:
-    p = train.parser()
+    p = command.parser()
     assert p.parse_args([]).resume is False and p.parse_args([]).eval is True
     ns = p.parse_args(["--resume", "--no_eval"])
     assert ns.resume is True and ns.eval is False
@@ -101,7 +101,7 @@ def test_switches_parse_without_a_value() -> None:
 
 
 def test_estimator_help_points_to_advest_list() -> None:
-    (action,) = [a for a in train.parser()._actions if a.dest == "estimator"]
+    (action,) = [a for a in command.parser()._actions if a.dest == "estimator"]
     assert "advest list" in (action.help or "")
 
 
@@ -168,19 +168,19 @@ def test_refused_trainer_flags_in_a_yaml_file_are_refused_too(
 
 
 def test_gradient_clipping_and_accumulation_name_their_replacements() -> None:
-    refused = train.REFUSED_TRAINER_FLAGS
+    refused = command.REFUSED_TRAINER_FLAGS
     assert refused["gradient_clip_val"].startswith("--max_grad_norm")
     assert refused["gradient_clip_algorithm"].startswith("--max_grad_norm")
     assert refused["accumulate_grad_batches"].startswith("--micro_batches")
 
 
 def test_accepted_trainer_flags_reach_the_trainer() -> None:
-    p = train.parser()
+    p = command.parser()
     ns = p.parse_args(["--trainer.devices", "2", "--trainer.enable_progress_bar", "false"])
-    args = train.trainer_arguments(ns, p.get_defaults().trainer)
+    args = command.trainer_arguments(ns, p.get_defaults().trainer)
     assert args["devices"] in (2, "2")  # Lightning accepts either, as LightningCLI passes it
     assert args["enable_progress_bar"] is False
-    assert not set(args) & set(train.REFUSED_TRAINER_FLAGS)
+    assert not set(args) & set(command.REFUSED_TRAINER_FLAGS)
 
 
 def test_list_prints_every_estimator_with_family_inputs_k_domain_cost_and_spec_page(
