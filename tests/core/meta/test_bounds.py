@@ -52,3 +52,16 @@ def test_a_planted_long_module_fails(tmp_path: Path) -> None:
     assert bounds.main([str(root)]) == 1
     (tmp_path / "pkg" / "deep" / "planted.py").write_text("x = 1\n" * 400)
     assert bounds.main([str(root)]) == 0
+
+
+def test_the_debt_is_only_in_the_packages_being_rebuilt_and_only_shrinks(tmp_path: Path) -> None:
+    assert all(f.startswith(("oracle/", "experiments/")) for f, _ in bounds.DEBT)
+    assert bounds.stale(ROOT) == []
+    body = "\n".join(f"    x{i} = {i}" for i in range(61))
+    root = _repo(tmp_path, f"def f():\n{body}\n")  # 62 lines
+    debt = {("pkg/deep/planted.py", "f"): 62}
+    planted = root / "pkg" / "deep" / "planted.py"
+    assert bounds.offences(planted, root, debt) == [] and bounds.stale(root, debt) == []
+    assert bounds.offences(planted, root, {("pkg/deep/planted.py", "f"): 61}) != []  # grew
+    planted.write_text("def f():\n    pass\n")  # split: the entry must go
+    assert bounds.stale(root, debt) == ["pkg/deep/planted.py f: within the bound now"]
