@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import schema
-from .harness import Convention, OracleError, OutOfScope, load
+from .harness import CONVENTIONS, FAMILIES, Convention, OracleError, OutOfScope, load
 from .properties import NON_FINITE, Finding
 from .report import check
 from .search import Budget, add_search_arguments
@@ -35,7 +35,7 @@ def add_arguments(parser: Any, switch: Callable[[Any, str, bool, str], None] | N
     )
     parser.add_argument(
         "--family",
-        choices=["outcome", "maxk", "maxrl", "token", "episode"],
+        choices=list(FAMILIES),
         default="outcome",
         help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K; "
         "maxrl: unbiasedness for MaxRL's Σ_{k≤N} (1/k)·pass@k, on pass/fail rewards; token: "
@@ -82,7 +82,7 @@ def _add_run_options(parser: Any, switch: Callable[[Any, str, bool, str], None])
     )
     parser.add_argument(
         "--convention",
-        choices=["plain", "flat", "verl", "skyrl", "nemo_rl", "prime_rl"],
+        choices=list(CONVENTIONS),
         default="plain",
         help="plain: fn(rewards [B, G], ...) -> [B, G]; flat: fn(rewards [N], index [N], "
         "valid=[N] bool) -> [N], one group id per row (any ids, groups of any size; a parameter "
@@ -226,7 +226,7 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     conn.send(("ok", (findings, convention)))
 
 
-def _episode_report(fn: Any, one_turn: str | None, budget: Budget) -> list[Finding]:
+def _episode_report(fn: Any, one_turn: str | None, budget: Budget | None) -> list[Finding]:
     from advest.fast import registry
 
     from .episodes import report
@@ -237,7 +237,7 @@ def _episode_report(fn: Any, one_turn: str | None, budget: Budget) -> list[Findi
         raise OracleError(f"--one_turn {one_turn!r} is not a registered sequence estimator; "
                           f"valid: {valid}")  # fmt: skip
     findings = report(fn, registry.get(one_turn) if one_turn else None, one_turn)
-    return findings + searched_episodes(fn, findings, budget)
+    return findings + (searched_episodes(fn, findings, budget) if budget else [])
 
 
 def run_in_child(
@@ -278,6 +278,28 @@ def run_in_child(
         receive.close()
 
 
+def _options(args: Any, target: str) -> dict[str, Any]:
+    """What the child process checks, from the parsed ``args``; ValueError for a bad
+    ``--examples`` or ``--algorithm``."""
+    options: dict[str, Any] = {
+        "budget": Budget(args.examples, args.seed, args.database, target),
+        "family": args.family,
+        "k": args.k,
+        "signature": args.signature,
+        "ns": args.n,
+        "dtype": args.dtype,
+        "convention": args.convention,
+    }
+    if args.family == "token":
+        options["extends"] = getattr(args, "extends", None)
+    elif args.family == "episode":
+        options["one_turn"] = getattr(args, "one_turn", None)
+    else:
+        options["algorithm"] = parse_algorithm(getattr(args, "algorithm", None))
+    options["dispatch"] = bool(getattr(args, "dispatch", False))
+    return options
+
+
 def command(args: Any) -> int:
     """Run ``advest check`` from parsed ``args``: print the report. Exit codes: 0 a report; 1 a
     report in which the estimator returned NaN or inf for finite rewards; 2 a usage, import or
@@ -298,30 +320,10 @@ def command(args: Any) -> int:
         )
         return 2
     try:
-        budget = Budget(args.examples, args.seed, args.database, target)
+        options = _options(args, target)
     except ValueError as error:
         print(f"advest check: {error}", file=sys.stderr)
         return 2
-    options = {
-        "budget": budget,
-        "family": args.family,
-        "k": args.k,
-        "signature": args.signature,
-        "ns": args.n,
-        "dtype": args.dtype,
-        "convention": args.convention,
-    }
-    if args.family == "token":
-        options["extends"] = getattr(args, "extends", None)
-    elif args.family == "episode":
-        options["one_turn"] = getattr(args, "one_turn", None)
-    else:
-        try:
-            options["algorithm"] = parse_algorithm(getattr(args, "algorithm", None))
-        except ValueError as error:
-            print(f"advest check: {error}", file=sys.stderr)
-            return 2
-    options["dispatch"] = bool(getattr(args, "dispatch", False))
     kind, payload, stage = run_in_child(target, options, timeout)
     if kind == "timeout":
         print(

@@ -21,11 +21,6 @@ bounds: Any = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bounds)
 
 DEBT = {
-    # issue 52 (the oracle rebuilt): --family's choices and the row conventions' tuple repeat
-    # the Literal types beside them
-    ("oracle/cli.py", "family"): 1,
-    ("oracle/cli.py", "convention"): 1,
-    ("oracle/rows.py", "convention"): 1,
     # issue 54 (experiments by concern): arm tables and the choosing page's facts
     ("experiments/bandit_arms.py", "estimator"): 1,
     ("experiments/bench_tokens.py", "estimator"): 1,
