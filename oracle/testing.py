@@ -19,11 +19,11 @@ from .report import DEFAULT_BUDGET, check
 from .search import Budget
 
 DEFAULT_EXPECT: dict[str, dict[str, str]] = {
-    **dict.fromkeys(FAMILIES, {"centred": "yes", "finite output": "yes"}),
+    **{family: {"centred": "yes", "finite output": "yes"} for family in FAMILIES},
     "token": {"unbiased": "yes"},
     "episode": {"finite output": "yes", "observation tokens": "yes"},
 }
-"""What ``assert_estimator`` asserts when told nothing: the least an estimator of each family owes."""
+"""What ``assert_estimator`` asserts when told nothing: the least each family's estimator owes."""
 
 
 class EstimatorMismatch(AssertionError):
@@ -89,8 +89,12 @@ def assert_estimator(
     if family == "token":
         from .token_report import check_tokens
 
-        mode: Convention = "verl" if convention == "verl" else "plain"
-        findings = check_tokens(fn, convention=mode, extends=extends, budget=budget)
+        findings = check_tokens(
+            fn,
+            convention="verl" if convention == "verl" else "plain",
+            extends=extends,
+            budget=budget,
+        )
     elif family == "episode":
         from .cli import _episode_report
 
