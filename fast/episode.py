@@ -71,7 +71,6 @@ def _turns(turn_rewards: Tensor, turn_ids: Tensor) -> tuple[Tensor, Tensor]:
     if turn_ids.dim() != 3 or turn_ids.shape[:2] != turn_rewards.shape[:2]:
         raise ValueError(f"turn_ids must have shape [B, G, T] with turn_rewards' B, G; got "
                          f"{tuple(turn_ids.shape)} and {tuple(turn_rewards.shape)}")  # fmt: skip
-    check_finite(turn_rewards, "turn_rewards")
     K = turn_rewards.shape[-1]
     ids = turn_ids.long()
     if bool((ids < -1).any()) or bool((ids >= K).any()):
@@ -85,7 +84,11 @@ def _turns(turn_rewards: Tensor, turn_ids: Tensor) -> tuple[Tensor, Tensor]:
                          "an episode needs at least one turn")  # fmt: skip
     present = torch.arange(K, device=ids.device) < turns.unsqueeze(-1)
     r = turn_rewards.to(torch.float64)
-    return torch.where(present, r, torch.zeros_like(r)), present
+    # the slots past an episode's last turn are padding: never read, whatever they hold (a NaN
+    # there is no error), as spec/oracle.md's mask rule says
+    r = torch.where(present, r, torch.zeros_like(r))
+    check_finite(r, "turn_rewards")
+    return r, present
 
 
 def _shift(r: Tensor, present: Tensor) -> tuple[Tensor, Tensor]:

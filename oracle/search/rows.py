@@ -7,7 +7,7 @@ convention carries a masked row's reward (``flat``, ``nemo_rl``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,6 @@ from torch import Tensor
 
 from ..harness import OracleError
 from ..rows import RowCall, TokenRows, labellings
-from ..tolerance import allowance
 from .database import register
 from .engine import Failure, Searched, quiet
 from .values import exact, garbage, group, shown, tensor_literal
@@ -30,7 +29,11 @@ class RowDomain:
 
     g_lo: int
     g_hi: int
+    b_lo: int
+    """The fewest groups a batch needs (2 for a shrinkage across prompts)."""
     binary: bool
+    nonneg: bool
+    """Non-negative rewards only (MaxRL divides by the mean reward)."""
     ragged: bool
     masks: bool
     dirty: bool
@@ -55,11 +58,13 @@ class Rows:
 def batches(draw: st.DrawFn, d: RowDomain) -> Rows:
     size = st.integers(d.g_lo, d.g_hi)
     # a list shrinks by deleting groups, so a counterexample ends with the groups it needs
-    sizes = draw(st.lists(size, min_size=1, max_size=4))
+    sizes = draw(st.lists(size, min_size=d.b_lo, max_size=d.b_lo + 3))
     B = len(sizes)
     if not d.ragged:
         sizes = [sizes[0]] * B
     rows = [(j, v) for j, s in enumerate(sizes) for v in draw(group(s, d.binary))]
+    if d.nonneg:
+        rows = [(j, abs(v)) for j, v in rows]
     masked: list[tuple[int, float]] = []
     if d.masks:
         value = garbage() if d.dirty else st.sampled_from((0.0, 1.0))
@@ -114,14 +119,29 @@ def _finite(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
     return check
 
 
-def _close(a: Tensor, b: Tensor, r: Tensor, d: RowDomain) -> bool:
-    """``a`` and ``b`` (outputs for rows with rewards ``r``) within the batch's allowance; True
-    where either is not finite (the finite-output search reports that, once)."""
+def _close(a: Tensor, b: Tensor, r: Tensor, ids: list[Any], d: RowDomain) -> bool:
+    """``a`` and ``b`` (outputs for rows with rewards ``r`` and group ``ids``) within the
+    batch's allowance: N·u·max_g(m_g/s_g)·max|A|, the rule of spec/oracle.md with every row a
+    term (rows of one group may meet rows of others in a batch statistic) and the worst group's
+    magnitude over spread. True where either is not finite (the finite-output search reports
+    that, once)."""
     if not bool(a.isfinite().all() & b.isfinite().all()):
         return True
-    finite = r[r.isfinite()]
-    allowed = allowance(finite[None], a[None], b[None], dtype=d.dtype) if finite.numel() else 0.0
+    ratio = 1.0
+    for j in set(ids):
+        g = r[torch.tensor([x == j for x in ids], dtype=torch.bool)]
+        g = g[g.isfinite()]
+        if g.numel():
+            m, spread = float(g.abs().max()), float(g.max() - g.min())
+            ratio = max(ratio, m / spread if spread > 0 else 1.0)
+    u = torch.finfo(d.dtype).eps / 2
+    top = max([0.0, *a.abs().tolist(), *b.abs().tolist()])
+    allowed = len(ids) * u * ratio * top + torch.finfo(d.dtype).tiny
     return bool(((a - b).abs() <= 2 * allowed).all())
+
+
+def _sub(ids: list[Any], keep: Tensor) -> list[Any]:
+    return [x for x, k in zip(ids, keep.tolist(), strict=True) if k]
 
 
 def _masked(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
@@ -150,7 +170,7 @@ def _masked(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
             return None  # refused without the masked rows: not a question of the mask
         err = (a[ok] - alone).abs()
         leaked = bool((alone.isfinite() & ~a[ok].isfinite()).any())
-        if not leaked and _close(a[ok], alone, case.rewards[ok], d):
+        if not leaked and _close(a[ok], alone, case.rewards[ok], _sub(case.ids, ok), d):
             return None
         return Failure(
             "a masked row's value reaches the valid rows",
@@ -176,7 +196,7 @@ def _relabelled(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
         if isinstance(b, str):
             return Failure("raises", f"the same advantages with ids as {case.labels}", b)
         ok = _ok(case)
-        if _close(a[ok], b[ok], case.rewards[ok], d):
+        if _close(a[ok], b[ok], case.rewards[ok], _sub(case.ids, ok), d):
             return None
         return Failure(
             "relabelling the ids moves the advantages",
@@ -194,7 +214,13 @@ def _row_order(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
         if isinstance(a, str) or isinstance(b, str):
             return None
         ok = _ok(case)[perm]
-        if _close(a[perm][ok], b[ok], case.rewards[perm][ok], d):
+        if _close(
+            a[perm][ok],
+            b[ok],
+            case.rewards[perm][ok],
+            _sub([case.ids[int(i)] for i in perm], ok),
+            d,
+        ):
             return None
         return Failure(
             "permuting the rows does not permute the advantages",
@@ -233,7 +259,7 @@ def _ragged(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
             )
             if isinstance(alone, str):
                 continue  # a group the estimator refuses alone is not a question of the batch
-            if not _close(a[rows], alone, case.rewards[rows], d):
+            if not _close(a[rows], alone, case.rewards[rows], [j] * len(rows), d):
                 return Failure(
                     "a group's advantages depend on the rest of the batch",
                     f"group {j} alone: {shown(alone)}",
@@ -276,20 +302,32 @@ def properties(
     return out
 
 
-def domain(est: RowCall, g_hi: int, dtype: torch.dtype) -> RowDomain:
+def domain(est: RowCall, g_hi: int, dtype: torch.dtype, findings: Sequence[Any] = ()) -> RowDomain:
     """``est``'s domain: the sizes it accepted in the explicit rows (``grouped.accepted_sizes``
-    set ``est.binary`` where it takes pass/fail rewards only); dirty masked rows where the
-    convention carries a masked row's reward (not verl's and SkyRL's, whose padding holds 0)."""
+    set ``est.binary`` where it takes pass/fail rewards only), whether one group is a batch and
+    negative rewards are taken; dirty masked rows where the convention carries a masked row's
+    reward (not verl's and SkyRL's, whose padding holds 0); ragged batches unless the explicit
+    row found them refused."""
     from ..grouped import accepted_sizes
 
     with quiet():
         sizes = accepted_sizes(est, g_hi, dtype) or [g_hi]
+        one = torch.tensor([float(i % 2) for i in range(max(sizes))], dtype=dtype)
+        b_lo = 1 if _accepts(est, one, [0] * len(one)) else 2
+        nonneg = not _accepts(est, torch.cat([one, one]) - 3, [0] * len(one) + [1] * len(one))
+    refused = any(f.prop == "ragged groups" and "refused" in f.verdict for f in findings)
+    ragged = est.ragged and not refused  # an estimator of one group size: searched on those
+    dirty = est.takes_mask and not isinstance(est, TokenRows)
     return RowDomain(
-        min(sizes),
-        max(sizes),
-        est.binary,
-        est.ragged,
-        est.takes_mask,
-        est.takes_mask and not isinstance(est, TokenRows),
-        dtype,
+        min(sizes), max(sizes), b_lo, est.binary, nonneg, ragged, est.takes_mask, dirty, dtype
     )
+
+
+def _accepts(est: RowCall, rewards: Tensor, ids: list[int]) -> bool:
+    try:
+        est(rewards, ids)
+    except OracleError:
+        raise
+    except Exception:  # a refusal of this batch: the domain leaves it out
+        return False
+    return True

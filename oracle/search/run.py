@@ -40,7 +40,7 @@ def searched(
             where = f"plain/{family}/{name}"
             out += [search(p, budget, where) for p in plain.properties(est, d, own)]
         if row_call.takes_ids or row_call.ragged:
-            rd = rows.domain(row_call, max(ns), dtype)
+            rd = rows.domain(row_call, max(ns), dtype, own)
             where = f"rows/{family}/{name}"
             out += [search(p, budget, where) for p in rows.properties(row_call, rd, own, coupled)]
     for f in out:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import torch
 from hypothesis import strategies as st
@@ -32,6 +32,9 @@ BY_LENGTH: dict[int, list[Seq]] = {
 """The first tree's responses by length; length 0 is the empty response (a row of padding)."""
 
 
+Empty = Literal["any", "rows", "none"]
+
+
 @register
 @dataclass(frozen=True)
 class Tokens:
@@ -45,11 +48,16 @@ class Tokens:
 
 
 @st.composite
-def token_batches(draw: st.DrawFn, g_lo: int) -> Tokens:
+def token_batches(draw: st.DrawFn, g_lo: int, empty: Empty = "any") -> Tokens:
+    """``empty``: where responses without a valid token may be ("any"; "rows": not a whole
+    group of them; "none"), as far as the estimator accepts them (``properties``)."""
     G = draw(st.integers(g_lo, 3))
     # a response's length first (0: no valid token), so short and empty ones are drawn often
-    response = st.integers(0, TREES[0].T).flatmap(lambda n: st.sampled_from(BY_LENGTH[n]))
+    shortest = 1 if empty == "none" else 0
+    response = st.integers(shortest, TREES[0].T).flatmap(lambda n: st.sampled_from(BY_LENGTH[n]))
     groups = tuple(draw(st.lists(st.tuples(*[response] * G), min_size=1, max_size=3)))
+    if empty == "rows":  # a group of empty responses only: give its first one a token
+        groups = tuple((BY_LENGTH[1][0], *g[1:]) if all(not y for y in g) else g for g in groups)
     B = len(groups)
     values = [v for _ in range(B) for v in draw(group(G, False))]
     rewards = torch.tensor(values, dtype=torch.float64).reshape(B, G)
@@ -140,7 +148,14 @@ def properties(est: TokenEstimator, findings: Sequence[Any]) -> list[Searched[To
     """Finite output always; 0 at padding and padding values ignored where they held."""
     with quiet():
         g_lo = 1 if not isinstance(_call(est, fields_of(_one())), str) else 2
-    strategy = token_batches(g_lo)
+    refused = {f.prop for f in findings if f.verdict.startswith("refused")}
+    # a degenerate mask the explicit rows found refused in words is outside the domain
+    empty: Empty = (
+        "none"
+        if "empty response" in refused
+        else ("rows" if "all-padding group" in refused else "any")
+    )
+    strategy = token_batches(g_lo, empty)
     words = (
         f"1..3 groups of {g_lo}..3 responses, empty ones included, every layout, NaN/inf at padding"
     )
