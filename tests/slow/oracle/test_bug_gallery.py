@@ -1,5 +1,7 @@
 """docs/bug_gallery.md is generated: it fails here when it drifts from a fresh run, and each
-reproduced pair is a regression case for the verdict that tells its twins apart."""
+reproduced pair is a regression case for the verdict that tells its twins apart. In the slow
+tier: each twin gets the whole `advest check`, its search included (about 2.5 CPU minutes).
+"""
 
 from __future__ import annotations
 
