@@ -24,7 +24,9 @@ Key = tuple[str, str, int | None]
 
 def document(findings: list[Finding], **context: Any) -> dict[str, Any]:
     """The JSON object for ``findings``: ``schema``, ``version``, the run's ``context`` (target,
-    family, K, convention) and ``findings``, each with prop, verdict, evidence, dtype, n, data."""
+    family, K, convention) and ``findings``, each with prop, verdict, evidence, dtype, n, data,
+    searched (the inputs the search drew; 0: explicit) and counterexample (a searched "no": its
+    shrunk input, expected, measured; else null)."""
     return {
         "schema": SCHEMA,
         "version": VERSION,
@@ -55,7 +57,13 @@ def load(path: str | Path) -> dict[str, Any]:
 
 
 def _verdicts(doc: dict[str, Any]) -> dict[Key, str]:
-    return {(f["prop"], f.get("dtype", ""), f.get("n")): f["verdict"] for f in doc["findings"]}
+    """{key: verdict}; a searched finding is keyed apart from the explicit ones of its property
+    ("centred (searched)"), and a report written before the search has none."""
+    return {
+        (f["prop"] + (" (searched)" if f.get("searched") else ""), f.get("dtype", ""), f.get("n")):
+        f["verdict"]
+        for f in doc["findings"]
+    }
 
 
 def _where(key: Key) -> str:

@@ -172,9 +172,33 @@ COLUMNS = {
 }
 
 
+def searched_cell(findings: list[Finding]) -> str:
+    """The search's verdict in one cell: "yes", or "no: " and the properties it broke."""
+    broken = [f.prop for f in findings if f.searched and not f.verdict.startswith("yes")]
+    if not any(f.searched for f in findings):
+        return ""
+    return f"no: {', '.join(dict.fromkeys(broken))}" if broken else "yes"
+
+
+def counterexamples(shown: str, findings: list[Finding]) -> list[str]:
+    """One line per searched "no" of ``shown``: the property, its shrunk input, what was
+    expected and what was measured (a row a maintainer can act on)."""
+    return [
+        f"- `{shown}`, {f.prop} [{f.dtype}]: `{c['input']}`; expected {c['expected']}; "
+        f"got {c['measured']}"
+        for f in findings
+        if f.searched and (c := f.counterexample) is not None
+    ]
+
+
 def cell(findings: list[Finding], prop: str) -> str:
     """One property's verdict, merged over G where the group sizes agree."""
-    got = [f for f in findings if f.prop == prop or (prop == "extends" and f.prop.startswith(prop))]
+    got = [
+        f
+        for f in findings
+        if not f.searched  # the search has its own column
+        and (f.prop == prop or (prop == "extends" and f.prop.startswith(prop)))
+    ]
     verdicts = list(dict.fromkeys(f.verdict for f in got))
     if prop == "unbiased" and all(f.verdict == f"yes, E[ĝ] = {f.n}·∇J" for f in got):
         return "yes, E[ĝ] = G·∇J"

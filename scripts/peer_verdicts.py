@@ -103,7 +103,12 @@ COLUMNS = {
     "bfloat16": "bfloat16",
     "singleton group": "G = 1",
     "all-equal groups": "all-equal",
+    "search": "searched",
 }
+SEARCH = "search"
+"""The search's column (spec/oracle.md, "Searched properties"): its "no" cells need no reason in
+``REASONS``: each comes with its shrunk input, expected and measured, under "Found by the
+search"."""
 
 WHITENED = ["gae", "gdpo", "reinforce_plus_plus_baseline", "reinforce_plus_plus"]
 Z_SCORES = ["grpo", "grpo_vectorized", "trl_grpo", "trl_grpo_batch"]
@@ -231,7 +236,7 @@ def _findings(target: str) -> tuple[str, Any]:
 
 
 def _cell(findings: list[Any], prop: str, dtype: str) -> str:
-    got = [f for f in findings if f.prop == prop and f.dtype == dtype]
+    got = [f for f in findings if f.prop == prop and f.dtype == dtype and not f.searched]
     verdicts = list(dict.fromkeys(f.verdict for f in got))
     if not got:
         return ""
@@ -253,6 +258,8 @@ def _unbiased(findings: list[Any]) -> str:
 
 def row(name: str, target: str) -> tuple[dict[str, str], dict[str, str]]:
     """The page's cells for one estimator, and the oracle's evidence behind each."""
+    from advest.oracle.token_report import counterexamples, searched_cell
+
     kind, payload = _findings(target)
     if kind != "ok":
         return {"scope": payload}, {}
@@ -264,6 +271,7 @@ def row(name: str, target: str) -> tuple[dict[str, str], dict[str, str]]:
         "float32": _cell(found, "accurate (vs float64)", "float32"),
         "singleton group": _cell(found, "singleton group", "float32"),
         "all-equal groups": _cell(found, "all-equal groups", "float32"),
+        SEARCH: searched_cell(found),
     }
     working = [f for f in found if f.prop == "working precision"]
     if working:
@@ -278,6 +286,7 @@ def row(name: str, target: str) -> tuple[dict[str, str], dict[str, str]]:
         )
         for p in ("centred", "singleton group", "all-equal groups")
     }
+    evidence[SEARCH] = "\n".join(counterexamples(name, found))
     return cells, evidence
 
 
@@ -292,15 +301,18 @@ def render(strict: bool = True) -> str:
     head = "| estimator | " + " | ".join(COLUMNS.values()) + " |"
     lines = [head, "|---" * (1 + len(COLUMNS)) + "|"]
     out_of_scope, why, needed = [], [], set()
+    found_by_search: list[str] = []
     for key, target, shown in rows:
-        cells, _ = row(key, target)
+        cells, evidence = row(key, target)
+        if evidence.get(SEARCH):
+            found_by_search.append(evidence[SEARCH].replace(f"`{key}`", f"`{shown}`"))
         if "scope" in cells:
             note = f" {SCOPE_NOTES[key]}" if key in SCOPE_NOTES else ""
             out_of_scope.append(f"- `{shown}`: {cells['scope']}.{note}")
             continue
         lines.append(f"| `{shown}` | " + " | ".join(cells[c] for c in COLUMNS) + " |")
         for column in COLUMNS:
-            if _is_no(cells[column]):
+            if column != SEARCH and _is_no(cells[column]):
                 needed.add((key, column))
                 reason = REASONS.get((key, column), "MISSING")
                 why.append(f"- `{shown}`, {COLUMNS[column]}: {reason}")
@@ -321,6 +333,13 @@ def render(strict: bool = True) -> str:
             "",
             *why,
             "",
+            "## Found by the search",
+            "",
+            'Each searched "no" with the smallest input hypothesis shrank it to (paste it, then',
+            "`A = estimator(rewards)`), what the property expected and what the estimator gave:",
+            "",
+            *(found_by_search or ["- (the search found nothing the explicit inputs had not)"]),
+            "",
             *SCOPE,
             *out_of_scope,
             "",
@@ -340,6 +359,8 @@ INTRO = [
     "transcription) reports at N = 3 and 8: the properties in float64, judged with the",
     "tolerance rule of [the oracle](spec/oracle.md); `float32` and `bfloat16`: the estimator in",
     "that dtype against itself in float64 on the same rewards; `G = 1`: groups of one sample;",
+    "`searched`: the search over each property's whole input domain (every group size, id,",
+    "masked row and reward value), after the explicit inputs;",
     "`all-equal`: groups of equal rewards beside varied ones. verl's estimators are called with",
     "verl's default `AlgoConfig`, string uids, responses of random length that move with their",
     "samples, and, where verl's batch would supply them, made-up inputs: gae gets values 0 (γ =",
