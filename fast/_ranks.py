@@ -27,7 +27,9 @@ Group = Any
 def sums(*values: Tensor | float, group: Group) -> list[Tensor]:
     """Each value (a number or a 0-dim tensor) summed over the ranks, in float64: one all-reduce
     for all of them. With no group, the values themselves (as float64 tensors)."""
-    stacked = torch.stack([torch.as_tensor(v, dtype=torch.float64) for v in values])  # [n]
+    # on the tensors' device: NCCL reduces only tensors on the GPU
+    device = next((v.device for v in values if isinstance(v, Tensor)), None)
+    stacked = torch.stack([torch.as_tensor(v, dtype=torch.float64, device=device) for v in values])
     if group is not None:
         dist.all_reduce(stacked, op=dist.ReduceOp.SUM, group=group)
     return list(stacked.unbind())
@@ -52,38 +54,42 @@ def maximum(x: Tensor, group: Group) -> Tensor:
     return top[0]
 
 
-def shapes(x: Tensor, group: Group, name: str = "rows") -> list[tuple[int, ...]]:
-    """Every rank's ``x.shape`` in rank order (one collective; ``[x.shape]`` with no group); the
-    ranks' shards must agree beyond their first dim (``ValueError`` naming ``name`` otherwise:
-    one process could not hold them in one tensor)."""
+def shapes(x: Tensor, group: Group, name: str = "rows", ragged: bool = False) -> list[list[int]]:
+    """Every rank's ``x.shape`` in rank order (one collective; ``[x.shape]`` with no group).
+    Unless ``ragged``, the ranks' shards must agree beyond their first dim (``ValueError`` naming
+    ``name`` otherwise: one process could not hold them in one tensor)."""
     if group is None:
-        return [tuple(x.shape)]
-    mine = torch.tensor(x.shape, dtype=torch.int64)  # [ndim]
+        return [list(x.shape)]
+    mine = torch.tensor(x.shape, dtype=torch.int64, device=x.device)  # [ndim]
     every = [torch.zeros_like(mine) for _ in range(dist.get_world_size(group))]
     dist.all_gather(every, mine, group=group)
-    found = [tuple(int(n) for n in s.tolist()) for s in every]
-    if len({s[1:] for s in found}) > 1:
-        got = ", ".join(f"rank {r}: {s}" for r, s in enumerate(found))
+    found = [[int(n) for n in s.tolist()] for s in every]
+    if not ragged and len({tuple(s[1:]) for s in found}) > 1:
+        got = ", ".join(f"rank {r}: {tuple(s)}" for r, s in enumerate(found))
         raise ValueError(f"{name}: the ranks' shards differ beyond their first dim ({got})")
     return found
 
 
-def gather(x: Tensor, group: Group, name: str = "rows") -> tuple[Tensor, int]:
+def gather(
+    x: Tensor, group: Group, name: str = "rows", ragged: bool = False
+) -> tuple[Tensor, int]:
     """Every rank's ``x [N_r, ...]`` concatenated along dim 0 in rank order, ``[Σ N_r, ...]``, and
-    where this rank's rows start. The ranks may hold different N_r; the other dims must agree
-    (``ValueError`` naming ``name`` and the ranks' shapes otherwise). Two collectives: the shapes,
-    then the rows padded to the longest shard. With no group: ``(x, 0)``."""
+    where this rank's rows start. The ranks may hold different N_r; the other dims must agree,
+    or with ``ragged`` are padded with zeros to the largest (a mask's padding is False). Two
+    collectives: the shapes, then the rows padded to the longest shard. No group: ``(x, 0)``."""
     if group is None:
         return x, 0
-    counts = [s[0] for s in shapes(x, group, name)]
-    world, rank = len(counts), dist.get_rank(group)
-    longest = max(counts)
-    padded = x.new_zeros((longest, *x.shape[1:]))
-    padded[: x.shape[0]] = x
-    parts = [torch.empty_like(padded) for _ in range(world)]
+    if x.dtype == torch.bool:  # not every backend gathers bool (gloo): as bytes, exactly
+        whole, start = gather(x.to(torch.uint8), group, name, ragged)
+        return whole.bool(), start
+    found = shapes(x, group, name, ragged)
+    size = [max(s[d] for s in found) for d in range(x.dim())]
+    padded = x.new_zeros(size)
+    padded[tuple(slice(0, n) for n in x.shape)] = x
+    parts = [torch.empty_like(padded) for _ in found]
     dist.all_gather(parts, padded, group=group)
-    whole = torch.cat([part[:n] for part, n in zip(parts, counts, strict=True)])
-    return whole, sum(counts[:rank])
+    whole = torch.cat([part[: s[0]] for part, s in zip(parts, found, strict=True)])
+    return whole, sum(s[0] for s in found[: dist.get_rank(group)])
 
 
 def objects(items: list[Any], group: Group) -> tuple[list[Any], int]:
