@@ -70,9 +70,7 @@ def shapes(x: Tensor, group: Group, name: str = "rows", ragged: bool = False) ->
     return found
 
 
-def gather(
-    x: Tensor, group: Group, name: str = "rows", ragged: bool = False
-) -> tuple[Tensor, int]:
+def gather(x: Tensor, group: Group, name: str = "rows", ragged: bool = False) -> tuple[Tensor, int]:
     """Every rank's ``x [N_r, ...]`` concatenated along dim 0 in rank order, ``[Σ N_r, ...]``, and
     where this rank's rows start. The ranks may hold different N_r; the other dims must agree,
     or with ``ragged`` are padded with zeros to the largest (a mask's padding is False). Two

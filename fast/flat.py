@@ -118,7 +118,7 @@ def by_group(
         else calling.plan(estimator, options=options, k=k)
     )
     if group is not None:
-        return _over_ranks(plan, rewards, index, valid, group, {"peer": peer, "label": label}, fields)
+        return _over_ranks(plan, rewards, index, valid, group, (peer, label), fields)
     n = rewards.shape[0]
     keep = _valid_rows(valid, n)
     rows = keep.nonzero().squeeze(-1)  # [M]: the sample rows, in order
@@ -154,7 +154,7 @@ def _over_ranks(
     index: Sequence[Any] | Any,
     valid: Tensor | None,
     group: Group,
-    names: dict[str, str],
+    names: tuple[str, str],
     fields: dict[str, Any],
 ) -> Tensor:
     """``by_group`` on this rank's rows ``[N_r]`` of a batch spread over ``group``'s ranks. The
@@ -163,20 +163,20 @@ def _over_ranks(
     rank gathers the rows (padded to the longest ``T``), computes the whole batch as one process
     would (a history updated once with every group, in rank order) and keeps its own rows: exact
     by construction, at N times the estimator's compute and the rows' transfer."""
-    n = rewards.shape[0]
+    n, (peer, label) = rewards.shape[0], names
     keys = _keys(index)
     if len(keys) != n:
         raise ValueError(f"index has {len(keys)} ids for {n} rewards; give one id per row")
     keep = torch.ones(n, dtype=torch.bool) if valid is None else valid.cpu()
     mine = {key for key, ok in zip(keys, keep.tolist(), strict=True) if ok}
-    every, _ = _ranks.objects([sorted(mine, key=repr)], group)  # [world] lists of ids
+    every, _ = _ranks.objects([list(mine)], group)  # [world] lists of ids
     seen: set[Any] = set()
     split = False
     for ids in every:
         split = split or not seen.isdisjoint(ids)
         seen.update(ids)
     if not split and not plan.collective:
-        return by_group(plan, rewards, keys, valid=valid, **names, **fields)
+        return by_group(plan, rewards, keys, valid=valid, peer=peer, label=label, **fields)
     whole_rewards, start = _ranks.gather(rewards, group, "rewards")
     whole_keys, _ = _ranks.objects(keys, group)
     whole_valid = None if valid is None else _ranks.gather(valid.cpu(), group, "valid")[0]
@@ -185,7 +185,9 @@ def _over_ranks(
         for name, value in fields.items()
     }
     local = plan.over(None)  # the whole batch is here: no collective inside
-    out = by_group(local, whole_rewards, whole_keys, valid=whole_valid, **names, **whole_fields)
+    out = by_group(
+        local, whole_rewards, whole_keys, valid=whole_valid, peer=peer, label=label, **whole_fields
+    )
     out = out[start : start + n]
     T = _width(fields)
     return out if out.dim() == 1 or T is None else out[:, :T]

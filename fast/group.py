@@ -19,6 +19,7 @@ from advest.spec.tolerances import CENTRED, pair
 
 from . import _ranks
 from ._checks import check_companion, check_ddof, check_lengths, check_rewards
+from ._leave_out import mean_of_others, spread_of_others
 from ._ranks import Group
 from .registry import defined_in, register
 
@@ -310,37 +311,6 @@ def _batch_units(rewards: Tensor, name: str, group: Group = None) -> tuple[Tenso
     return x / torch.where(m > 0, m, 1.0), m, B
 
 
-def _exclusive_sum(values: Tensor) -> Tensor:
-    """``[B]`` → ``[B]``: Σ over the other entries as prefix + suffix sums, O(B), with no total
-    minus self (that cancels catastrophically when one entry dominates)."""
-    zero = values.new_zeros(1)
-    prefix = torch.cat([zero, values.cumsum(0)[:-1]])
-    suffix = torch.cat([values.flip(0).cumsum(0).flip(0)[1:], zero])
-    return prefix + suffix
-
-
-def _mean_of_others(values: Tensor) -> Tensor:
-    """``[B]`` → ``[B]``: the mean over the other B − 1 entries."""
-    return _exclusive_sum(values) / (values.shape[0] - 1)
-
-
-def _spread_of_others(mu: Tensor, mu_bar: Tensor) -> Tensor:
-    """``[B]``: Σ_{q≠p} (μ_q − μ̄_{−p})². O(B) by Σ d² − (B−1)·d̄² on d = μ − mean(μ); the few
-    rows where that subtraction loses more than 6 digits (a prompt far from all the others,
-    which agree) are summed directly, O(B) each."""
-    B = mu.shape[0]
-    d = mu - mu.mean()
-    sq = _exclusive_sum(d * d)  # sums of non-negative terms: accurate
-    out = (sq - (B - 1) * _mean_of_others(d) ** 2).clamp(min=0)
-    redo = ((out <= 1e-6 * sq) & (sq > 0)).nonzero().flatten()
-    if redo.numel():
-        keep = torch.ones(redo.numel(), B, dtype=mu.dtype, device=mu.device)
-        keep[torch.arange(redo.numel(), device=mu.device), redo] = 0
-        direct = (keep * (mu.unsqueeze(0) - mu_bar[redo].unsqueeze(1)) ** 2).sum(dim=1)
-        out = out.index_put((redo,), direct)
-    return out
-
-
 @register(
     tolerance=pair(
         "batch", "works in units of the batch spread m (batch min subtracted): ulps of m"
@@ -373,9 +343,9 @@ def james_stein(rewards: Tensor, *, eps: float = 1e-6, group: Group = None) -> T
     stats, start = _ranks.gather(torch.stack([mu, s2_within], dim=1), group)  # [B_all, 2]
     mu_all, s2_all = stats.unbind(dim=1)  # [B_all] each
     mine = slice(start, start + B)
-    v2 = (_mean_of_others(s2_all) / G)[mine]  # [B]
-    mu_bar_all = _mean_of_others(mu_all)  # [B_all]: also r̄_{−p}, the groups being equal in size
-    s2 = (_spread_of_others(mu_all, mu_bar_all) / (mu_all.shape[0] - 1))[mine]  # [B]
+    v2 = (mean_of_others(s2_all) / G)[mine]  # [B]
+    mu_bar_all = mean_of_others(mu_all)  # [B_all]: also r̄_{−p}, the groups being equal in size
+    s2 = (spread_of_others(mu_all, mu_bar_all) / (mu_all.shape[0] - 1))[mine]  # [B]
     mu_bar = mu_bar_all[mine]
     # ε is in reward units²: in units of m it is ε/m² (inf for a subnormal m, giving λ = 0).
     denominator = v2 + s2 + (e / (m * m) if e > 0 else 0.0)

@@ -5,11 +5,12 @@ Two layouts per estimator: "grid", the trainer's ``[B_r, G]`` rollout per rank (
 uneven shares), called through ``calling.Plan.over``; and "flat", rows ``[N_r]`` with a group id
 each in a shuffled order, so one group's rows lie on several ranks, called through
 ``flat.by_group(group=...)``. A stateful estimator (KAE) is called for ``STEPS`` iterations and
-its history is compared too. ``plant=True`` is the defect the comparison must catch: no process
-group is passed, so each rank computes its batch statistics, histories and groups over its own
-share only.
+its history is compared too. Each worker also computes the defect the comparison must catch,
+"planted": no process group is passed, so each rank computes its batch statistics, histories and
+groups over its own share only.
 
-Run as ``python -m tests.ranks_batch RANK WORLD OUT PLANT`` (``launch`` starts them).
+Run as ``python -m tests.ranks_batch RANK WORLD OUT`` (``launch`` starts them): most of a
+worker's time is importing torch (torch._dynamo included), so one launch computes both.
 """
 
 from __future__ import annotations
@@ -135,20 +136,17 @@ def sharded(entry: registry.Entry, world: int, rank: int, group: Any) -> dict[st
     out: dict[str, list[Any]] = {"grid": [], "flat": []}
     for step in range(STEPS if entry.stateful else 1):
         source = used(entry, whole(entry, step))
-        out["grid"].append(_try(lambda: grid.advantages(grid_share(source, world, rank))))
+        out["grid"].append(_try(grid.advantages, grid_share(source, world, rank)))
         rewards, ids, fields = flat_share(flat_rows(source), world, rank)
-        out["flat"].append(
-            _try(
-                lambda: flat.by_group(by_rows, rewards, ids, k=k_of(entry), group=group, **fields)
-            )
-        )
+        call = flat.by_group
+        out["flat"].append(_try(call, by_rows, rewards, ids, k=k_of(entry), group=group, **fields))
     out["state"] = [_state(grid), _state(by_rows)]
     return out
 
 
-def _try(call: Any) -> Any:
+def _try(call: Any, *args: Any, **kwargs: Any) -> Any:
     try:
-        return call()
+        return call(*args, **kwargs)
     except (ValueError, TypeError, KeyError) as error:  # recorded; the test names it
         return f"{type(error).__name__}: {error}"
 
@@ -185,10 +183,54 @@ def mismatch(entry: registry.Entry, expected: Tensor, got: Any, rewards: Tensor)
     return f"{int(over.sum())} values off by up to {float(error.max()):.3g}"
 
 
-def launch(world: int, out: Path, plant: bool) -> None:
-    """``world`` gloo processes on the CPU, each writing ``out/rank{r}.pt``."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
-    args = [str(world), str(out), str(int(plant))]
+def problems(name: str, world: int, ranks: list[Any], expected: dict[str, list[Any]]) -> list[str]:
+    """Every way the ranks' results differ from one process's, as sentences."""
+    entry = registry.entry(name)
+    found: list[str] = []
+    for step, want in enumerate(expected["grid"]):
+        rewards = whole(entry, step)["rewards"]
+        cuts = [0, *torch.tensor(SHARES[world]).cumsum(0).tolist()]
+        for rank, result in enumerate(ranks):
+            mine = slice(cuts[rank], cuts[rank + 1])
+            why = mismatch(entry, want[mine], result[name]["grid"][step], rewards[mine])
+            if why:
+                found.append(f"grid, step {step}, rank {rank}: {why}")
+        flat_rewards = flat_rows(whole(entry, step))[0]
+        got = [result[name]["flat"][step] for result in ranks]
+        if any(isinstance(g, str) for g in got):
+            found.append(f"flat, step {step}: {next(g for g in got if isinstance(g, str))}")
+            continue
+        why = mismatch(entry, expected["flat"][step], torch.cat(got), flat_rewards.reshape(-1, 1))
+        if why:
+            found.append(f"flat, step {step}: {why}")
+    for layout, want_state in zip(("grid", "flat"), expected["state"], strict=True):
+        if want_state is None:
+            continue
+        for rank, result in enumerate(ranks):
+            state = result[name]["state"][("grid", "flat").index(layout)]
+            if not same_state(state, want_state):
+                found.append(f"{layout}: rank {rank}'s history is not one process's")
+    return found
+
+
+def same_state(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    return all(
+        torch.equal(a[k], b[k]) if isinstance(a[k], torch.Tensor) else a[k] == b[k] for k in a
+    )
+
+
+def launch(world: int, out: Path) -> list[dict[str, Any]]:
+    """``world`` gloo processes on the CPU; each rank's results, ``{"plain": {name: ...},
+    "planted": {name: ...}}`` (also in ``out/rank{r}.pt``)."""
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(ROOT),
+        "PYTHONWARNINGS": "ignore",
+    }
+    args = [str(world), str(out)]
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "tests.ranks_batch", str(r), *args],
@@ -204,21 +246,22 @@ def launch(world: int, out: Path, plant: bool) -> None:
     for rank, (proc, log) in enumerate(zip(procs, logs, strict=True)):
         if proc.returncode != 0:
             raise RuntimeError(f"rank {rank} of {world} exited {proc.returncode}:\n{log}")
+    return [torch.load(out / f"rank{r}.pt") for r in range(world)]
 
 
-def main(rank: int, world: int, out: Path, plant: bool) -> None:
+def main(rank: int, world: int, out: Path) -> None:
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo", init_method=f"file://{out}/store", rank=rank, world_size=world
-    )
-    group = None if plant else dist.group.WORLD
-    results = {e.name: sharded(e, world, rank, group) for e in registry.entries()}
+    dist.init_process_group("gloo", init_method=f"file://{out}/store", rank=rank, world_size=world)
+    results = {
+        mode: {e.name: sharded(e, world, rank, group) for e in registry.entries()}
+        for mode, group in (("plain", dist.group.WORLD), ("planted", None))
+    }
     torch.save(results, out / f"rank{rank}.pt")
     dist.barrier()
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4] == "1")
+    main(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]))
