@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from advest.experiments import cost_fit, cost_measure
+from advest.experiments import cost_fit, cost_measure, cost_ranks
 from advest.fast import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -224,6 +224,7 @@ def page(results: Results) -> str:
         over = cost_fit.exceeding(device_fits(section))
         out += ["Growing faster than stated: " + ("none." if not over else ""), ""]
         out += [f"* {line}" for line in over] + ([""] if over else [])
+    out += cost_ranks.section(cost_ranks.load())
     out += [
         "![time and peak memory against G](cost.png)",
         "",
