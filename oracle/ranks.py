@@ -93,17 +93,20 @@ def _rank(fn: FlatFn, rank: int, world: int, folder: str, rows: dict[str, list[T
     torch.set_num_threads(1)
     rewards, index = batch()
     out: dict[str, Any] = {}
+    dist.init_process_group(
+        "gloo", init_method=f"file://{folder}/store", rank=rank, world_size=world
+    )
     try:
-        dist.init_process_group(
-            "gloo", init_method=f"file://{folder}/store", rank=rank, world_size=world
-        )
         for name, shards in rows.items():
             mine = shards[rank]
             out[name] = torch.as_tensor(fn(rewards[mine], index[mine])).detach().double()
-        dist.barrier()  # no rank leaves while another is still in a collective of fn's
-        dist.destroy_process_group()
     except Exception as error:  # the user's code: any exception is its verdict
         out["error"] = f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=3)}"
+    try:  # no rank leaves while another is still in a collective of fn's
+        dist.barrier()
+        dist.destroy_process_group()
+    except RuntimeError as error:  # another rank left: its own error says why
+        out.setdefault("later", f"{type(error).__name__}: {error}")
     torch.save(out, Path(folder) / f"rank{rank}.pt")
 
 
@@ -157,7 +160,10 @@ def split_over_ranks(fn: FlatFn, world: int = 2, timeout: float = 60.0) -> Ranks
     found = _run(fn, world, timeout)
     if isinstance(found, str):
         return RanksVerdict(FAILS, found)
-    errors = [(r, res["error"]) for r, res in enumerate(found) if "error" in res]
+    # the estimator's own error first: a rank whose partner left then fails in the barrier
+    errors = [
+        (r, res[key]) for key in ("error", "later") for r, res in enumerate(found) if key in res
+    ]
     if errors:
         rank, message = errors[0]
         return RanksVerdict(FAILS, f"rank {rank} of {world} raised {message.splitlines()[0]}")
