@@ -35,6 +35,8 @@ RESULTS = ROOT / "docs" / "results" / "cost_ranks.json"
 COMMAND = "python -m advest.experiments.cost_ranks"
 B, G, WORLDS, WARMUP, REPEATS = 96, 16, (2, 3), 5, 30
 BY_GROUP = "by_group(grpo), split groups"
+ONE = "one all_reduce of a float64"
+"""The unit: what one collective costs here, so each estimator's added time reads as a count."""
 
 
 def _inputs(B_: int, seed: int) -> dict[str, Any]:
@@ -65,11 +67,16 @@ def _median_ms(call: Callable[[], Any], group: Any) -> float:
 
 
 def _cases() -> list[str]:
-    return [e.name for e in registry.entries() if e.collective] + [BY_GROUP]
+    return [e.name for e in registry.entries() if e.collective] + [BY_GROUP, ONE]
 
 
 def _timer(case: str, source: dict[str, Any], group: Any) -> Callable[[], Any]:
     """One call of ``case`` on ``source`` (the rank's share), over ``group`` (None: local)."""
+    if case == ONE:
+        import torch.distributed as dist
+
+        number = torch.zeros(1, dtype=torch.float64)
+        return lambda: None if group is None else dist.all_reduce(number, group=group)
     if case == BY_GROUP:
         rows = source["rewards"].reshape(-1)  # [N]: the share's rows, groups cut at its ends
         ids = (torch.arange(rows.shape[0]) + source["offset"]) // G
@@ -77,6 +84,31 @@ def _timer(case: str, source: dict[str, Any], group: Any) -> Callable[[], Any]:
         return lambda: flat.by_group(plan, rows, ids, group=group)
     plan = calling.plan(case).over(group)
     return lambda: plan.advantages(source)
+
+
+def _collectives(call: Callable[[], Any]) -> int:
+    """How many collectives one call makes (``fast._ranks`` looks them up on the module)."""
+    import torch.distributed as dist
+
+    names = ("all_reduce", "all_gather", "all_gather_object")
+    real = {name: getattr(dist, name) for name in names}
+    count = [0]
+
+    def counted(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call_it(*args: Any, **kwargs: Any) -> Any:
+            count[0] += 1
+            return fn(*args, **kwargs)
+
+        return call_it
+
+    for name in names:
+        setattr(dist, name, counted(real[name]))
+    try:
+        call()
+    finally:
+        for name in names:
+            setattr(dist, name, real[name])
+    return count[0]
 
 
 def _worker(rank: int, world: int, folder: Path) -> None:
@@ -96,10 +128,11 @@ def _worker(rank: int, world: int, folder: Path) -> None:
     mine["offset"] = rank * share * G + G // 2
     out = {}
     for case in _cases():
+        count = _collectives(_timer(case, mine, dist.group.WORLD))
         alone = _median_ms(_timer(case, mine, None), dist.group.WORLD)
         shared = torch.tensor([_median_ms(_timer(case, mine, dist.group.WORLD), dist.group.WORLD)])
         dist.all_reduce(shared, op=dist.ReduceOp.MAX)
-        out[case] = {"share_ms": alone, "collective_ms": float(shared)}
+        out[case] = {"share_ms": alone, "collective_ms": float(shared), "collectives": count}
     if rank == 0:
         (folder / "result.json").write_text(json.dumps(out))
     dist.destroy_process_group()
@@ -117,6 +150,8 @@ def measure() -> dict[str, Any]:
             "torch": torch.__version__,
             "cores": os.cpu_count(),
             "backend": "gloo",
+            # other jobs on the machine share its cores with the N processes
+            "load": round(os.getloadavg()[0], 1),
         },
         "whole_ms": {case: _median_ms(_timer(case, whole, None), None) for case in _cases()},
         "worlds": {},
@@ -142,28 +177,33 @@ def section(found: dict[str, Any] | None) -> list[str]:
     if found is None:
         return []
     s, worlds = found["setting"], list(found["worlds"])
-    head = ["estimator", "one process, whole batch"]
+    head = ["estimator", "collectives per call", "one process, whole batch"]
     for w in worlds:
         head += [f"N = {w}: share alone", f"N = {w}: with collective", f"N = {w}: added"]
     lines = [
         "## Collectives under data parallelism",
         "",
         f"A batch of B = {s['B']} prompts × G = {s['G']} samples split over N {s['backend']} "
-        f"processes on the CPU ({s['cores']} cores, torch {s['torch']}, one thread each); "
+        f"processes on the CPU ({s['cores']} cores, load average {s.get('load')} when it began, "
+        f"torch {s['torch']}, one thread each); "
         f"milliseconds per call, the median of {s['repeats']}. *Share alone*: the rank's B/N "
         "prompts with no process group (what each rank computed before issue 55, and wrong for "
         "these estimators); *with collective*: the same call over the group, the slowest rank; "
         "*added*: the difference, the price of the right answer. KAE and `by_group` with split "
         "groups gather the rows and compute the whole batch on every rank; the others all-reduce "
-        "a few float64 sums (three to five collectives of a few numbers each). A group-local "
-        "estimator is handed no group and pays nothing. Regenerate: "
+        "a few float64 numbers per collective. The last row is one collective alone, right after "
+        "a barrier: the added time beyond collectives × that is each collective waiting for the "
+        "slowest rank's compute before it, which on cores shared with other jobs (the load "
+        "average) is most of it. A group-local estimator is handed no group and pays nothing. "
+        "Regenerate: "
         f"`{COMMAND}`.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
     ]
     for case, ms in found["whole_ms"].items():
-        cells = [f"`{case}`", f"{ms:.3f}"]
+        count = found["worlds"][worlds[0]][case].get("collectives", "")
+        cells = [f"`{case}`", str(count), f"{ms:.3f}"]
         for w in worlds:
             r = found["worlds"][w][case]
             added = r["collective_ms"] - r["share_ms"]

@@ -53,12 +53,13 @@ def _std(centred: Tensor, ddof: int, dim: int | None) -> Tensor:
     return top * torch.sqrt(squares / max(count - ddof, 0))
 
 
-def _batch_std(centred: Tensor, ddof: int, group: Group) -> Tensor:
-    """``_std(centred, ddof, dim=None)`` over every rank's values (mean 0 over all of them):
-    max|c| and then the scaled squares and the count all-reduced (float64)."""
+def _batch_std(centred: Tensor, ddof: int, group: Group, top: Tensor | None = None) -> Tensor:
+    """``_std(centred, ddof, dim=None)`` over every rank's values (mean 0 over all of them): max|c|
+    (unless given as ``top``), then the scaled squares and the count all-reduced (float64)."""
     if group is None:
         return _std(centred, ddof, dim=None)
-    top = _ranks.maximum(centred.abs(), group)
+    if top is None:
+        top = _ranks.maximum(centred.abs(), group)
     unit = centred / torch.where(top > 0, top, 1.0)
     squares, count = _ranks.sums((unit**2).sum(), centred.numel(), group=group)
     return top * torch.sqrt(squares / (count - ddof).clamp(min=0))
@@ -73,15 +74,16 @@ def _batch_mean(x: Tensor, group: Group) -> Tensor:
 
 
 def whiten(c: Tensor, ddof: int, eps: float, group: Group) -> Tensor:
-    """c/(std_ddof over every rank's c + ε) for c of mean 0 over the batch (not re-centred);
-    exact zeros when every c of every rank is 0. Float64 in and out."""
+    """c/(std_ddof over every rank's c + ε), c of mean 0 over the batch (not re-centred); exact
+    zeros when every c of every rank is 0. Float64 in and out."""
     if group is None:
         if not bool(c.any()):
             return torch.zeros_like(c)
         return c / (_std(c, ddof, dim=None) + eps)
-    if not bool(_ranks.maximum(c.abs(), group) > 0):
+    top = _ranks.maximum(c.abs(), group)
+    if not bool(top > 0):
         return torch.zeros_like(c)
-    return c / (_batch_std(c, ddof, group) + eps)
+    return c / (_batch_std(c, ddof, group, top) + eps)
 
 
 _BATCH = bounds.standardised_ddof0
@@ -169,7 +171,10 @@ def grpo_batch_std(
     u = x - lo  # exact for offset rewards (Sterbenz); σ is shift-invariant
     m = hi - lo  # > 0: the batch is not all-equal; = max u, the subtraction being monotone
     v = u / m  # in units of the batch spread: the mean of B·G huge rewards cannot overflow
-    sigma = m * _batch_std(v - _batch_mean(v, group), d, group)
+    mean = _batch_mean(v, group)
+    # v spans [0, 1] exactly, so max|v − mean| is at an end, as amax finds it: one collective less
+    top = None if group is None else torch.maximum(1 - mean, mean)
+    sigma = m * _batch_std(v - mean, d, group, top)
     c = torch.where(_constant(rewards), 0.0, _centred(rewards))
     return (c / (sigma + e)).to(rewards.dtype)
 
@@ -230,9 +235,7 @@ def reinforce_pp(
     are the token-weighted mean and the variance with Bessel's correction over the token count
     L, A = (c − m)/sqrt(v + 1e-8). ``eps`` and ``ddof`` must keep their defaults there (verl
     hard-codes both; its own ``epsilon`` argument is unused).
-
-    ``group``: a process group whose ranks each hold some of the batch's groups; the batch
-    statistics are then over every rank's (``fast._ranks``).
+    ``group``: a process group of ranks holding the batch's groups (``fast._ranks``).
     """
     check_rewards(rewards)
     d = check_ddof(ddof, "reinforce_pp")
@@ -322,9 +325,8 @@ def james_stein(rewards: Tensor, *, eps: float = 1e-6, group: Group = None) -> T
 
     λ_p = v²/(v² + s² + ε) from the other prompts only (spec/group.md). Needs B >= 2 and G >= 2.
     Computed as A = (1 − λ)·G/(G−1)·(r − μ_p) + λ·(r − r̄_{−p}), in units of the batch spread m;
-    O(B·G) (leave-one-prompt-out sums by prefix and suffix sums). ``group``: a process group
-    whose ranks each hold some of the batch's groups; each group's mean and variance are then
-    gathered from every rank (2 numbers per group), the rewards stay where they are.
+    O(B·G) (leave-one-prompt-out sums by prefix and suffix sums). ``group``: a process group of
+    ranks holding the batch's groups; each group's mean and variance (2 numbers) are gathered.
     """
     e = _check_eps(eps, "james_stein")
     u, m, _ = _batch_units(rewards, "james_stein", group)
@@ -369,9 +371,8 @@ def ebpo(rewards: Tensor, *, eps: float = 1e-6, group: Group = None) -> Tensor:
     """EBPO with fresh accumulators: V_q = (1 − S)μ_q + S μ_glob, S = (σ²/G)/(σ²/G + τ²), then
     the raw r − V batch-standardised, (raw − mean)/(std_ddof=1 + ε). Needs B >= 2.
 
-    An all-equal batch gives exact zeros (decided on the rewards, not on a float σ²).
-    ``group``: a process group whose ranks each hold some of the batch's groups; every sum and
-    count is then all-reduced over them (float64).
+    An all-equal batch gives exact zeros (decided on the rewards, not on a float σ²). ``group``: a
+    process group of ranks holding the batch's groups; every sum and count is all-reduced.
     """
     e = _check_eps(eps, "ebpo")
     u, m, B = _batch_units(rewards, "ebpo", group)  # B: the groups of every rank
