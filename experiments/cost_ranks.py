@@ -1,11 +1,11 @@
-"""The cost of the collectives (issue 55): every estimator that needs one (``Entry.collective``),
-and ``by_group`` on rows whose groups are split over the ranks, called on a batch sharded over N
-gloo processes on the CPU, beside the same call on the rank's share alone (no collective) and on
-the whole batch in one process. Results go to ``docs/results/cost_ranks.json``; ``docs/cost.md``
-renders them (``section``) under the cost-growth table.
+"""The cost of the collectives under data parallelism: every estimator that needs one
+(``Entry.collective``), and ``by_group`` on rows whose groups are split over the ranks, called on
+a batch sharded over N gloo processes on the CPU, beside the same call on the rank's share alone
+(no collective) and on the whole batch in one process. Results go to
+``docs/results/cost_ranks.json``; ``docs/cost.md`` renders them (``section``) under the
+cost-growth table.
 
-    python -m advest.experiments.cost_ranks            # measure N = 2 and 3 (about a minute)
-    python -m advest.experiments.cost_ranks --render   # only re-render docs/cost.md
+    python -m advest.experiments.cost --ranks   # measure N = 2 and 3 (about a minute), render
 
 Times are wall-clock medians of ``REPEATS`` calls after ``WARMUP``, one torch thread per process,
 every rank released by a barrier before each call; a sharded call's time is the slowest rank's
@@ -14,7 +14,6 @@ every rank released by a barrier before each call; a sharded call's time is the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -32,7 +31,7 @@ from advest.fast import calling, flat, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results" / "cost_ranks.json"
-COMMAND = "python -m advest.experiments.cost_ranks"
+COMMAND = "python -m advest.experiments.cost --ranks"
 B, G, WORLDS, WARMUP, REPEATS = 96, 16, (2, 3), 5, 30
 BY_GROUP = "by_group(grpo), split groups"
 ONE = "one all_reduce of a float64"
@@ -159,7 +158,7 @@ def measure() -> dict[str, Any]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     for world in WORLDS:
         with tempfile.TemporaryDirectory() as folder:
-            command = [sys.executable, "-m", "advest.experiments.cost_ranks", "--worker"]
+            command = [sys.executable, "-m", "advest.experiments.cost_ranks"]
             procs = [subprocess.Popen([*command, str(r), str(world), folder], env=env, cwd=ROOT)
                      for r in range(world)]  # fmt: skip
             if any(p.wait(timeout=600) != 0 for p in procs):
@@ -187,8 +186,9 @@ def section(found: dict[str, Any] | None) -> list[str]:
         f"processes on the CPU ({s['cores']} cores, load average {s.get('load')} when it began, "
         f"torch {s['torch']}, one thread each); "
         f"milliseconds per call, the median of {s['repeats']}. *Share alone*: the rank's B/N "
-        "prompts with no process group (what each rank computed before issue 55, and wrong for "
-        "these estimators); *with collective*: the same call over the group, the slowest rank; "
+        "prompts with no process group (what each rank computed before the ranks shared their "
+        "statistics, wrong for these estimators); *with collective*: the same call over the "
+        "group, the slowest rank; "
         "*added*: the difference, the price of the right answer. KAE and `by_group` with split "
         "groups gather the rows and compute the whole batch on every rank; the others all-reduce "
         "a few float64 numbers per collective. The last row is one collective alone, right after "
@@ -212,23 +212,10 @@ def section(found: dict[str, Any] | None) -> list[str]:
     return [*lines, ""]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(COMMAND, description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("--render", action="store_true", help="only re-render docs/cost.md")
-    p.add_argument("--worker", nargs=3, default=None, help=argparse.SUPPRESS)
-    a = p.parse_args(argv)
-    if a.worker:
-        _worker(int(a.worker[0]), int(a.worker[1]), Path(a.worker[2]))
-        return 0
-    if not a.render:
-        RESULTS.write_text(json.dumps(measure(), indent=1) + "\n")
-    from advest.experiments import cost
-
-    cost.PAGE.write_text(cost.page(cost.load()))
-    print(f"wrote {RESULTS} and {cost.PAGE}")
-    return 0
+def measure_and_save() -> None:
+    """Measure, and write the results file (``docs/cost.md`` is rendered by ``cost``)."""
+    RESULTS.write_text(json.dumps(measure(), indent=1) + "\n")
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # one rank of ``measure``: python -m ... RANK WORLD FOLDER
+    _worker(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]))

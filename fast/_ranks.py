@@ -1,5 +1,5 @@
 """Batch statistics over the ranks of a process group, so that N processes holding shards of one
-batch get the advantages one process holding all of it gets (STYLE.md rule 31, issue 55).
+batch get the advantages one process holding all of it gets.
 
 Every function takes ``group``: ``None`` means this process holds the whole batch, and the
 function is then the plain local reduction, with no call into ``torch.distributed`` (which need

@@ -42,7 +42,7 @@ through its ``state_dict`` / ``load_state_dict``.
 Under data parallelism (N processes, each holding some of a batch's groups) a group-local
 estimator needs nothing; an entry whose ``collective`` is true (a batch statistic or a history)
 takes ``group=`` (a ``torch.distributed`` process group) and then equals one process holding the
-whole batch (``fast._ranks``; STYLE.md rule 31).
+whole batch (``fast._ranks``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The oracle's "split over ranks" row (issue 55; STYLE.md rule 31): is a user's estimator right
+"""The oracle's "split over ranks" row: is a user's estimator right
 under data parallelism, does it need a collective, or does it need each group on one rank?
 
 The estimator is a callable on flat rows, ``fn(rewards [N], index [N]) -> [N]`` (the ``flat``
