@@ -111,7 +111,7 @@ def by_group(
     ``group``: a process group whose ranks each hold some of the rows (a group's rows may lie on
     several ranks: sequence balancing, packing, multi-output agent loops). Each rank passes its
     own rows and gets their advantages as one process holding every rank's rows, in rank order,
-    would (``_over_ranks``)."""
+    would (``_over_ranks``); every rank passes the same fields (``valid`` on all or none)."""
     plan = (
         estimator
         if isinstance(estimator, calling.Plan)
@@ -176,10 +176,13 @@ def _over_ranks(
         split = split or not seen.isdisjoint(ids)
         seen.update(ids)
     if not split and not plan.collective:
+        if not mine:  # only placeholder rows here: no group to compute, none waits for this rank
+            T = _width(fields)
+            return rewards.new_zeros(n) if T is None else rewards.new_zeros(n, T)
         return by_group(plan, rewards, keys, valid=valid, peer=peer, label=label, **fields)
     whole_rewards, start = _ranks.gather(rewards, group, "rewards")
     whole_keys, _ = _ranks.objects(keys, group)
-    whole_valid = None if valid is None else _ranks.gather(valid.cpu(), group, "valid")[0]
+    whole_valid = None if valid is None else _ranks.gather(valid, group, "valid")[0]
     whole_fields = {
         name: _gather_field(value, group, name) if name in PER_ROW else value
         for name, value in fields.items()

@@ -28,6 +28,8 @@ from advest.fast import calling, flat, registry
 from advest.training.rollout import synthetic
 
 B, G, T, K, STEPS = 6, 4, 6, 2, 3
+PLACEHOLDERS, NO_ID = 3, 99
+"""Flat rows that are no sample (``valid`` False), under an id no prompt has."""
 ROOT = Path(__file__).resolve().parents[1]
 SHARES = {2: [2, 4], 3: [1, 2, 3]}
 """Groups per rank in the grid layout (uneven, so no rank's share is the mean one)."""
@@ -75,8 +77,12 @@ def grid_share(source: dict[str, Any], world: int, rank: int) -> dict[str, Any]:
 
 def flat_rows(source: dict[str, Any]) -> tuple[Tensor, list[int], dict[str, Any]]:
     """``(rewards [N], index [N], fields)``: the batch as rows in a fixed shuffled order, the
-    group id of a row its prompt id."""
-    order = torch.randperm(B * G, generator=torch.Generator().manual_seed(7))  # [N]
+    group id of a row its prompt id, with ``PLACEHOLDERS`` rows that are no sample among them
+    (``fields["valid"]`` False; copies of sample rows under an id no sample has)."""
+    n = B * G + PLACEHOLDERS
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(7))  # [N]
+    order = torch.cat([torch.arange(B * G), torch.arange(PLACEHOLDERS)])[perm]  # source rows
+    placeholder = (torch.arange(n) >= B * G)[perm]  # [N] bool
     fields: dict[str, Any] = {}
     for name, value in source.items():
         if name in ("prompt_ids", "reward_weights"):
@@ -86,10 +92,11 @@ def flat_rows(source: dict[str, Any]) -> tuple[Tensor, list[int], dict[str, Any]
             fields[name] = [rows[int(i)] for i in order]
         else:
             fields[name] = value.reshape(B * G, *value.shape[2:])[order]
-    ids = source["prompt_ids"].repeat_interleave(G)[order].tolist()
+    ids = torch.where(placeholder, NO_ID, source["prompt_ids"].repeat_interleave(G)[order])
+    fields["valid"] = ~placeholder
     if "reward_weights" in source:
         fields["reward_weights"] = source["reward_weights"]
-    return fields.pop("rewards"), ids, fields
+    return fields.pop("rewards"), ids.tolist(), fields
 
 
 def flat_share(
@@ -98,7 +105,8 @@ def flat_share(
     """Rank ``rank``'s contiguous chunk of the shuffled rows (``N·(rank + 1)/Σ`` apart: uneven),
     so most groups have rows on two ranks."""
     rewards, ids, fields = rows
-    cuts = [0, *(B * G * sum(range(1, r + 2)) // sum(range(1, world + 1)) for r in range(world))]
+    N = rewards.shape[0]
+    cuts = [0, *(N * sum(range(1, r + 2)) // sum(range(1, world + 1)) for r in range(world))]
     mine = slice(cuts[rank], cuts[rank + 1])
     share = {n: v if n == "reward_weights" else v[mine] for n, v in fields.items()}
     return rewards[mine], ids[mine], share
