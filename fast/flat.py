@@ -108,15 +108,10 @@ def by_group(
     rows (``label``, e.g. verl's "uid", and ``peer``'s rows, e.g. "verl batch"); so are several
     group sizes for an estimator whose statistics span the batch.
 
-    ``group``: a process group whose ranks each hold some of the rows (a group's rows may lie on
-    several ranks: sequence balancing, packing, multi-output agent loops). Each rank passes its
-    own rows and gets their advantages as one process holding every rank's rows, in rank order,
-    would (``_over_ranks``); every rank passes the same fields (``valid`` on all or none)."""
-    plan = (
-        estimator
-        if isinstance(estimator, calling.Plan)
-        else calling.plan(estimator, options=options, k=k)
-    )
+    ``group``: a process group whose ranks hold the rows, a group's rows on any ranks (packing,
+    agent loops); each rank gets its rows' advantages as one process holding every rank's rows in
+    rank order would (``_over_ranks``). Every rank passes the same fields (``valid``: all/none)."""
+    plan = _plan(estimator, options, k)
     if group is not None:
         return _over_ranks(plan, rewards, index, valid, group, (peer, label), fields)
     n = rewards.shape[0]
@@ -146,6 +141,15 @@ def by_group(
         out[batch_rows.reshape(-1)] = adv.reshape(-1, *adv.shape[2:]).to(out.dtype)
     assert out is not None  # ``groups`` refuses a batch without rows
     return out
+
+
+def _plan(
+    estimator: str | calling.Plan, options: dict[str, Any] | None, k: int | None
+) -> calling.Plan:
+    """A registered name resolved with its options and K; a plan as given."""
+    if isinstance(estimator, calling.Plan):
+        return estimator
+    return calling.plan(estimator, options=options, k=k)
 
 
 def _over_ranks(
