@@ -15,6 +15,7 @@ worker's time is importing torch (torch._dynamo included), so one launch compute
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -229,9 +230,13 @@ def same_state(a: dict[str, Any], b: dict[str, Any]) -> bool:
     )
 
 
-def launch(world: int, out: Path) -> list[dict[str, Any]]:
+def launch(world: int, out: Path, fresh: bool = True) -> list[dict[str, Any]]:
     """``world`` gloo processes on the CPU; each rank's results, ``{"plain": {name: ...},
-    "planted": {name: ...}}`` (also in ``out/rank{r}.pt``)."""
+    "planted": {name: ...}}`` (also in ``out/rank{r}.pt``). ``fresh``: each a new interpreter,
+    as DDP starts them (about 10 s importing torch on 2 busy cores); else forked from this one
+    (a second: the core tier's run)."""
+    if not fresh:
+        return _forked(world, out)
     env = {
         **os.environ,
         "OMP_NUM_THREADS": "1",
@@ -254,6 +259,21 @@ def launch(world: int, out: Path) -> list[dict[str, Any]]:
     for rank, (proc, log) in enumerate(zip(procs, logs, strict=True)):
         if proc.returncode != 0:
             raise RuntimeError(f"rank {rank} of {world} exited {proc.returncode}:\n{log}")
+    return [torch.load(out / f"rank{r}.pt") for r in range(world)]
+
+
+def _forked(world: int, out: Path) -> list[dict[str, Any]]:
+    context = multiprocessing.get_context("fork")
+    procs = [context.Process(target=main, args=(r, world, out)) for r in range(world)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(300)
+    for rank, proc in enumerate(procs):
+        if proc.is_alive():
+            proc.kill()
+        if proc.exitcode != 0:
+            raise RuntimeError(f"rank {rank} of {world} exited {proc.exitcode} (its stderr above)")
     return [torch.load(out / f"rank{r}.pt") for r in range(world)]
 
 

@@ -19,7 +19,8 @@ NAMES = registry.names()
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    return ranks_batch.launch(2, tmp_path_factory.mktemp("world2"))
+    # forked from this process (no second import of torch); the slow tier starts 3 fresh ones
+    return ranks_batch.launch(2, tmp_path_factory.mktemp("world2"), fresh=False)
 
 
 @pytest.fixture(scope="module")
