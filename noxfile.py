@@ -46,11 +46,13 @@ TORCH = "torch==2.13.0"
 
 @nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
-    """Lint, format, ``mypy --strict`` and the import contract (pyproject.toml)."""
+    """Lint, format, ``mypy --strict``, the import contract (pyproject.toml) and the size bounds
+    (scripts/bounds.py: ruff has no rule on a module's or a function's length in lines)."""
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
     session.run("lint-imports")
+    session.run("python", "scripts/bounds.py")
 
 
 @nox.session(venv_backend="none")

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from . import _moved
 from .fast.registry import Entry, entry, get, names
+
+_moved.install()  # the modules 0.2.0 shipped under other names import, with a warning
 
 try:
     __version__ = version("advest")

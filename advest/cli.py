@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .parsing import Parser, fail, new_parser, switch
@@ -37,7 +39,7 @@ def _scale_text(scale: Any) -> str:
     return f"({doc})·∇J" if " " in doc and not doc.startswith("(") else f"{doc}·∇J"
 
 
-def _list(ns: Any) -> int:
+def run_list(ns: Any) -> int:
     from advest.fast import registry
 
     head = ("name", "family", "kind", "inputs", "K", "unbiased for", "cost", "spec")
@@ -68,93 +70,140 @@ def _list(ns: Any) -> int:
 
 
 # ----------------------------------------------------------------------------- bench
-def _bench(ns: Any) -> int:
+def run_bench(ns: Any) -> int:
     """Both benchmarks: the oracle's (sequence level), then the token level against the
     trainer's forward pass."""
     from advest.experiments.bench_tokens import run as run_tokens
-    from advest.oracle.commands import run_bench
+    from advest.oracle.commands import run_bench as run_sequences
 
-    code = run_bench(ns)
+    code = run_sequences(ns)
     run_tokens(T=64 if ns.quick else 256, repeats=3 if ns.quick else 5)
     return code
 
 
-# ----------------------------------------------------------------------------- dispatch
-Local = tuple[str, str, Callable[[Any], int] | str]
-LOCAL: dict[str, Local] = {
-    "list": ("advest.cli", "list_parser", _list),
-    "demo": ("advest.oracle.commands", "demo_parser", "run_demo"),
-    "bench": ("advest.oracle.commands", "bench_parser", _bench),
-    "prove": ("advest.proofs.command", "prove_parser", "run_prove"),
-    "check": ("advest.oracle.commands", "check_parser", "run_check"),
-}
-"""Subcommands parsed here: (module, its parser function, the run: a function here or the
-module's function of that name). Each parser lives with its package; its module is imported only
-when its command runs."""
+# ----------------------------------------------------------------------------- the table
+@dataclass(frozen=True)
+class Command:
+    """One subcommand, declared here once: ``advest --help``, ``advest experiment --help``, the
+    README's Commands section and the documentation's command pages are generated from
+    ``COMMANDS`` and ``EXPERIMENTS``. Modules are named, not imported, so that a command loads
+    only its own (``train``'s parser imports Lightning, which ``advest list`` must not pay)."""
+
+    name: str
+    summary: str
+    """One line, for ``--help`` and the README."""
+    parser: str | None
+    """``module:function`` building its parser, beside the code it runs (None: a group of
+    subcommands, ``experiment``)."""
+    run: str
+    """``module:function``: ``run(namespace) -> exit code``; with ``argv``, ``main(arguments)``."""
+    argv: bool = False
+    """The run parses its own arguments (``train`` re-reads a resumed run's settings; list flags
+    such as ``--reward a b`` are gathered first)."""
 
 
-def parsers() -> dict[str, Callable[[], Parser]]:
-    """Each locally parsed subcommand's parser function, from its own package."""
+def _at(where: str) -> Any:
+    module, name = where.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+EXPERIMENTS = (
+    Command("bandit", "the MaxPO softmax bandit: bias and variance of every estimator's gradient",
+            "advest.experiments.bandit:parser", "advest.experiments.bandit:main", True),
+    Command("compare", "the embedded task trained with several estimators, same seeds and budget",
+            "advest.experiments.compare:parser", "advest.experiments.compare:main", True),
+    Command("values", "an SVEB-style benchmark of the baselines as value estimates",
+            "advest.experiments.values:parser", "advest.experiments.values:main", True),
+    Command("real", "SmolLM2-135M-Instruct on reasoning-gym tasks, every seed paper's estimator",
+            "advest.experiments.real:parser", "advest.experiments.real:main", True),
+    Command("grid", "the choosing page's paired pass/fail design, resumable across sessions",
+            "advest.experiments.grid:parser", "advest.experiments.grid:main", True),
+    Command("turns", "two-turn episodes: a turn-level against an episode-level estimator",
+            "advest.experiments.turns:parser", "advest.experiments.turns:main", True),
+)  # fmt: skip
+EXPERIMENTS_DOC = """Each writes its settings, metrics, plots and a summary under the folder
+its --out names, and has a --quick smoke mode."""
+
+
+def experiment(argv: Sequence[str]) -> int:
+    """``advest experiment NAME [flags]``."""
+    return dispatch("advest experiment", argv)
+
+
+COMMANDS = (
+    Command("train", "RL training of a local checkpoint with any registered estimator",
+            "advest.training.command:parser", "advest.training.command:main", True),
+    Command("eval", "held-out pass@k curves of a checkpoint",
+            "advest.training.evaluate:parser", "advest.training.evaluate:main", True),
+    Command("experiment", "reproduce the papers' claims: " + ", ".join(e.name for e in EXPERIMENTS),
+            None, "advest.cli:experiment", True),
+    Command("list", "every registered estimator: family, inputs, K domain, cost, spec page",
+            "advest.cli:list_parser", "advest.cli:run_list"),
+    Command("demo", "the max@K estimators side by side on one group, exact and fast",
+            "advest.oracle.commands:demo_parser", "advest.oracle.commands:run_demo"),
+    Command("bench", "estimator benchmarks that print numbers and ratios",
+            "advest.oracle.commands:bench_parser", "advest.cli:run_bench"),
+    Command("prove", "run the machine-checked proofs and print the claims",
+            "advest.proofs.command:prove_parser", "advest.proofs.command:run_prove"),
+    Command("check", "report the properties of any advantage estimator (MODULE:FUNCTION)",
+            "advest.oracle.commands:check_parser", "advest.oracle.commands:run_check"),
+)  # fmt: skip
+"""Every subcommand of ``advest``, in the order ``advest --help`` lists them."""
+
+
+def groups() -> dict[str, tuple[Sequence[Command], str]]:
+    """The commands that pick a subcommand: their table, and what their help says first (read
+    when called, so that a command added to a table is seen everywhere)."""
+    experiments = "Reproduce the papers' claims. " + " ".join(EXPERIMENTS_DOC.split())
     return {
-        name: getattr(importlib.import_module(module), parser)
-        for name, (module, parser, _) in LOCAL.items()
+        "advest": (COMMANDS, "Verified advantage estimators for LLM RL."),
+        "advest experiment": (EXPERIMENTS, experiments),
     }
 
 
-DELEGATED = {
-    "train": "advest.training.train",
-    "eval": "advest.training.evaluate",
-    "experiment": "advest.experiments",
-}
-"""Subcommands whose module builds its own jsonargparse parser in ``main(argv)``."""
-
-SUMMARY = {
-    "train": "RL training of a local checkpoint with any registered estimator",
-    "eval": "held-out pass@k curves of a checkpoint",
-    "experiment": "reproduce the papers' claims: bandit, compare, values, real",
-    "list": "every registered estimator: family, inputs, K domain, cost, spec page",
-    "demo": "the max@K estimators side by side on one group",
-    "bench": "estimator benchmarks that print numbers and ratios",
-    "prove": "run the machine-checked proofs and print the claims",
-    "check": "report the properties of any advantage estimator (MODULE:FUNCTION)",
-}
-
-
-def usage() -> str:
-    width = max(map(len, SUMMARY))
-    lines = [f"  {name:<{width}}  {text}" for name, text in SUMMARY.items()]
+def usage(prog: str = "advest") -> str:
+    """The help of a command that picks a subcommand: each one with its summary."""
+    table, head = groups()[prog]
+    width = max(len(c.name) for c in table)
+    lines = [f"  {c.name:<{width}}  {c.summary}" for c in table]
     return (
-        "usage: advest COMMAND [options]   (advest COMMAND -h: the command's settings)\n\n"
-        "Verified advantage estimators for LLM RL.\n\ncommands:\n" + "\n".join(lines)
+        f"usage: {prog} COMMAND [options]   ({prog} COMMAND -h: its settings)\n\n"
+        f"{textwrap.fill(head, 100)}\n\ncommands:\n" + "\n".join(lines)
     )
+
+
+def dispatch(prog: str, argv: Sequence[str]) -> int:
+    """Run the subcommand of ``prog`` that ``argv[0]`` names, with the rest of ``argv``."""
+    argv = list(argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print(usage(prog))
+        return 0
+    by_name = {c.name: c for c in groups()[prog][0]}
+    if not argv or argv[0] not in by_name:
+        got = f"unknown command {argv[0]!r}" if argv else "no command given"
+        print(usage(prog), file=sys.stderr)
+        return fail(prog, f"{got}; valid: {', '.join(by_name)}")
+    command, rest = by_name[argv[0]], argv[1:]
+    if command.argv:
+        code: int = _at(command.run)(rest)
+        return code
+    assert command.parser is not None  # only a group (run with argv) has none
+    ns = _at(command.parser)().parse_args(rest)
+    try:
+        code = _at(command.run)(ns)
+    except ValueError as error:  # bad user input found while running: say what, no traceback
+        return fail(f"{prog} {command.name}", str(error))
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in ("-h", "--help"):
-        print(usage())
-        return 0
     if argv and argv[0] == "--version":
         from advest import __version__
 
         print(f"advest {__version__}")
         return 0
-    if not argv or argv[0] not in SUMMARY:
-        got = f"unknown command {argv[0]!r}" if argv else "no command given"
-        print(usage(), file=sys.stderr)
-        return fail("advest", f"{got}; valid: {', '.join(SUMMARY)}")
-    command, rest = argv[0], argv[1:]
-    if command in DELEGATED:
-        code: int = importlib.import_module(DELEGATED[command]).main(rest)
-        return code
-    module_name, parser_name, named = LOCAL[command]
-    module = importlib.import_module(module_name)
-    ns = getattr(module, parser_name)().parse_args(rest)
-    run: Callable[[Any], int] = getattr(module, named) if isinstance(named, str) else named
-    try:
-        return run(ns)
-    except ValueError as error:  # bad user input found while running: say what, no traceback
-        return fail(f"advest {command}", str(error))
+    return dispatch("advest", argv)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 * ``cli/*.md``: one page per command, holding that command's own ``--help`` output. The commands
   are discovered from the help text (``advest --help`` lists the subcommands, and so on down), so
   a new or renamed command changes the pages with no edit here.
-* ``api/*.md``: one page per public module of advest (mkdocstrings renders the docstrings).
+* ``api/*.md``: one page per public module of advest (mkdocstrings renders the docstrings);
+  their index is ``docs/api.md``, the public names and the policy (``scripts/api.py``).
 * ``assets/mathjax/``: MathJax 3 from the ``django-static-mathjax`` wheel, so that viewing the
   site needs no network.
 
@@ -32,8 +33,6 @@ except ImportError:  # run as a script (the --help collector) without mkdocs ins
 
 ROOT = Path(__file__).resolve().parents[1]
 HELP_COLUMNS = "100"  # argparse wraps to $COLUMNS: pin it so pages do not depend on the terminal
-PACKAGES = tuple(sorted(p.name for p in (ROOT / "advest").iterdir() if p.is_dir()))
-"""The top-level packages, as the advest/ links name them (a new one gets its API pages)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -47,16 +46,12 @@ def _usage(help_text: str) -> str:
 
 
 def subcommands(path: tuple[str, ...]) -> list[str]:
-    """The subcommands of ``advest <path>``, from the command line's own dispatch tables (the
-    names ``main`` dispatches on), so a new command gets its page without touching this file."""
-    from advest.cli import SUMMARY
-    from advest.experiments import EXPERIMENTS
+    """The subcommands of ``advest <path>``, from the command table (``advest.cli.COMMANDS`` and
+    the groups under it), so a new command gets its page without touching this file."""
+    from advest.cli import groups
 
-    tables: dict[tuple[str, ...], list[str]] = {
-        (): list(SUMMARY),
-        ("experiment",): list(EXPERIMENTS),
-    }
-    return tables.get(path, [])
+    table = groups().get(" ".join(("advest", *path)), ((), ""))[0]
+    return [c.name for c in table]
 
 
 def _capture_help(path: tuple[str, ...]) -> str:
@@ -164,17 +159,17 @@ def _command_file(path: str) -> str:
 
 
 def public_modules() -> list[str]:
-    """``advest``, then every module of the five packages whose dotted name has no ``_`` part."""
-    names = ["advest"]
-    for package in PACKAGES:
-        for file in sorted((ROOT / package).rglob("*.py")):
-            parts = file.relative_to(ROOT).with_suffix("").parts
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            if any(part.startswith("_") for part in parts):
-                continue
-            names.append(".".join(("advest", *parts)))
-    return sorted(set(names), key=lambda n: (n.count(".") > 1, n))
+    """``advest``, then every public module (``scripts/api.py``'s, the modules ``docs/api.md``
+    lists: ``advest/``'s own, ``advest.cli`` and ``advest.testing`` among them, and those of
+    the packages its links name), top-level packages first."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("api", ROOT / "scripts" / "api.py")
+    assert spec is not None and spec.loader is not None
+    api = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(api)
+    names: list[str] = list(api.modules(ROOT))
+    return sorted(names, key=lambda n: (n.count(".") > 1, n))
 
 
 def _api_page(module: str) -> str:
@@ -252,7 +247,7 @@ def on_config(config: Any) -> Any:
     modules = public_modules()
     _STATE.update(helps=helps, modules=modules, estimators=collected["estimators"])
     commands = [{f"advest {p}": _command_file(p)} for p in helps if p]
-    api: list[Any] = ["api/index.md", {"advest": "api/advest.md"}]
+    api: list[Any] = ["api.md", {"advest": "api/advest.md"}]
     by_package: dict[str, list[Any]] = {}
     for module in modules[1:]:
         package = ".".join(module.split(".")[:2])
@@ -262,7 +257,7 @@ def on_config(config: Any) -> Any:
     for item in config["nav"]:
         if item == {"Commands": "cli/index.md"}:
             item = {"Commands": ["cli/index.md", *commands]}
-        elif item == {"API reference": "api/index.md"}:
+        elif item == {"API reference": "api.md"}:
             item = {"API reference": api}
         elif item == {"Specification": "spec/"}:
             item = {"Specification": ["estimators.md", *spec_nav(collected["families"])]}
@@ -298,10 +293,7 @@ def on_files(files: Any, config: Any) -> Any:
         add_text(_command_file(path), _command_page(path, text, children))
 
     add_text("estimators.md", _STATE["estimators"])
-    modules: list[str] = _STATE["modules"]
-    listing = ["# API reference", "", "Generated from the docstrings of every public module.", ""]
-    listing += [f"* [`{m}`]({m}.md)" for m in modules]
-    add_text("api/index.md", "\n".join(listing) + "\n")
+    modules: list[str] = _STATE["modules"]  # the index is docs/api.md (scripts/api.py)
     for module in modules:
         add_text(f"api/{module}.md", _api_page(module))
 

@@ -52,9 +52,10 @@ from .properties import (
     shift_invariant,
     singleton,
 )
-from .report import accuracy_only, as_json, check, default_ns, table, validate
+from .report import accuracy_only, as_json, check, default_ns, validate
 from .tolerance import DTYPES, LENGTH_T, USABLE, allowance, rule, sample_lengths
 from .unbiased import BANDIT_MAX_ROWS, BANDITS, unbiasedness
+from .verdicts import table
 
 __all__ = [
     "BANDITS",

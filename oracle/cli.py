@@ -8,10 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 from . import schema
-from .harness import Convention, OracleError, OutOfScope, load
+from .harness import CONVENTIONS, FAMILIES, Convention, OracleError, OutOfScope, load
 from .properties import NON_FINITE, Finding
-from .report import check, table
+from .report import check
+from .search import Budget, add_search_arguments
 from .tolerance import DTYPES, rule
+from .verdicts import evidence_line, table
 
 TIMEOUT_S = 300.0
 """``advest check --timeout``'s default: the whole check of an ordinary estimator takes seconds
@@ -33,7 +35,7 @@ def add_arguments(parser: Any, switch: Callable[[Any, str, bool, str], None] | N
     )
     parser.add_argument(
         "--family",
-        choices=["outcome", "maxk", "maxrl", "token", "episode"],
+        choices=list(FAMILIES),
         default="outcome",
         help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K; "
         "maxrl: unbiasedness for MaxRL's Σ_{k≤N} (1/k)·pass@k, on pass/fail rewards; token: "
@@ -80,7 +82,7 @@ def _add_run_options(parser: Any, switch: Callable[[Any, str, bool, str], None])
     )
     parser.add_argument(
         "--convention",
-        choices=["plain", "flat", "verl", "skyrl", "nemo_rl", "prime_rl"],
+        choices=list(CONVENTIONS),
         default="plain",
         help="plain: fn(rewards [B, G], ...) -> [B, G]; flat: fn(rewards [N], index [N], "
         "valid=[N] bool) -> [N], one group id per row (any ids, groups of any size; a parameter "
@@ -117,6 +119,7 @@ def _add_run_options(parser: Any, switch: Callable[[Any, str, bool, str], None])
 
 def _add_output_options(parser: Any) -> None:
     """What the check writes and how long it may take: --json, --compare, --timeout."""
+    add_search_arguments(parser)
     parser.add_argument(
         "--json",
         default=None,
@@ -204,9 +207,11 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
         if options["family"] == "token":  # the token oracle: oracle/token_report.py
             from .token_report import check_tokens
 
-            findings = check_tokens(fn, convention=convention, extends=options.get("extends"))
+            findings = check_tokens(
+                fn, convention=convention, extends=options.get("extends"), budget=options["budget"]
+            )
         elif options["family"] == "episode":  # the episode oracle: oracle/episodes.py
-            findings = _episode_report(fn, options.get("one_turn"))
+            findings = _episode_report(fn, options.get("one_turn"), options["budget"])
         else:
             findings = check(fn, convention=convention, **options)
     except OutOfScope as error:
@@ -221,16 +226,18 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     conn.send(("ok", (findings, convention)))
 
 
-def _episode_report(fn: Any, one_turn: str | None) -> list[Finding]:
+def _episode_report(fn: Any, one_turn: str | None, budget: Budget | None) -> list[Finding]:
     from advest.fast import registry
 
     from .episodes import report
+    from .search.episodes import searched as searched_episodes
 
     if one_turn is not None and one_turn not in registry.names():
         valid = ", ".join(n for n in registry.names() if registry.entry(n).kind == "sequence")
         raise OracleError(f"--one_turn {one_turn!r} is not a registered sequence estimator; "
                           f"valid: {valid}")  # fmt: skip
-    return report(fn, registry.get(one_turn) if one_turn else None, one_turn)
+    findings = report(fn, registry.get(one_turn) if one_turn else None, one_turn)
+    return findings + (searched_episodes(fn, findings, budget) if budget else [])
 
 
 def run_in_child(
@@ -271,6 +278,28 @@ def run_in_child(
         receive.close()
 
 
+def _options(args: Any, target: str) -> dict[str, Any]:
+    """What the child process checks, from the parsed ``args``; ValueError for a bad
+    ``--examples`` or ``--algorithm``."""
+    options: dict[str, Any] = {
+        "budget": Budget(args.examples, args.seed, args.database, target),
+        "family": args.family,
+        "k": args.k,
+        "signature": args.signature,
+        "ns": args.n,
+        "dtype": args.dtype,
+        "convention": args.convention,
+    }
+    if args.family == "token":
+        options["extends"] = getattr(args, "extends", None)
+    elif args.family == "episode":
+        options["one_turn"] = getattr(args, "one_turn", None)
+    else:
+        options["algorithm"] = parse_algorithm(getattr(args, "algorithm", None))
+    options["dispatch"] = bool(getattr(args, "dispatch", False))
+    return options
+
+
 def command(args: Any) -> int:
     """Run ``advest check`` from parsed ``args``: print the report. Exit codes: 0 a report; 1 a
     report in which the estimator returned NaN or inf for finite rewards; 2 a usage, import or
@@ -290,25 +319,11 @@ def command(args: Any) -> int:
             f"advest check: --timeout must be a finite number > 0; got {timeout}", file=sys.stderr
         )
         return 2
-    options = {
-        "family": args.family,
-        "k": args.k,
-        "signature": args.signature,
-        "ns": args.n,
-        "dtype": args.dtype,
-        "convention": args.convention,
-    }
-    if args.family == "token":
-        options["extends"] = getattr(args, "extends", None)
-    elif args.family == "episode":
-        options["one_turn"] = getattr(args, "one_turn", None)
-    else:
-        try:
-            options["algorithm"] = parse_algorithm(getattr(args, "algorithm", None))
-        except ValueError as error:
-            print(f"advest check: {error}", file=sys.stderr)
-            return 2
-    options["dispatch"] = bool(getattr(args, "dispatch", False))
+    try:
+        options = _options(args, target)
+    except ValueError as error:
+        print(f"advest check: {error}", file=sys.stderr)
+        return 2
     kind, payload, stage = run_in_child(target, options, timeout)
     if kind == "timeout":
         print(
@@ -345,8 +360,7 @@ def _report(target: str, args: Any, findings: list[Finding], convention: str) ->
     print(table(findings))
     print()
     for f in findings:
-        where = f" [{f.dtype}{'' if f.n is None else f', N={f.n}'}]" if f.dtype else ""
-        print(f"- {f.prop}{where}: {f.evidence}")
+        print(evidence_line(f))
     if args.json:
         with open(args.json, "w") as out:
             context = {"target": target, "family": args.family, "k": args.k}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from torch import Tensor
 
@@ -24,6 +24,12 @@ estimator); the old name ``Family`` resolves from ``advest.oracle`` with a Depre
 Convention = Literal["plain", "verl", "flat", "skyrl", "nemo_rl", "prime_rl"]
 """How the oracle calls an estimator: ``plain`` on ``[B, G]``; the others on flat rows with a
 group id per row, as trainers hold them (``oracle.rows``)."""
+
+CONVENTIONS: tuple[Convention, ...] = get_args(Convention)
+"""Every calling convention: ``advest check --convention``'s choices, ``advest.testing``'s."""
+FAMILIES: tuple[str, ...] = (*get_args(Objective), "token", "episode")
+"""What ``advest check --family`` and ``assert_estimator(family=)`` judge: the objectives of
+sequence estimators, then token-level estimators (exact token trees) and episode estimators."""
 
 
 class OracleError(ValueError):

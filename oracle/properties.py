@@ -29,6 +29,11 @@ class Finding:
     dtype: str = ""
     n: int | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    searched: int = 0
+    """Inputs the search drew for this finding (``oracle.search``); 0: judged on explicit inputs."""
+    counterexample: dict[str, str] | None = None
+    """A searched "no": the shrunk input as a snippet to paste (``input``), ``expected`` and
+    ``measured``. Readers of reports written before it existed never see it (schema 1 adds it)."""
 
 
 NON_FINITE = "no: non-finite output"
@@ -229,6 +234,7 @@ def singleton(est: Estimator, dtype: torch.dtype) -> Finding:
 def all_equal(est: Estimator, g: int, binary: bool, dtype: torch.dtype) -> Finding:
     """Groups whose rewards are all equal carry no signal: their advantages should be 0, also
     beside other groups (an estimator that whitens over the batch moves them)."""
+    g = max(g, 2)  # a group of one is all-equal by itself: judged beside groups of two
     levels = (1.0, 0.0) if binary else (0.75, 3.0)
     gen = torch.Generator().manual_seed(g)
     top = 2 if binary else 4

@@ -27,28 +27,38 @@ from .harness import (
 )
 from .properties import NON_FINITE, Finding
 from .rows import PlainRows, RowCall, RowsAsPlain, row_call
+from .search.engine import Budget
+from .search.run import searched
 from .tolerance import COUPLED, DTYPES, _batches, _cast, _dtype_name, allowance, sample_lengths
 from .unbiased import unbiasedness
 
+DEFAULT_BUDGET = Budget()
+"""The search every check runs unless told otherwise (``advest check --examples``, ``--seed``)."""
+
 
 def default_ns(family: Objective, k: int) -> list[int]:
-    """N = K, K + 1 and a larger N (max@K); 2, 3 and 8 for outcome and MaxRL estimators."""
-    return sorted({k, k + 1, max(2 * k + 2, 8)}) if family == "maxk" else [2, 3, 8]
+    """N = K, K + 1 and a larger N (max@K); 1, 2, 3 and 8 for MaxRL (its objective is pass@1 at
+    N = 1, where an estimator of groups of one still owes a gradient); 2, 3 and 8 for outcome
+    estimators (``--n 1`` checks them at N = 1 too)."""
+    if family == "maxk":
+        return sorted({k, k + 1, max(2 * k + 2, 8)})
+    return [1, 2, 3, 8] if family == "maxrl" else [2, 3, 8]
 
 
 def validate(family: Objective, k: int, ns: Sequence[int], dtype: str) -> None:
-    """OracleError for K, N or dtype values the oracle cannot use, before the user's code runs."""
+    """OracleError for K, N or dtype values the oracle cannot use, before the user's code runs.
+    N = 1 is refused only where the objective is not defined there (max@K with K >= 2)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise OracleError(f"--k must be an integer >= 1; got {k!r}")
     if not ns:
         raise OracleError("--n needs at least one group size")
     for n in ns:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-            raise OracleError(
-                f"--n must be integers >= 2 (G = 1 is covered by the bad-input checks); got {n!r}"
-            )
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise OracleError(f"--n must be integers >= 1; got {n!r}")
         if family == "maxk" and n < k:
-            raise OracleError(f"--n {n} is below --k {k}: max@K needs groups of N >= K samples")
+            raise OracleError(
+                f"--n {n} is below --k {k}: max@K is not defined for groups of N < K samples"
+            )
     if dtype not in DTYPES:
         raise OracleError(f"--dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
 
@@ -189,6 +199,7 @@ def check(
     float64: bool = True,
     bound: Bound | None = None,
     algorithm: dict[str, Any] | None = None,
+    budget: Budget | None = DEFAULT_BUDGET,
 ) -> list[Finding]:
     """Every finding for the user callable ``fn``, in ``dtype`` and (when accepted and
     ``float64``) float64, at each group size in ``ns`` (default ``default_ns``); then how
@@ -214,6 +225,12 @@ def check(
         PlainRows(est) if convention == "plain" else row_call(fn, convention, guard, k, algorithm)
     )
     findings += trainer_rows(rows, max(ns), own, bound, k if family == "maxk" else 1, coupled)
+    if budget is not None:  # the search starts from what the explicit inputs found
+        token = COUPLED.set(coupled)
+        try:
+            findings += searched(est, rows, family, k, ns, own, findings, coupled, budget)
+        finally:
+            COUPLED.reset(token)
     mutated = guard.mutations
     findings.insert(
         0,
@@ -334,28 +351,3 @@ def _all_checks(
 
 def as_json(findings: list[Finding]) -> list[dict[str, Any]]:
     return [asdict(f) for f in findings]
-
-
-def table(findings: list[Finding]) -> str:
-    """Rows: properties; one column per dtype; verdicts merged over N where they agree."""
-    dtypes = list(dict.fromkeys(f.dtype for f in findings if f.dtype))
-    props = list(dict.fromkeys(f.prop for f in findings))
-    cells: dict[tuple[str, str], list[Finding]] = {}
-    for f in findings:
-        cells.setdefault((f.prop, f.dtype), []).append(f)
-    lines = ["| property | " + " | ".join(dtypes or ["all"]) + " |"]
-    lines.append("|---" * (1 + max(len(dtypes), 1)) + "|")
-    for prop in props:
-        row = []
-        for d in dtypes or [""]:
-            got = cells.get((prop, d)) or cells.get((prop, ""), [])
-            verdicts = list(dict.fromkeys(f.verdict for f in got))
-            if not got:
-                row.append("")
-            elif len(verdicts) == 1:
-                ns = [str(f.n) for f in got if f.n is not None]
-                row.append(verdicts[0] + (f" (N = {', '.join(ns)})" if ns else ""))
-            else:
-                row.append("; ".join(f"N={f.n}: {f.verdict}" for f in got))
-        lines.append(f"| {prop} | " + " | ".join(row) + " |")
-    return "\n".join(lines)

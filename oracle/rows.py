@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
@@ -34,7 +34,7 @@ from .harness import Estimator, Guard, OracleError, OutOfScope, check_output
 from .tolerance import LENGTH_T
 
 RowConvention = Literal["flat", "verl", "skyrl", "nemo_rl", "prime_rl"]
-ROW_CONVENTIONS: tuple[RowConvention, ...] = ("flat", "verl", "skyrl", "nemo_rl", "prime_rl")
+ROW_CONVENTIONS: tuple[RowConvention, ...] = get_args(RowConvention)
 MASK_NAMES = ("valid", "valid_mask", "mask")
 """The parameter names a flat estimator's valid-row mask may have."""
 

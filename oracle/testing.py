@@ -9,18 +9,21 @@ asserted. Each named property must hold in every dtype and at every N where it w
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast, get_args
+from typing import Any, cast
 
 from advest.spec.bounds import Bound
 
-from .harness import Convention, Objective
+from .harness import CONVENTIONS, FAMILIES, Objective
 from .properties import Finding
-from .report import check
+from .report import DEFAULT_BUDGET, check
+from .search import Budget
 
-FAMILIES: tuple[str, ...] = (*get_args(Objective), "token")
-"""The families ``assert_estimator`` and ``advest check --family`` judge."""
-CONVENTIONS: tuple[str, ...] = get_args(Convention)
-"""The calling conventions (``advest check --convention``)."""
+DEFAULT_EXPECT: dict[str, dict[str, str]] = {
+    **{family: {"centred": "yes", "finite output": "yes"} for family in FAMILIES},
+    "token": {"unbiased": "yes"},
+    "episode": {"finite output": "yes", "observation tokens": "yes"},
+}
+"""What ``assert_estimator`` asserts when told nothing: the least each family's estimator owes."""
 
 
 class EstimatorMismatch(AssertionError):
@@ -63,13 +66,17 @@ def assert_estimator(
     convention: str = "plain",
     extends: str | None = None,
     bound: Bound | None = None,
+    one_turn: str | None = None,
+    budget: Budget | None = DEFAULT_BUDGET,
 ) -> list[Finding]:
     """Run the oracle on ``fn`` and raise ``EstimatorMismatch`` listing every property in
     ``expect`` (name -> expected verdict prefix) whose measured verdict differs. Every family
     and convention ``advest check`` takes: ``family`` one of ``FAMILIES`` (``"token"``: the
     token oracle on exact token trees, ``fn(rewards, mask, ...)`` as ``--family token``, with
     ``extends``), ``convention`` one of ``CONVENTIONS`` (``"flat"``: ``fn(rewards [N], index
-    [N], valid=...)``). ``bound``: a magnitude bound to hold ``fn`` to (``spec/bounds.py``).
+    [N], valid=...)``), ``"episode"`` (``fn(turn_rewards, turn_ids)``, with ``one_turn``).
+    ``bound``: a magnitude bound to hold ``fn`` to (``spec/bounds.py``). ``budget``: the search
+    (``advest check --examples/--seed/--database``; None: the explicit inputs only).
     Default ``expect``: centred and finite (token family: unbiased), the least a baseline
     estimator owes. Returns the findings; an unknown family or convention is a ValueError
     naming the ones that exist."""
@@ -78,25 +85,24 @@ def assert_estimator(
         raise ValueError(f"family {family!r} is not one the oracle judges; use one of {FAMILIES}")
     if convention not in CONVENTIONS:
         raise ValueError(f"convention {convention!r} is unknown; use one of {CONVENTIONS}")
+    expect = DEFAULT_EXPECT[family] if expect is None else expect
     if family == "token":
         from .token_report import check_tokens
 
-        if expect is None:
-            expect = {"unbiased": "yes"}
         findings = check_tokens(
-            fn, convention="verl" if convention == "verl" else "plain", extends=extends
-        )
-    else:
-        if expect is None:
-            expect = {"centred": "yes", "finite output": "yes"}
-        findings = check(
             fn,
-            cast(Objective, family),
-            k,
-            ns=ns,
-            dtype=dtype,
-            convention=cast(Convention, convention),
-            bound=bound,
+            convention="verl" if convention == "verl" else "plain",
+            extends=extends,
+            budget=budget,
+        )
+    elif family == "episode":
+        from .cli import _episode_report
+
+        findings = _episode_report(fn, one_turn, budget)
+    else:
+        objective = cast(Objective, family)
+        findings = check(
+            fn, objective, k, ns=ns, dtype=dtype, convention=convention, bound=bound, budget=budget
         )
     lines = mismatches(findings, expect)
     if lines:

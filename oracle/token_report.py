@@ -15,6 +15,9 @@ from . import token_checks as find
 from . import token_padding as pad
 from .harness import Convention, Guard, OracleError
 from .properties import Finding
+from .report import DEFAULT_BUDGET
+from .search.engine import Budget, search
+from .search.tokens import properties as searched
 from .token_trees import TREES, enumerate_groups, inputs
 from .tokens import Declared, TokenEstimator, VerlTokens, cast
 
@@ -74,6 +77,7 @@ def check_tokens(
     options: dict[str, Any] | None = None,
     extends: str | None = None,
     dtypes: Sequence[str] = ("float32", "bfloat16"),
+    budget: Budget | None = DEFAULT_BUDGET,
 ) -> list[Finding]:
     """Every token-level finding for ``fn``: properties in float64 at G = 2 and 3, accuracy in
     each of ``dtypes`` against float64, and (``extends``, a registered sequence estimator)
@@ -105,6 +109,10 @@ def check_tokens(
     own = find.reads_own_tokens(est, 3, f64)
     own.dtype, own.n = "float64", 3
     findings.insert(1, own)
+    if budget is not None:  # the search starts from what the explicit inputs found
+        for f in [search(p, budget, "token/float64") for p in searched(est, findings)]:
+            f.dtype = "float64"
+            findings.append(f)
     mutated = guard.mutations
     verdict = "yes: every check ran on copies" if mutated else "no"
     findings.insert(

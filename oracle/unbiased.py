@@ -14,6 +14,9 @@ from .harness import Estimator, OracleError
 from .properties import Finding
 from .tolerance import allowance
 
+ZERO_C = 1e-6
+"""An expected estimate whose c (E[ĝ] = c·∇J) is 0 within an error bound below this is 0: the
+estimator gives no gradient (e.g. 0 for every group of one, where the objective has one)."""
 BANDIT_MAX_ROWS = 200_000
 """Exact enumeration of A^N reward tuples is done up to this many tuples (N ≤ 11 for A = 3)."""
 
@@ -99,6 +102,13 @@ def unbiasedness(
             f"no {what}",
             f"E[ĝ] vs c·∇J: c = {[f'{x:.4g}' for x in ratios]}, off-direction residual up to "
             f"{max(residuals):.2e}; {precision}",
+            data=data,
+        )
+    if max(abs(c) for c in ratios) <= max(deltas) < ZERO_C:  # E[ĝ] = 0 where ∇J ≠ 0
+        return Finding(
+            "unbiased",
+            f"no: E[ĝ] = 0 {what}",
+            f"the expected estimate is 0 on every bandit (it learns nothing at N={n}); {precision}",
             data=data,
         )
     if min(abs(c) for c in ratios) <= max(deltas):

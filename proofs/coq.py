@@ -1,6 +1,6 @@
 """Deprecated alias of ``advest.proofs.coq_check`` (renamed: ``proofs/coq/`` is the folder of
 ``.v`` files, this was the module that checks them). Every name still resolves here, with a
-``DeprecationWarning``, until the next release; ``python -m advest.proofs.coq`` still re-pins."""
+``DeprecationWarning``, until 0.4.0 removes it; ``python -m advest.proofs.coq`` still re-pins."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from . import coq_check
 def __getattr__(name: str) -> Any:
     value = getattr(coq_check, name)  # AttributeError for a name that never existed
     warnings.warn(
-        f"advest.proofs.coq.{name} is deprecated: import it from advest.proofs.coq_check",
+        f"advest.proofs.coq.{name} is deprecated and is removed in 0.4.0: import it from "
+        "advest.proofs.coq_check",
         DeprecationWarning,
         stacklevel=2,
     )

@@ -2,9 +2,10 @@
 symbolic probabilities π_1..π_A (Σ π = 1) and symbolic rewards r_1 < … < r_A.
 
 E[c·Σ_i A_i (e_{a_i} − π)] − ∇_θ J, summed over all A^N action tuples, must expand to the zero
-polynomial, with c = K/N for the MaxPO family and 1 for PKPO's sloo (spec/maxk.md
-§Unbiasedness). The rewards are ordered so that every max is resolved by the action index; both
-sides are continuous in r, so the identity extends to ties.
+polynomial, with c the inverse of the scale each estimator's registry entry claims (K/N for
+the MaxPO family, 1 for PKPO's; spec/maxk.md §Unbiasedness). The rewards are ordered so that
+every max is resolved by the action index; both sides are continuous in r, so the identity
+extends to ties.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from itertools import product
 from typing import Any
 
 import sympy as sp
+
+from advest.fast.registry import Entry
 
 from .definitions import Definitions
 from .records import Record, Status
@@ -70,36 +73,56 @@ def expected_estimate(
     return total
 
 
-ESTIMATORS: dict[str, tuple[str, Callable[[int, int], Fraction]]] = {
-    # name: (definition, scale c(N, K))
-    "ei": ("ei", lambda n, k: Fraction(k, n)),
-    "maxpo": ("maxpo", lambda n, k: Fraction(k, n)),
-    "canonical": ("canonical", lambda n, k: Fraction(k, n)),
-    "pkpo_sloo": ("pkpo_sloo", lambda n, k: Fraction(1)),
-    "ei_l1o": ("ei_l1o", lambda n, k: Fraction(k, n)),
-}
+def estimators() -> dict[str, Entry]:
+    """The estimators whose unbiasedness claim the bandit identity decides, from the registry:
+    each max@K entry that ``Definitions`` transcribes and whose claims give a scale, its
+    ``pg_scale`` (claimed unbiased) or, for a biased one, its ``comparison_scale`` (the identity
+    then fails on purpose)."""
+    from advest.fast import registry
+
+    return {
+        e.name: e
+        for e in registry.entries()
+        if e.family == "maxk"
+        and hasattr(Definitions, e.name)
+        and (e.claims.pg_scale or e.claims.comparison_scale) is not None
+    }
+
+
+def _scale(entry: Entry, n: int, k: int) -> Fraction:
+    """c in E[c·Σ A_i ∇log π] = ∇J: the inverse of the entry's scale."""
+    scale = entry.claims.pg_scale or entry.claims.comparison_scale
+    assert scale is not None  # estimators() keeps only entries with one
+    return 1 / scale(n, k)
+
+
+def _expected(entry: Entry, k: int) -> Status:
+    """A biased entry's identity fails for K ≥ 2; at K = 1 its leave-one-out baseline is the
+    other samples' mean, which RLOO shows unbiased."""
+    return "refuted" if entry.claims.pg_scale is None and k >= 2 else "proved"
 
 
 def bias(name: str, a: int, n: int, k: int) -> tuple[list[Any], list[Any], list[Any]]:
     """(bias polynomials on the simplex, π symbols, r symbols)."""
     pi = list(sp.symbols(f"pi1:{a + 1}", positive=True))
     r = list(sp.symbols(f"r1:{a + 1}", real=True))
-    definition, scale = ESTIMATORS[name]
-    est = expected_estimate(pi, n, k, lambda d, i: getattr(d, definition)(i), r)
+    scale = _scale(estimators()[name], n, k)
+    est = expected_estimate(pi, n, k, lambda d, i: getattr(d, name)(i), r)
     grad = objective_gradient(pi, r, k)
-    c = sp.Rational(scale(n, k).numerator, scale(n, k).denominator)
+    c = sp.Rational(scale.numerator, scale.denominator)
     on_simplex = {pi[-1]: 1 - sum(pi[:-1], sp.Integer(0))}
     diff = [sp.expand((c * e - g).subs(on_simplex)) for e, g in zip(est, grad, strict=True)]
     return diff, pi, r
 
 
 def unbiased(name: str, a: int, n: int, k: int) -> Record:
-    """The estimator's bias is the zero polynomial (or, for ``ei_l1o``, a nonzero one)."""
+    """The estimator's bias is the zero polynomial (or, for a biased one such as ``ei_l1o``, a
+    nonzero one)."""
     start = time.perf_counter()
     diff, pi, r = bias(name, a, n, k)
     zero = all(d == 0 for d in diff)
     params = {"estimator": name, "A": a, "N": n, "K": k}
-    expected: Status = "refuted" if name == "ei_l1o" and k >= 2 else "proved"
+    expected = _expected(estimators()[name], k)
     claim = f"{name}_is_unbiased" + (" (false on purpose)" if expected == "refuted" else "")
     statement = f"E[c Σ A_i ∇log π(a_i)] = ∇J for {name}, symbolic π and r"
     seconds = time.perf_counter() - start
@@ -135,9 +158,24 @@ def _witness(a: int, pi: list[Any], r: list[Any]) -> dict[Any, Any]:
 def claims(max_n: int = 4, max_a: int = 3) -> list[tuple[str, int, int, int]]:
     """(estimator, A, N, K) for every estimator, A = 2..max_a, N = 2..max_n, K in its domain."""
     out = []
-    for name in ESTIMATORS:
+    for name, entry in estimators().items():
         for a in range(2, max_a + 1):
             for n in range(2, max_n + 1):
-                top = n if name in ("ei", "ei_l1o") else n - 1
-                out += [(name, a, n, k) for k in range(1, top + 1)]
+                out += [(name, a, n, k) for k in range(1, entry.k_max(n) + 1)]
     return out
+
+
+def __getattr__(name: str) -> Any:
+    """``ESTIMATORS``, 0.2.0's hand-kept ``{name: (definition, c(N, K))}``, derived now, with a
+    DeprecationWarning until 0.4.0 removes it."""
+    if name != "ESTIMATORS":
+        raise AttributeError(f"module 'advest.proofs.unbiased' has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(
+        "advest.proofs.unbiased.ESTIMATORS is deprecated and is removed in 0.4.0: use "
+        "estimators(), the registry entries whose claims the bandit identity decides",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return {n: (n, lambda a, b, e=e: _scale(e, a, b)) for n, e in estimators().items()}

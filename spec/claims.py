@@ -57,22 +57,7 @@ class Claims:
 
 DEFAULTS = Claims()
 """The claims every field's default makes: shift-invariant, scale-equivariant and monotone, and
-nothing else (no unbiasedness, no centring). The old name ``NONE`` said the opposite of what it
-claims; it resolves here with a DeprecationWarning for one release."""
-
-
-def __getattr__(name: str) -> Claims:
-    if name == "NONE":
-        import warnings
-
-        warnings.warn(
-            "advest.spec.claims.NONE is deprecated: it is DEFAULTS (it claims shift "
-            "invariance, scale equivariance and monotonicity)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return DEFAULTS
-    raise AttributeError(f"module 'advest.spec.claims' has no attribute {name!r}")
+nothing else (no unbiasedness, no centring)."""
 
 
 class Flags(TypedDict, total=False):

@@ -16,7 +16,7 @@ from .data import Item, PromptSource, Row, read_rows
 from .generation import Engine, Sampling, generate
 from .metrics import pass_at_k
 from .prompts import encode
-from .sampling import passes, sample_and_score
+from .sampling import Scored, passes, sample_and_score
 from .scoring import Scorer
 from .task import held_out
 
@@ -105,7 +105,6 @@ def pass_counts(
     turn; ``embedded``: the embedded task's feedback), counted after their last turn; the same
     episodes' counts after their first turn are appended to ``first`` when it is given (paired:
     one sampling gives both)."""
-    device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     state = torch.get_rng_state()  # evaluation must not move the run's random stream
@@ -115,26 +114,10 @@ def pass_counts(
     per_chunk = max(1, batch_sequences // max(samples, 1))
     for start in range(0, len(items), per_chunk):
         chunk = items[start : start + per_chunk]
-        ids, attn = encode(
-            tokenizer,
-            [i.prompt for i in chunk],
-            chat_template=chat_template,
-            system_prompt=system_prompt,
-        )
-        answers = [i.answer for i in chunk]
-        if turns > 1:
-            from .episodes import feedback_text, sample_episodes
-
-            scored = sample_episodes(
-                model, tokenizer, ids.to(device), attn.to(device), answers, sampling, scorer,
-                turns=turns, feedback=[feedback_text(i.prompt, embedded) for i in chunk],
-                engine=engine or generate,
-            )  # fmt: skip
-        else:
-            scored = sample_and_score(
-                model, tokenizer, ids.to(device), attn.to(device), answers, sampling, scorer,
-                engine=engine or generate,
-            )  # fmt: skip
+        scored = _sample_chunk(
+            model, tokenizer, chunk, sampling, scorer, engine or generate, turns, embedded,
+            chat_template=chat_template, system_prompt=system_prompt,
+        )  # fmt: skip
         counts += [int(c) for c in passes(scored.parts).sum(-1).tolist()]
         if first is not None:
             opening = scored.parts if scored.first_parts is None else scored.first_parts
@@ -144,6 +127,41 @@ def pass_counts(
     torch.set_rng_state(state)
     model.train(was_training)
     return counts
+
+
+def _sample_chunk(
+    model: Any,
+    tokenizer: Any,
+    chunk: list[Item],
+    sampling: Sampling,
+    scorer: Scorer,
+    engine: Engine,
+    turns: int,
+    embedded: bool,
+    *,
+    chat_template: bool,
+    system_prompt: str | None,
+) -> Scored:
+    """One chunk of ``pass_counts``' prompts sampled and scored: one turn as training samples
+    them, or episodes of up to ``turns`` turns."""
+    device = next(model.parameters()).device
+    ids, attn = encode(
+        tokenizer, [i.prompt for i in chunk], chat_template=chat_template,
+        system_prompt=system_prompt,
+    )  # fmt: skip
+    answers = [i.answer for i in chunk]
+    if turns > 1:
+        from .episodes import feedback_text, sample_episodes
+
+        return sample_episodes(
+            model, tokenizer, ids.to(device), attn.to(device), answers, sampling, scorer,
+            turns=turns, feedback=[feedback_text(i.prompt, embedded) for i in chunk],
+            engine=engine,
+        )  # fmt: skip
+    return sample_and_score(
+        model, tokenizer, ids.to(device), attn.to(device), answers, sampling, scorer,
+        engine=engine,
+    )  # fmt: skip
 
 
 def write(curves: dict[str, dict[int, float]], folder: Path, stem: str = "passk") -> None:

@@ -130,3 +130,28 @@ def test_the_modules_that_write_into_the_repository_find_its_root() -> None:
     for module in (choosing, grid):
         assert module.ROOT.resolve() == ROOT, module.__name__
         assert (module.ROOT / "docs" / "results").is_dir()
+
+
+def test_the_architecture_page_quotes_imports_that_exist() -> None:
+    """Each "`from … import …` in `file`" on the page is a line of that file (as written there,
+    or the start of a longer import list)."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    quoted = re.findall(r"`(from [^`]+ import [^`]+)` in `([\w/]+\.py)`", " ".join(page.split()))
+    assert len(quoted) >= 2
+    for statement, file in quoted:
+        lines = [line.strip() for line in (ROOT / file).read_text().splitlines()]
+        assert any(line.startswith(statement) for line in lines), (statement, file)
+
+
+def test_the_readme_names_every_installed_package() -> None:
+    text = " ".join((ROOT / "README.md").read_text().split())
+    sentence = text.split("Everything installs under one name, `advest`:", 1)[1].split(". ")[0]
+    for package in LAYERED:
+        assert f"`advest.{package}`" in sentence, package
+
+
+def test_every_path_the_architecture_page_names_exists() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`((?:[\w.-]+/)+[\w.-]+\.\w+)`", page))
+    assert len(named) > 10
+    assert sorted(p for p in named if not (ROOT / p).exists()) == []

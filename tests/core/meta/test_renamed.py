@@ -14,7 +14,11 @@ import pytest
         ("advest.oracle.calling", "load", "advest.oracle.harness"),
         ("advest.proofs.coq", "THEOREMS", "advest.proofs.coq_check"),
         ("advest.oracle", "Family", "advest.oracle.Objective"),
-        ("advest.spec.claims", "NONE", "DEFAULTS"),
+        ("advest.training.train", "parser", "advest.training.command"),
+        ("advest.training.train", "main", "advest.training.command"),
+        ("advest.training.train", "trainer_arguments", "advest.training.command"),
+        ("advest.training.train", "REFUSED_TRAINER_FLAGS", "advest.training.command"),
+        ("advest.proofs.unbiased", "ESTIMATORS", "estimators"),
     ],
 )
 def test_an_old_name_still_resolves_and_warns(module: str, name: str, new: str) -> None:
@@ -30,14 +34,14 @@ def test_the_old_names_are_the_new_objects() -> None:
     import warnings
 
     from advest.oracle import Objective, harness
-    from advest.spec.claims import DEFAULTS
+    from advest.training import command
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         import advest.oracle
         import advest.oracle.calling
-        import advest.spec.claims
+        import advest.training.train
 
         assert advest.oracle.calling.load is harness.load
         assert advest.oracle.Family is Objective
-        assert advest.spec.claims.NONE is DEFAULTS
+        assert advest.training.train.parser is command.parser

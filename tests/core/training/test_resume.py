@@ -42,7 +42,7 @@ def _args(model: str, out: Path) -> list[str]:
 
 
 def _train(*argv: str) -> int:
-    from advest.training.train import main
+    from advest.training.command import main
 
     return main(list(argv))
 

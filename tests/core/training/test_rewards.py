@@ -102,7 +102,7 @@ def test_pass_at_k_is_decided_by_the_first_reward_not_by_a_bonus(
 
 
 def test_several_rewards_and_weights_parse_as_space_separated_lists() -> None:
-    from advest.training.train import parser
+    from advest.training.command import parser
 
     argv = ["--reward", "math", "mymod:format", "--reward_weights", "1.0", "0.1", "--steps", "2"]
     ns = parser().parse_args(gather_lists(argv))

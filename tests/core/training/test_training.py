@@ -527,7 +527,7 @@ def test_optimal_token_baseline_reads_the_rollouts_sum_pi_squared(
 
 
 def test_yaml_configuration_is_read_and_command_line_flags_override_it(tmp_path: Path) -> None:
-    from advest.training.train import parser
+    from advest.training.command import parser
 
     yaml = tmp_path / "run.yaml"
     yaml.write_text("estimator: rloo\nsteps: 7\ngroup_size: 4\ntrainer:\n  devices: 1\n")
@@ -555,8 +555,8 @@ def test_eval_takes_every_model_prompt_and_sampling_flag_train_has_and_honours_g
     """The shared flags are declared once (``RLConfig``): ``advest eval`` has each with train's
     type, default and help, and ``--generator`` picks the engine that samples."""
     from advest.training import evaluate, generation
+    from advest.training.command import parser
     from advest.training.config import PROMPT_SETTINGS, REWARD_SETTINGS, SAMPLING_SETTINGS
-    from advest.training.train import parser
 
     def flags(p: Any) -> dict[str, Any]:
         return {a.dest: a for a in p._actions}
