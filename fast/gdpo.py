@@ -25,7 +25,7 @@ from advest.spec.tolerances import pair
 from . import _ranks
 from ._checks import check_companion, check_ddof, check_finite, check_lengths
 from ._ranks import Group
-from .group import VERL_WHITEN_EPS, _check_eps, grpo, whiten
+from .group import VERL_WHITEN_EPS, _check_eps, _whiten, grpo
 from .registry import defined_in, register
 
 
@@ -170,7 +170,7 @@ def gdpo(
     if conv == "verl-0.9.1":
         assert lengths is not None
         return _whiten_tokens(s, lengths, group).to(parts.dtype)
-    return whiten(s, d, e, group).to(parts.dtype)
+    return _whiten(s, d, e, group).to(parts.dtype)
 
 
 __all__ = defined_in(__name__)  # every estimator registered above

@@ -73,7 +73,7 @@ def _batch_mean(x: Tensor, group: Group) -> Tensor:
     return total / count
 
 
-def whiten(c: Tensor, ddof: int, eps: float, group: Group) -> Tensor:
+def _whiten(c: Tensor, ddof: int, eps: float, group: Group) -> Tensor:
     """c/(std_ddof over every rank's c + ε), c of mean 0 over the batch (not re-centred); exact
     zeros when every c of every rank is 0. Float64 in and out."""
     if group is None:
@@ -247,7 +247,7 @@ def reinforce_pp(
     if lengths is not None:
         raise ValueError("reinforce_pp takes lengths only with convention='verl-0.9.1'")
     c = torch.where(_constant(rewards), 0.0, _centred(rewards))
-    return whiten(c, d, eps, group).to(rewards.dtype)
+    return _whiten(c, d, eps, group).to(rewards.dtype)
 
 
 def _reinforce_pp_verl(rewards: Tensor, lengths: Tensor | None, group: Group) -> Tensor:
