@@ -11,6 +11,7 @@ or when a committed measurement grows faster than its estimator's stated order.
     python -m advest.experiments.cost --render         # re-render from the results file only
     python -m advest.experiments.cost --device cuda --out DIR   # a GPU's results, to DIR
     python -m advest.experiments.cost --collect DIR/cost.json   # merge them here, render
+    python -m advest.experiments.cost --ranks          # the collectives' cost (cost_ranks), render
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import torch
 
-from advest.experiments import cost_fit, cost_measure
+from advest.experiments import cost_fit, cost_measure, cost_ranks
 from advest.fast import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -224,6 +225,7 @@ def page(results: Results) -> str:
         over = cost_fit.exceeding(device_fits(section))
         out += ["Growing faster than stated: " + ("none." if not over else ""), ""]
         out += [f"* {line}" for line in over] + ([""] if over else [])
+    out += cost_ranks.section(cost_ranks.load())
     out += [
         "![time and peak memory against G](cost.png)",
         "",
@@ -292,9 +294,12 @@ def main(argv: list[str] | None = None) -> int:
         help="merge a results file written with --out into docs/results/cost.json",
     )
     p.add_argument("--render", action="store_true", help="only re-render the page and plot")
+    p.add_argument("--ranks", action="store_true", help="measure the collectives' cost only")
     a = p.parse_args(argv)
     results = load()
-    if a.collect:
+    if a.ranks:
+        cost_ranks.measure_and_save()
+    elif a.collect:
         for device, section in load(a.collect)["devices"].items():
             results = merge(results, device, section)
     elif not a.render:

@@ -37,6 +37,20 @@ class Plan:
     options: dict[str, Any] = field(default_factory=dict)
     fields: frozenset[str] = frozenset()
     k: int | None = None
+    group: Any = None
+    """The process group whose ranks each hold a share of the batch (``over``), or None."""
+
+    @property
+    def collective(self) -> bool:
+        """Whether the estimator (or its base) needs a collective under data parallelism
+        (``registry.Entry.collective``)."""
+        return self.entry.collective or (self.base is not None and self.base.collective)
+
+    def over(self, group: Any) -> Plan:
+        """The plan for a batch sharded over the ranks of ``group`` (a ``torch.distributed``
+        process group; None: one process): the estimators that need a collective get it, the
+        others are called exactly as on one process and pay for none."""
+        return replace(self, group=group if self.collective else None)
 
     def needs(self, name: str) -> bool:
         """Whether the estimator (or its base) consumes the input ``name``."""
@@ -95,6 +109,8 @@ class Plan:
                 args[name] = _get(source, "mask").sum(-1)
             else:
                 args[name] = _get(source, name)
+        if self.group is not None and entry.collective:
+            args["group"] = self.group
         return fn(**args, **options)
 
 

@@ -27,7 +27,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from . import calling, registry
+from . import _ranks, calling, registry
+from ._ranks import Group
 
 
 def groups(index: Sequence[Any] | Any) -> list[tuple[Tensor, list[Any]]]:
@@ -91,6 +92,7 @@ def by_group(
     options: dict[str, Any] | None = None,
     peer: str = "batch",
     label: str = "group id",
+    group: Group = None,
     **fields: Any,
 ) -> Tensor:
     """``estimator`` (a registered name, or a ``calling.plan``) on flat rows: ``rewards [N]``,
@@ -104,12 +106,14 @@ def by_group(
     Groups of each size are one batched call, equal to the ``[B, G]`` call on equal groups. A
     group smaller than K, or than the estimator's smallest group, is refused naming its id and
     rows (``label``, e.g. verl's "uid", and ``peer``'s rows, e.g. "verl batch"); so are several
-    group sizes for an estimator whose statistics span the batch."""
-    plan = (
-        estimator
-        if isinstance(estimator, calling.Plan)
-        else calling.plan(estimator, options=options, k=k)
-    )
+    group sizes for an estimator whose statistics span the batch.
+
+    ``group``: a process group whose ranks hold the rows, a group's rows on any ranks (packing,
+    agent loops); each rank gets its rows' advantages as one process holding every rank's rows in
+    rank order would (``_over_ranks``). Every rank passes the same fields (``valid``: all/none)."""
+    plan = _plan(estimator, options, k)
+    if group is not None:
+        return _over_ranks(plan, rewards, index, valid, group, (peer, label), fields)
     n = rewards.shape[0]
     keep = _valid_rows(valid, n)
     rows = keep.nonzero().squeeze(-1)  # [M]: the sample rows, in order
@@ -137,6 +141,76 @@ def by_group(
         out[batch_rows.reshape(-1)] = adv.reshape(-1, *adv.shape[2:]).to(out.dtype)
     assert out is not None  # ``groups`` refuses a batch without rows
     return out
+
+
+def _plan(
+    estimator: str | calling.Plan, options: dict[str, Any] | None, k: int | None
+) -> calling.Plan:
+    """A registered name resolved with its options and K; a plan as given."""
+    if isinstance(estimator, calling.Plan):
+        return estimator
+    return calling.plan(estimator, options=options, k=k)
+
+
+def _over_ranks(
+    plan: calling.Plan,
+    rewards: Tensor,
+    index: Sequence[Any] | Any,
+    valid: Tensor | None,
+    group: Group,
+    names: tuple[str, str],
+    fields: dict[str, Any],
+) -> Tensor:
+    """``by_group`` on this rank's rows ``[N_r]`` of a batch spread over ``group``'s ranks. The
+    ids travel first (one collective): when every group lies on one rank and the estimator needs
+    no collective, the rank's own call is already exact and nothing else travels. Otherwise every
+    rank gathers the rows (padded to the longest ``T``), computes the whole batch as one process
+    would (a history updated once with every group, in rank order) and keeps its own rows: exact
+    by construction, at N times the estimator's compute and the rows' transfer."""
+    n, (peer, label) = rewards.shape[0], names
+    keys = _keys(index)
+    if len(keys) != n:
+        raise ValueError(f"index has {len(keys)} ids for {n} rewards; give one id per row")
+    keep = torch.ones(n, dtype=torch.bool) if valid is None else valid.cpu()
+    mine = {key for key, ok in zip(keys, keep.tolist(), strict=True) if ok}
+    every, _ = _ranks.objects([list(mine)], group)  # [world] lists of ids
+    seen: set[Any] = set()
+    split = False
+    for ids in every:
+        split = split or not seen.isdisjoint(ids)
+        seen.update(ids)
+    if not split and not plan.collective:
+        if not mine:  # only placeholder rows here: no group to compute, none waits for this rank
+            T = _width(fields)
+            return rewards.new_zeros(n) if T is None else rewards.new_zeros(n, T)
+        return by_group(plan, rewards, keys, valid=valid, peer=peer, label=label, **fields)
+    whole_rewards, start = _ranks.gather(rewards, group, "rewards")
+    whole_keys, _ = _ranks.objects(keys, group)
+    whole_valid = None if valid is None else _ranks.gather(valid, group, "valid")[0]
+    whole_fields = {
+        name: _gather_field(value, group, name) if name in PER_ROW else value
+        for name, value in fields.items()
+    }
+    local = plan.over(None)  # the whole batch is here: no collective inside
+    out = by_group(
+        local, whole_rewards, whole_keys, valid=whole_valid, peer=peer, label=label, **whole_fields
+    )
+    out = out[start : start + n]
+    T = _width(fields)
+    return out if out.dim() == 1 or T is None else out[:, :T]
+
+
+def _gather_field(value: Any, group: Group, name: str) -> Any:
+    """A per-row input of every rank, concatenated in rank order (lists as lists)."""
+    if isinstance(value, list):
+        return _ranks.objects(value, group)[0]
+    return _ranks.gather(torch.as_tensor(value), group, name, ragged=True)[0]
+
+
+def _width(fields: dict[str, Any]) -> int | None:
+    """This rank's token width T: the second dim of its ``mask [N, T]`` (None without one)."""
+    mask = fields.get("mask")
+    return None if mask is None else int(torch.as_tensor(mask).shape[1])
 
 
 def _valid_rows(valid: Tensor | None, n: int) -> Tensor:

@@ -22,8 +22,10 @@ from advest.spec.claims import IRRATIONAL, Claims, Variant
 from advest.spec.conventions import Convention, check_convention
 from advest.spec.tolerances import pair
 
+from . import _ranks
 from ._checks import check_companion, check_ddof, check_finite, check_lengths
-from .group import VERL_WHITEN_EPS, _check_eps, _std, grpo
+from ._ranks import Group
+from .group import VERL_WHITEN_EPS, _check_eps, _whiten, grpo
 from .registry import defined_in, register
 
 
@@ -80,26 +82,21 @@ def _normalised_sum(parts: Tensor, w: Tensor, eps: float, ddof: int, conv: Conve
     return torch.einsum("brg,r->bg", n, w)
 
 
-def _whiten_samples(s: Tensor, eps: float, ddof: int) -> Tensor:
-    """s/(std_ddof of all B·G values + ε); s has mean 0 (see the module docstring)."""
-    if not bool(s.any()):
-        return torch.zeros_like(s)
-    return s / (_std(s, ddof, dim=None) + eps)
-
-
-def _whiten_tokens(s: Tensor, lengths: Tensor) -> Tensor:
+def _whiten_tokens(s: Tensor, lengths: Tensor, group: Group) -> Tensor:
     """verl 0.9.1's ``masked_whiten`` of s broadcast to ``lengths`` tokens per sample:
-    (s − m)/sqrt(v + 1e-8), m and v the token-weighted mean and variance (Bessel over tokens)."""
+    (s − m)/sqrt(v + 1e-8), m and v the token-weighted mean and variance (Bessel over tokens),
+    over the tokens of every rank of ``group``."""
     w = lengths.to(torch.float64)
-    L = w.sum()
+    L, ws = _ranks.sums(w.sum(), (w * s).sum(), group=group)  # float64 already: exact copies
     if float(L) == 1:
         raise ValueError("gdpo (verl-0.9.1) needs at least 2 tokens in the batch; got 1")
-    x = s - (w * s).sum() / L
-    M = x.abs().amax()
+    x = s - ws / L
+    M = x.abs().amax() if group is None else _ranks.maximum(x.abs(), group)
     if not bool(M > 0):
         return torch.zeros_like(s)
     u = x / M  # in units of the largest |x|: the squares neither overflow nor underflow
-    var = (w * u * u).sum() / (L - 1)
+    (squares,) = _ranks.sums((w * u * u).sum(), group=group)
+    var = squares / (L - 1)
     return u / torch.sqrt(var + VERL_WHITEN_EPS / (M * M))
 
 
@@ -141,6 +138,7 @@ def gdpo(
     eps: float = 1e-6,
     ddof: int = 1,
     convention: Convention = "advest",
+    group: Group = None,
 ) -> Tensor:
     """GDPO: n^(j) = (r^(j) − group mean)/(group std_ddof + ε) for each reward j, s = Σ_j w_j
     n^(j), then A = s/(std_ddof of the B·G values of s + ε). ``[B, G, R]``, ``[R]`` -> ``[B, G]``.
@@ -150,7 +148,8 @@ def gdpo(
     >= 1) is read only by ``convention="verl-0.9.1"``, which reproduces verl's
     ``compute_gdpo_outcome_advantage``: a group of one sample keeps r/(1 + ε), and s is whitened
     over the batch's *tokens* (``masked_whiten``: token-weighted mean subtracted, Bessel over
-    tokens, ε = 1e-8 inside the root); ``ddof`` must be 1 there.
+    tokens, ε = 1e-8 inside the root); ``ddof`` must be 1 there. ``group``: a process group
+    whose ranks each hold some of the batch's groups; the whitening is then over all of them.
     """
     parts = _check_parts(reward_parts)
     R = parts.shape[2]
@@ -170,8 +169,8 @@ def gdpo(
     s = _normalised_sum(parts, w, e, d, conv)  # [B, G] float64
     if conv == "verl-0.9.1":
         assert lengths is not None
-        return _whiten_tokens(s, lengths).to(parts.dtype)
-    return _whiten_samples(s, e, d).to(parts.dtype)
+        return _whiten_tokens(s, lengths, group).to(parts.dtype)
+    return _whiten(s, d, e, group).to(parts.dtype)
 
 
 __all__ = defined_in(__name__)  # every estimator registered above

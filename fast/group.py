@@ -17,7 +17,10 @@ from advest.spec.claims import FLAT, IRRATIONAL, Claims, Variant
 from advest.spec.conventions import Convention, check_convention, check_verl_whiten
 from advest.spec.tolerances import CENTRED, pair
 
+from . import _ranks
 from ._checks import check_companion, check_ddof, check_lengths, check_rewards
+from ._leave_out import mean_of_others, spread_of_others
+from ._ranks import Group
 from .registry import defined_in, register
 
 VERL_WHITEN_EPS = 1e-8
@@ -48,6 +51,39 @@ def _std(centred: Tensor, ddof: int, dim: int | None) -> Tensor:
     squares = (unit**2).sum() if dim is None else (unit**2).sum(dim=dim, keepdim=True)
     count = centred.numel() if dim is None else centred.shape[dim]
     return top * torch.sqrt(squares / max(count - ddof, 0))
+
+
+def _batch_std(centred: Tensor, ddof: int, group: Group, top: Tensor | None = None) -> Tensor:
+    """``_std(centred, ddof, dim=None)`` over every rank's values (mean 0 over all of them): max|c|
+    (unless given as ``top``), then the scaled squares and the count all-reduced (float64)."""
+    if group is None:
+        return _std(centred, ddof, dim=None)
+    if top is None:
+        top = _ranks.maximum(centred.abs(), group)
+    unit = centred / torch.where(top > 0, top, 1.0)
+    squares, count = _ranks.sums((unit**2).sum(), centred.numel(), group=group)
+    return top * torch.sqrt(squares / (count - ddof).clamp(min=0))
+
+
+def _batch_mean(x: Tensor, group: Group) -> Tensor:
+    """The mean of every rank's elements of ``x``: sum and count all-reduced (float64)."""
+    if group is None:
+        return x.mean()
+    total, count = _ranks.sums(x.sum(), x.numel(), group=group)
+    return total / count
+
+
+def _whiten(c: Tensor, ddof: int, eps: float, group: Group) -> Tensor:
+    """c/(std_ddof over every rank's c + ε), c of mean 0 over the batch (not re-centred); exact
+    zeros when every c of every rank is 0. Float64 in and out."""
+    if group is None:
+        if not bool(c.any()):
+            return torch.zeros_like(c)
+        return c / (_std(c, ddof, dim=None) + eps)
+    top = _ranks.maximum(c.abs(), group)
+    if not bool(top > 0):
+        return torch.zeros_like(c)
+    return c / (_batch_std(c, ddof, group, top) + eps)
 
 
 _BATCH = bounds.standardised_ddof0
@@ -112,26 +148,33 @@ def grpo(
         ),
     ),
 )
-def grpo_batch_std(rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1) -> Tensor:
+def grpo_batch_std(
+    rewards: Tensor, *, eps: float = 1e-6, ddof: int = 1, group: Group = None
+) -> Tensor:
     """Group mean, batch std (LitePPO): (r − group mean)/(std_ddof of all B·G rewards + ε).
 
     The std is of the rewards themselves (between-group spread included), computed after
     subtracting the batch minimum, two-pass and scaled. An all-equal batch gives exact zeros;
     a constant group gives exact zeros. ``eps=1e-4`` reproduces TRL 1.16's
-    ``scale_rewards="batch"``.
+    ``scale_rewards="batch"``. ``group``: a process group whose ranks each hold some of the
+    batch's groups; the std is then that of every rank's rewards (``fast._ranks``).
     """
     check_rewards(rewards)
     d = check_ddof(ddof, "grpo_batch_std")
     e = _check_eps(eps, "grpo_batch_std")
     if rewards.shape[0] == 0:
         raise ValueError("grpo_batch_std needs at least one group in rewards; got B=0")
-    if bool(rewards.amax() == rewards.amin()):
+    lo, hi = _ranks.extremes(rewards, group)  # float64, exact
+    if bool(hi == lo):
         return torch.zeros_like(rewards)
     x = rewards.to(torch.float64)
-    u = x - x.amin()  # exact for offset rewards (Sterbenz); σ is shift-invariant
-    m = u.amax()  # > 0: the batch is not all-equal
+    u = x - lo  # exact for offset rewards (Sterbenz); σ is shift-invariant
+    m = hi - lo  # > 0: the batch is not all-equal; = max u, the subtraction being monotone
     v = u / m  # in units of the batch spread: the mean of B·G huge rewards cannot overflow
-    sigma = m * _std(v - v.mean(), d, dim=None)
+    mean = _batch_mean(v, group)
+    # v spans [0, 1] exactly, so max|v − mean| is at an end, as amax finds it: one collective less
+    top = None if group is None else torch.maximum(1 - mean, mean)
+    sigma = m * _batch_std(v - mean, d, group, top)
     c = torch.where(_constant(rewards), 0.0, _centred(rewards))
     return (c / (sigma + e)).to(rewards.dtype)
 
@@ -180,6 +223,7 @@ def reinforce_pp(
     eps: float = 1e-6,
     ddof: int = 1,
     convention: Convention = "advest",
+    group: Group = None,
 ) -> Tensor:
     """REINFORCE++ (group baseline): c = r − group mean; c/(std_ddof over all B·G of c + ε).
 
@@ -191,6 +235,7 @@ def reinforce_pp(
     are the token-weighted mean and the variance with Bessel's correction over the token count
     L, A = (c − m)/sqrt(v + 1e-8). ``eps`` and ``ddof`` must keep their defaults there (verl
     hard-codes both; its own ``epsilon`` argument is unused).
+    ``group``: a process group of ranks holding the batch's groups (``fast._ranks``).
     """
     check_rewards(rewards)
     d = check_ddof(ddof, "reinforce_pp")
@@ -198,16 +243,14 @@ def reinforce_pp(
         raise ValueError("reinforce_pp needs at least one group in rewards; got B=0")
     if check_convention(convention, "reinforce_pp") == "verl-0.9.1":
         check_verl_whiten("reinforce_pp", eps, d)
-        return _reinforce_pp_verl(rewards, lengths)
+        return _reinforce_pp_verl(rewards, lengths, group)
     if lengths is not None:
         raise ValueError("reinforce_pp takes lengths only with convention='verl-0.9.1'")
     c = torch.where(_constant(rewards), 0.0, _centred(rewards))
-    if not bool(c.any()):
-        return torch.zeros_like(rewards)
-    return (c / (_std(c, d, dim=None) + eps)).to(rewards.dtype)
+    return _whiten(c, d, eps, group).to(rewards.dtype)
 
 
-def _reinforce_pp_verl(rewards: Tensor, lengths: Tensor | None) -> Tensor:
+def _reinforce_pp_verl(rewards: Tensor, lengths: Tensor | None, group: Group) -> Tensor:
     """verl 0.9.1's REINFORCE++ baseline on ``[B, G]`` rewards and ``[B, G]`` token counts."""
     if lengths is None:
         raise ValueError(
@@ -220,12 +263,13 @@ def _reinforce_pp_verl(rewards: Tensor, lengths: Tensor | None) -> Tensor:
     c = rewards.to(torch.float64) if G == 1 else _centred(rewards)
     c = torch.where(_constant(rewards) & (G > 1), 0.0, c)
     w = lengths.to(torch.float64)
-    L = w.sum()
+    L, wc = _ranks.sums(w.sum(), (w * c).sum(), group=group)  # float64 already: exact copies
     if int(L) == 1:
         raise ValueError("reinforce_pp (verl-0.9.1) needs at least 2 tokens in the batch; got 1")
-    m = (w * c).sum() / L
+    m = wc / L
     x = c - m
-    var = (w * x * x).sum() / (L - 1)
+    (spread,) = _ranks.sums((w * x * x).sum(), group=group)
+    var = spread / (L - 1)
     return (x / torch.sqrt(var + VERL_WHITEN_EPS)).to(rewards.dtype)
 
 
@@ -252,52 +296,22 @@ def _check_eps(eps: object, name: str) -> float:
     return float(eps)
 
 
-def _batch_units(rewards: Tensor, name: str) -> tuple[Tensor, Tensor]:
-    """``(u [B, G], m [])``: float64 rewards minus the batch minimum, divided by their maximum m.
+def _batch_units(rewards: Tensor, name: str, group: Group = None) -> tuple[Tensor, Tensor, int]:
+    """``(u [B, G], m [], B_all)``: float64 rewards minus the batch minimum, divided by their
+    maximum m, and the number of groups in the batch (over every rank of ``group``).
 
     Both peers are invariant to a shift of the whole batch, so the subtraction is free and exact
     for offset rewards (Sterbenz); working in units of m keeps every square in range for huge or
     subnormal spreads. m = 0 (an all-equal batch) is left to the caller.
     """
     check_rewards(rewards)
-    B = rewards.shape[0]
+    B = sum(shape[0] for shape in _ranks.shapes(rewards, group, "rewards"))
     if B < 2:
         raise ValueError(f"{name} needs at least 2 groups (prompts) in rewards; got B={B}")
-    x = rewards.to(torch.float64)
-    x = x - x.amin()
-    m = x.amax()
-    return x / torch.where(m > 0, m, 1.0), m
-
-
-def _exclusive_sum(values: Tensor) -> Tensor:
-    """``[B]`` → ``[B]``: Σ over the other entries as prefix + suffix sums, O(B), with no total
-    minus self (that cancels catastrophically when one entry dominates)."""
-    zero = values.new_zeros(1)
-    prefix = torch.cat([zero, values.cumsum(0)[:-1]])
-    suffix = torch.cat([values.flip(0).cumsum(0).flip(0)[1:], zero])
-    return prefix + suffix
-
-
-def _mean_of_others(values: Tensor) -> Tensor:
-    """``[B]`` → ``[B]``: the mean over the other B − 1 entries."""
-    return _exclusive_sum(values) / (values.shape[0] - 1)
-
-
-def _spread_of_others(mu: Tensor, mu_bar: Tensor) -> Tensor:
-    """``[B]``: Σ_{q≠p} (μ_q − μ̄_{−p})². O(B) by Σ d² − (B−1)·d̄² on d = μ − mean(μ); the few
-    rows where that subtraction loses more than 6 digits (a prompt far from all the others,
-    which agree) are summed directly, O(B) each."""
-    B = mu.shape[0]
-    d = mu - mu.mean()
-    sq = _exclusive_sum(d * d)  # sums of non-negative terms: accurate
-    out = (sq - (B - 1) * _mean_of_others(d) ** 2).clamp(min=0)
-    redo = ((out <= 1e-6 * sq) & (sq > 0)).nonzero().flatten()
-    if redo.numel():
-        keep = torch.ones(redo.numel(), B, dtype=mu.dtype, device=mu.device)
-        keep[torch.arange(redo.numel(), device=mu.device), redo] = 0
-        direct = (keep * (mu.unsqueeze(0) - mu_bar[redo].unsqueeze(1)) ** 2).sum(dim=1)
-        out = out.index_put((redo,), direct)
-    return out
+    lo, hi = _ranks.extremes(rewards, group)  # float64, exact
+    x = rewards.to(torch.float64) - lo
+    m = hi - lo  # = max of x: the subtraction is monotone
+    return x / torch.where(m > 0, m, 1.0), m, B
 
 
 @register(
@@ -306,15 +320,16 @@ def _spread_of_others(mu: Tensor, mu_bar: Tensor) -> Tensor:
     ),
     claims=Claims(min_n=2, min_b=2, batch_coupled=True, scale_power=None, magnitude=bounds.unit),
 )
-def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
+def james_stein(rewards: Tensor, *, eps: float = 1e-6, group: Group = None) -> Tensor:
     """James–Stein shrinkage baseline (JSPO): b = (1 − λ_p)·b_RLOO + λ_p·r̄_{−p}, A = r − b.
 
     λ_p = v²/(v² + s² + ε) from the other prompts only (spec/group.md). Needs B >= 2 and G >= 2.
     Computed as A = (1 − λ)·G/(G−1)·(r − μ_p) + λ·(r − r̄_{−p}), in units of the batch spread m;
-    O(B·G) (leave-one-prompt-out sums by prefix and suffix sums).
+    O(B·G) (leave-one-prompt-out sums by prefix and suffix sums). ``group``: a process group of
+    ranks holding the batch's groups; each group's mean and variance (2 numbers) are gathered.
     """
     e = _check_eps(eps, "james_stein")
-    u, m = _batch_units(rewards, "james_stein")
+    u, m, _ = _batch_units(rewards, "james_stein", group)
     B, G = u.shape
     if G < 2:
         raise ValueError(f"james_stein needs groups of G >= 2 samples; got G={G}")
@@ -326,9 +341,14 @@ def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
     mu = torch.where(constant, u[:, 0], u.mean(dim=-1))  # [B]
     s2_within = ((u - mu.unsqueeze(-1)) ** 2).sum(dim=-1) / (G - 1)  # [B]
     s2_within = torch.where(constant, 0.0, s2_within)
-    v2 = _mean_of_others(s2_within) / G  # [B]
-    mu_bar = _mean_of_others(mu)  # [B]: also r̄_{−p}, the groups being equal in size
-    s2 = _spread_of_others(mu, mu_bar) / (B - 1)  # [B]
+    # every prompt's (μ, s²) in one process's order: the leave-one-out sums run over all of them
+    stats, start = _ranks.gather(torch.stack([mu, s2_within], dim=1), group)  # [B_all, 2]
+    mu_all, s2_all = stats.unbind(dim=1)  # [B_all] each
+    mine = slice(start, start + B)
+    v2 = (mean_of_others(s2_all) / G)[mine]  # [B]
+    mu_bar_all = mean_of_others(mu_all)  # [B_all]: also r̄_{−p}, the groups being equal in size
+    s2 = (spread_of_others(mu_all, mu_bar_all) / (mu_all.shape[0] - 1))[mine]  # [B]
+    mu_bar = mu_bar_all[mine]
     # ε is in reward units²: in units of m it is ε/m² (inf for a subnormal m, giving λ = 0).
     denominator = v2 + s2 + (e / (m * m) if e > 0 else 0.0)
     lam = torch.where(denominator > 0, v2 / torch.where(denominator > 0, denominator, 1.0), 0.0)
@@ -347,25 +367,29 @@ def james_stein(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
         ),
     ),
 )
-def ebpo(rewards: Tensor, *, eps: float = 1e-6) -> Tensor:
+def ebpo(rewards: Tensor, *, eps: float = 1e-6, group: Group = None) -> Tensor:
     """EBPO with fresh accumulators: V_q = (1 − S)μ_q + S μ_glob, S = (σ²/G)/(σ²/G + τ²), then
     the raw r − V batch-standardised, (raw − mean)/(std_ddof=1 + ε). Needs B >= 2.
 
-    An all-equal batch gives exact zeros (decided on the rewards, not on a float σ²).
+    An all-equal batch gives exact zeros (decided on the rewards, not on a float σ²). ``group``: a
+    process group of ranks holding the batch's groups; every sum and count is all-reduced.
     """
     e = _check_eps(eps, "ebpo")
-    u, m = _batch_units(rewards, "ebpo")
-    B, G = u.shape
+    u, m, B = _batch_units(rewards, "ebpo", group)  # B: the groups of every rank
+    G = u.shape[1]
     if not bool(m > 0):
         return torch.zeros_like(rewards)
-    mu = u.mean(dim=-1, keepdim=True)  # [B, 1]
-    mu_glob = mu.mean()  # the groups are equal in size
-    sigma2 = ((u - mu_glob) ** 2).sum() / (B * G - 1)
-    tau2 = ((mu - mu_glob) ** 2).sum() / (B - 1)
+    mu = u.mean(dim=-1, keepdim=True)  # [B_r, 1]
+    mu_glob = _batch_mean(mu, group)  # the groups are equal in size
+    spread, between = _ranks.sums(
+        ((u - mu_glob) ** 2).sum(), ((mu - mu_glob) ** 2).sum(), group=group
+    )
+    sigma2, tau2 = spread / (B * G - 1), between / (B - 1)
     S = (sigma2 / G) / (sigma2 / G + tau2)
     raw = (u - mu) + S * (mu - mu_glob)  # = r − ((1 − S)μ_q + S μ_glob), in units of m
-    centred = raw - raw.mean()
-    std = torch.sqrt((centred**2).sum() / (B * G - 1))
+    centred = raw - _batch_mean(raw, group)
+    (squares,) = _ranks.sums((centred**2).sum(), group=group)
+    std = torch.sqrt(squares / (B * G - 1))
     # (m·c)/(m·std + ε) = c/(std + ε/m); ε/m stays finite for every normal or subnormal m. A
     # tensor numerator: torch computes `float / tensor` as float · (1/tensor), and 1/m overflows
     # to inf for a subnormal m (0 · inf = NaN with eps = 0; hypothesis found m = 2.2e-309).

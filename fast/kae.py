@@ -29,7 +29,9 @@ from torch import Tensor
 
 from advest.spec.tolerances import pair
 
+from . import _ranks
 from ._checks import check_finite, check_rewards
+from ._ranks import Group
 from .registry import defined_in, register
 
 KernelName = Literal["triangular", "exponential"]
@@ -99,6 +101,12 @@ class KAE:
     ``KAE(h=0.25, kernel="triangular", normalize="none", prune=True)``; call once per rollout
     batch: ``A = kae(prompt_ids [B], rewards [B, G])`` -> ``[B, G]`` in the dtype of ``rewards``.
     ``cold_start_count`` counts responses whose baseline had no weight (G = 1, no live history).
+
+    Under data parallelism (``group``, a process group whose ranks each hold some of the
+    iteration's groups) there is one history: every rank gathers the iteration's groups from
+    every rank in rank order, which is the order one process holding the global batch sees
+    them, and updates its copy with all of them. The copies stay equal, so any rank's
+    ``state_dict`` is the whole history and loading it on every rank resumes it.
     """
 
     def __init__(
@@ -118,10 +126,20 @@ class KAE:
         self._count = _empty(torch.int64)  # [V] n: rewards in the visit
         self._sum = _empty(torch.float64)  # [V] s: their sum
 
-    def __call__(self, prompt_ids: Tensor, rewards: Tensor) -> Tensor:
-        """A = Z − V̂ with V̂_g = (hn + S − Z_g)/(hd + G − 1), 0 where that denominator is 0."""
+    def __call__(self, prompt_ids: Tensor, rewards: Tensor, group: Group = None) -> Tensor:
+        """A = Z − V̂ with V̂_g = (hn + S − Z_g)/(hd + G − 1), 0 where that denominator is 0.
+        ``prompt_ids [B]``, ``rewards [B, G]`` -> ``[B, G]`` (this rank's groups)."""
         check_rewards(rewards)
         ids = _check_prompt_ids(prompt_ids, rewards)
+        if group is None:
+            return self._step(ids, rewards)
+        # the rank's rows travel once (B ids and B·G rewards per rank); no statistic is reduced
+        all_rewards, start = _ranks.gather(rewards, group, "rewards")  # [B_all, G]
+        all_ids, _ = _ranks.gather(ids, group, "prompt_ids")  # [B_all]
+        return self._step(all_ids, all_rewards)[start : start + ids.shape[0]]
+
+    def _step(self, ids: Tensor, rewards: Tensor) -> Tensor:
+        """One iteration on the whole batch: ``ids [B]``, ``rewards [B, G]`` -> ``[B, G]``."""
         self._to(rewards.device)
         B, G = rewards.shape
         i = self.iteration

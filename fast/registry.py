@@ -38,6 +38,11 @@ An estimator returns ``[B, G]`` (sequence level, broadcast to tokens) or ``[B, G
 object with an ``advantages`` attribute holding one of these (reweighters). A ``stateful``
 entry's ``fn`` is a class: construct it once per run, call the instance, and checkpoint it
 through its ``state_dict`` / ``load_state_dict``.
+
+Under data parallelism (N processes, each holding some of a batch's groups) a group-local
+estimator needs nothing; an entry whose ``collective`` is true (a batch statistic or a history)
+takes ``group=`` (a ``torch.distributed`` process group) and then equals one process holding the
+whole batch (``fast._ranks``).
 """
 
 from __future__ import annotations
@@ -154,6 +159,17 @@ class Entry:
     def k_domain(self) -> str | None:
         """The K domain as text, e.g. ``1 ≤ K ≤ G−1``; None when the estimator has no K."""
         return None if self.k_range is None else K_DOMAIN_TEXT[self.k_range]
+
+    @property
+    def collective(self) -> bool:
+        """Whether a call on one rank's share of a batch needs a collective to give the
+        advantages of one process holding the whole batch: the estimator keeps a history
+        (``stateful``: one history for every rank) or its statistics span the batch
+        (``claims.batch_coupled``, in its default options or any variant). Derived from those
+        declarations, never declared apart; such an estimator takes ``group`` (a process
+        group, ``fast._ranks``), and a group-local one is never handed one (``calling.Plan``)."""
+        coupled = self.claims.batch_coupled or any(v.claims.batch_coupled for v in self.variants)
+        return self.stateful or coupled
 
     def k_max(self, n: int) -> int:
         """The largest K for a group of ``n`` (``n`` without K)."""

@@ -93,6 +93,14 @@ class RLModule(L.LightningModule):
                 self.source.rows, self.tokenizer, self.cfg, self.model_path
             )
 
+    def setup(self, stage: str) -> None:
+        # Under DDP each rank samples prompts_per_step of the step's world · prompts_per_step
+        # prompts (``data.PromptSource.batch``). An estimator whose statistics span the batch or
+        # that keeps a history gets the process group, so that its advantages are those of one
+        # process holding the global batch; a group-local one gets none and pays for none.
+        if self.trainer.world_size > 1 and torch.distributed.is_initialized():
+            self.plan = self.plan.over(torch.distributed.group.WORLD)
+
     def on_fit_start(self) -> None:
         if self.ref is not None:
             self.ref.to(self.device)

@@ -1,5 +1,6 @@
 """What a checkpoint carries beyond Lightning's own state: the rollout position, the counts of
-skipped steps and reward failures, the estimator's state (KAE's history) and every random
+skipped steps and reward failures, the estimator's state (KAE's history: under DDP the same on
+every rank, updated from every rank's groups, so rank 0's is the whole) and every random
 stream, so that a resumed run draws what the uninterrupted one drew; and how a resume's
 ``--lr`` replaces the checkpoint's."""
 

@@ -137,14 +137,14 @@ def _centred_without_shift(widen: bool) -> Callable[[torch.Tensor], torch.Tensor
     return centred
 
 
-def _batch_units_without_shift(widen: bool) -> Callable[[torch.Tensor, str], Any]:
+def _batch_units_without_shift(widen: bool) -> Callable[[torch.Tensor, str, Any], Any]:
     """fast.group._batch_units without subtracting the batch min: units of max|r|, not of the
-    batch spread (and, if not ``widen``, in the input's dtype)."""
+    batch spread (and, if not ``widen``, in the input's dtype); one process (no group)."""
 
-    def units(rewards: torch.Tensor, name: str) -> Any:
+    def units(rewards: torch.Tensor, name: str, group: Any = None) -> Any:
         x = rewards.to(torch.float64) if widen else rewards
         m = x.abs().amax()
-        return x / m, m
+        return x / m, m, rewards.shape[0]
 
     return units
 
