@@ -255,7 +255,9 @@ def run_in_child(
 
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=child or _child, args=(send, target, options), daemon=True)
+    # not a daemon: the "split over ranks" row starts processes of its own, which a daemon may
+    # not; the finally below stops the child on every way out
+    proc = ctx.Process(target=child or _child, args=(send, target, options), daemon=False)
     stage = "starting the child process"
     deadline = time.monotonic() + timeout
     proc.start()

@@ -225,6 +225,8 @@ def check(
         PlainRows(est) if convention == "plain" else row_call(fn, convention, guard, k, algorithm)
     )
     findings += trainer_rows(rows, max(ns), own, bound, k if family == "maxk" else 1, coupled)
+    if convention != "plain" and rows.takes_ids:
+        findings.append(over_ranks(rows))
     if budget is not None:  # the search starts from what the explicit inputs found
         token = COUPLED.set(coupled)
         try:
@@ -241,6 +243,16 @@ def check(
         ),
     )
     return findings
+
+
+def over_ranks(rows: RowCall, world: int = 2) -> Finding:
+    """The "split over ranks" row (``oracle.ranks``): the estimator on shards of one batch on
+    ``world`` gloo processes, whole groups per rank and groups split across ranks, against one
+    call on the whole batch."""
+    from .ranks import split_over_ranks
+
+    found = split_over_ranks(lambda r, index: rows(r, index), world=world)
+    return Finding("split over ranks", found.verdict, found.evidence, "float64", data=found.data)
 
 
 def trainer_rows(

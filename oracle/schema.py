@@ -60,8 +60,11 @@ def _verdicts(doc: dict[str, Any]) -> dict[Key, str]:
     """{key: verdict}; a searched finding is keyed apart from the explicit ones of its property
     ("centred (searched)"), and a report written before the search has none."""
     return {
-        (f["prop"] + (" (searched)" if f.get("searched") else ""), f.get("dtype", ""), f.get("n")):
-        f["verdict"]
+        (
+            f["prop"] + (" (searched)" if f.get("searched") else ""),
+            f.get("dtype", ""),
+            f.get("n"),
+        ): f["verdict"]
         for f in doc["findings"]
     }
 

@@ -3,6 +3,8 @@ over 2 to 4 gloo processes, against one process holding it all."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -104,3 +106,22 @@ def test_the_layouts_split_groups_only_where_asked() -> None:
 def test_a_bad_world_size_is_refused_naming_the_argument() -> None:
     with pytest.raises(ValueError, match="world"):
         ranks.split_over_ranks(row_local, 5)
+
+
+def test_advest_check_on_flat_rows_shows_the_split_over_ranks_row() -> None:
+    """``advest check --convention flat``'s row: a per-rank whitening is named, a group-local
+    estimator passes with each group on one rank."""
+    from advest.oracle import report
+
+    from . import search_plants as plants
+
+    def whitened_per_rank(rewards: Tensor, index: Any, valid: Tensor | None = None) -> Tensor:
+        a = plants.flat_mean(rewards, index, valid).double()
+        return ((a - a.mean()) / (a.std() + 1e-6)).to(rewards.dtype)
+
+    def row(fn: Any) -> str:
+        found = report.check(fn, "outcome", convention="flat", ns=[3], budget=None, float64=False)
+        return next(f.verdict for f in found if f.prop == "split over ranks")
+
+    assert row(plants.flat_mean) == "yes, with each group on one rank"
+    assert row(whitened_per_rank) == "no: needs a collective"
