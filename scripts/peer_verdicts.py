@@ -103,6 +103,7 @@ COLUMNS = {
     "bfloat16": "bfloat16",
     "singleton group": "G = 1",
     "all-equal groups": "all-equal",
+    "split over ranks": "ranks",
     "search": "searched",
 }
 SEARCH = "search"
@@ -271,6 +272,7 @@ def row(name: str, target: str) -> tuple[dict[str, str], dict[str, str]]:
         "float32": _cell(found, "accurate (vs float64)", "float32"),
         "singleton group": _cell(found, "singleton group", "float32"),
         "all-equal groups": _cell(found, "all-equal groups", "float32"),
+        "split over ranks": _cell(found, "split over ranks", "float64"),
         SEARCH: searched_cell(found),
     }
     working = [f for f in found if f.prop == "working precision"]
@@ -359,6 +361,8 @@ INTRO = [
     "transcription) reports at N = 3 and 8: the properties in float64, judged with the",
     "tolerance rule of [the oracle](spec/oracle.md); `float32` and `bfloat16`: the estimator in",
     "that dtype against itself in float64 on the same rewards; `G = 1`: groups of one sample;",
+    "`ranks`: the estimator on shards of one batch on 2 gloo processes, against one call on the",
+    "whole batch (oracle/ranks.py; verl computes advantages on its driver over the whole batch);",
     "`searched`: the search over each property's whole input domain (every group size, id,",
     "masked row and reward value), after the explicit inputs;",
     "`all-equal`: groups of equal rewards beside varied ones. verl's estimators are called with",
