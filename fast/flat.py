@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -36,6 +36,7 @@ def groups(index: Sequence[Any] | Any) -> list[tuple[Tensor, list[Any]]]:
     a list, a numpy array (object arrays of strings included) or a tensor; a 2-D tensor or array
     (NeMo-RL's prompt token ids ``[N, L]``) groups rows that are equal."""
     keys = _keys(index)
+    _check_ids(keys)
     positions: dict[Any, list[int]] = {}
     for i, key in enumerate(keys):
         try:
@@ -59,6 +60,49 @@ def _keys(index: Any) -> list[Any]:
     """One hashable id per row: a tensor's or array's rows become tuples (``[N, L]`` ids)."""
     listed = index.tolist() if hasattr(index, "tolist") else list(index)
     return [tuple(key) if isinstance(key, list) else key for key in listed]
+
+
+def _check_ids(keys: list[Any]) -> None:
+    """An id that is not equal to itself (NaN, or a row of ids holding one) would be a new group
+    at every row, since a dict finds a key by equality: refused, naming its rows."""
+    bad = [i for i, key in enumerate(keys) if not _self_equal(key)]
+    if bad:
+        shown = ", ".join(map(str, bad[:8])) + (
+            f" (and {len(bad) - 8} more)" if len(bad) > 8 else ""
+        )
+        raise ValueError(
+            f"index: the id of row{'s' * (len(bad) > 1)} {shown} ({keys[bad[0]]!r}) is not equal to itself, so those "
+            "rows would each be a group of one; give every row a comparable id (no NaN)"
+        )
+
+
+def _self_equal(key: Any) -> bool:
+    if isinstance(key, tuple):
+        return all(_self_equal(part) for part in key)
+    try:
+        return bool(key == key)
+    except Exception:  # an id whose comparison fails is refused by hashing, later
+        return True
+
+
+def _as_rewards(rewards: Any) -> Tensor:
+    """``rewards [N]`` as a tensor: a tensor as is; a list, tuple or numpy array of numbers as
+    float64 (a Python float is a double: nothing is rounded); anything else refused."""
+    if isinstance(rewards, Tensor):
+        return rewards
+    try:
+        values = torch.as_tensor(rewards if hasattr(rewards, "dtype") else list(rewards))
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(
+            f"rewards must be a tensor, a numpy array or a list of numbers, one per row; got "
+            f"{type(rewards).__name__} that torch cannot read as numbers"
+        ) from None
+    if values.dtype == torch.bool or values.is_complex() or values.dim() != 1:
+        raise TypeError(
+            f"rewards must be real numbers, one per row ([N]); got {values.dtype} of shape "
+            f"{list(values.shape)}"
+        )
+    return values.to(torch.float64) if not values.is_floating_point() else values
 
 
 def located(
@@ -91,6 +135,7 @@ def by_group(
     options: dict[str, Any] | None = None,
     peer: str = "batch",
     label: str = "group id",
+    nonfinite: Literal["refuse", "mask"] = "refuse",
     **fields: Any,
 ) -> Tensor:
     """``estimator`` (a registered name, or a ``calling.plan``) on flat rows: ``rewards [N]``,
@@ -104,14 +149,24 @@ def by_group(
     Groups of each size are one batched call, equal to the ``[B, G]`` call on equal groups. A
     group smaller than K, or than the estimator's smallest group, is refused naming its id and
     rows (``label``, e.g. verl's "uid", and ``peer``'s rows, e.g. "verl batch"); so are several
-    group sizes for an estimator whose statistics span the batch."""
+    group sizes for an estimator whose statistics span the batch, and an id not equal to itself
+    (NaN). ``rewards`` may be a list or numpy array of numbers (read as float64).
+
+    ``nonfinite``: a NaN or infinite reward of a sample row is refused naming its group id and
+    rows ("refuse"), or makes that row absent ("mask": as if ``valid`` were False there, so the
+    estimator sees its group without it; a reward that never arrived)."""
     plan = (
         estimator
         if isinstance(estimator, calling.Plan)
         else calling.plan(estimator, options=options, k=k)
     )
+    rewards = _as_rewards(rewards)
     n = rewards.shape[0]
     keep = _valid_rows(valid, n)
+    if nonfinite == "mask":
+        keep = _finite_rows(keep, rewards)
+    elif nonfinite != "refuse":
+        raise ValueError(f"nonfinite must be 'refuse' or 'mask'; got {nonfinite!r}")
     rows = keep.nonzero().squeeze(-1)  # [M]: the sample rows, in order
     keys = _keys(index)
     if len(keys) != n:
@@ -149,6 +204,15 @@ def _valid_rows(valid: Tensor | None, n: int) -> Tensor:
     if not bool(valid.any()):
         raise ValueError("valid masks every row: no samples to estimate advantages for")
     return valid.cpu()
+
+
+def _finite_rows(keep: Tensor, rewards: Tensor) -> Tensor:
+    """``keep [N]`` less the rows whose reward is NaN or infinite (``nonfinite="mask"``)."""
+    finite = torch.isfinite(rewards.detach().cpu()).reshape(rewards.shape[0], -1).all(-1)
+    keep = keep & finite
+    if not bool(keep.any()):
+        raise ValueError("every sample row has a non-finite reward: no samples to estimate for")
+    return keep
 
 
 def _check_sizes(
