@@ -71,8 +71,9 @@ def _check_ids(keys: list[Any]) -> None:
             f" (and {len(bad) - 8} more)" if len(bad) > 8 else ""
         )
         raise ValueError(
-            f"index: the id of row{'s' * (len(bad) > 1)} {shown} ({keys[bad[0]]!r}) is not equal to itself, so those "
-            "rows would each be a group of one; give every row a comparable id (no NaN)"
+            f"index: the id of row{'s' * (len(bad) > 1)} {shown} ({keys[bad[0]]!r}) is not "
+            "equal to itself, so each such row would be a group of one; give every row a "
+            "comparable id (no NaN)"
         )
 
 
@@ -102,7 +103,9 @@ def _as_rewards(rewards: Any) -> Tensor:
             f"rewards must be real numbers, one per row ([N]); got {values.dtype} of shape "
             f"{list(values.shape)}"
         )
-    return values.to(torch.float64) if not values.is_floating_point() else values
+    if hasattr(rewards, "dtype") and values.is_floating_point():  # a numpy array keeps its own
+        return values
+    return torch.as_tensor(list(rewards), dtype=torch.float64)  # no round trip through float32
 
 
 def located(

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
+from advest.fast import absent
 from advest.fast.detokenize import texts_and_offsets
 
 from . import generation, logs, metrics, scale, state, updates
@@ -133,14 +134,26 @@ class RLModule(L.LightningModule):
             "time/forward": time.perf_counter() - t0,
         }
         t0 = time.perf_counter()
-        adv = self.plan.advantages(rollout)  # [B, G, T]
+        adv, counts = self.advantages(rollout)  # [B, G, T]
         times["time/advantage"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         update = self.update(rollout, adv, seed)
         times["time/update"] = time.perf_counter() - t0
         self.rollout_step = step + 1
         self.scheduler_step()
-        self.log_step(rollout, adv, update, times)
+        self.log_step(rollout, adv, {**update, **counts}, times)
+
+    def advantages(self, rollout: Rollout) -> tuple[Tensor, dict[str, float]]:
+        """``[B, G, T]`` advantages, and the step's counts of samples whose reward never
+        arrived (NaN, unless --failed_reward scores them) and of groups dropped for it. Such a
+        sample is absent: its group is estimated without it and it leaves the loss; a group
+        left with fewer samples than the estimator needs is dropped whole (``fast.absent``)."""
+        arrived = torch.isfinite(rollout.rewards)  # [B, G]
+        valid, dropped = absent.admit(self.plan, arrived)
+        rollout.mask = rollout.mask & valid.unsqueeze(-1)  # absent samples leave the loss
+        adv = absent.advantages(self.plan, rollout, valid)
+        counts = {"absent_samples": float((~arrived).sum()), "dropped_groups": float(dropped.sum())}
+        return adv, counts
 
     def scheduler_step(self) -> None:
         sched = self.lr_schedulers()

@@ -73,7 +73,13 @@ class RLConfig:
     (``--reward_threshold 1``: full credit only), so that binary-only estimators (chen_passk)
     train on a verifier that gives partial credit. Default: the total as it is."""
     reward_timeout: float = 5.0
-    """Seconds per reward call; a timeout scores 0 and is counted."""
+    """Seconds per reward call; a call past it is counted and its reward never arrived."""
+    failed_reward: float | None = None
+    """The reward of a sample whose reward never arrived (a verifier that timed out, raised or
+    returned NaN). Default: none; the sample is left out of its group (the estimator sees the
+    group without it) and out of the loss, a group left with fewer samples than the estimator
+    needs is dropped for the step, and both are counted in the log (``absent_samples``,
+    ``dropped_groups``). ``--failed_reward 0`` scores it 0 instead."""
     reward_workers: int = field(default_factory=default_workers)
     """Worker processes that run the reward calls (default: one per core, at most 4); a call
     past --reward_timeout has its worker killed and replaced. 0: in the trainer's process."""
