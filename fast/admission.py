@@ -26,7 +26,7 @@ from torch import Tensor
 from advest.spec.tolerances import F32, output_floor
 
 from . import calling
-from .flat import _as_rewards, _finite_rows, _keys, _valid_rows, by_group, groups
+from .flat import _as_rewards, _keys, by_group, groups, sample_rows
 
 
 def signal(
@@ -54,10 +54,7 @@ def signal(
     adv = by_group(plan, values, index, valid=valid, nonfinite=nonfinite, **fields)
     N = values.shape[0]
     size = adv.reshape(N, -1).abs().amax(-1).double().cpu()  # [N]: each row's largest |A|
-    keep = _valid_rows(valid, N)
-    if nonfinite == "mask":
-        keep = _finite_rows(keep, values)
-    rows = keep.nonzero().squeeze(-1)  # [M]
+    rows = sample_rows(values, valid, nonfinite).nonzero().squeeze(-1)  # [M]
     r = values.detach().double().cpu()
     tolerance = plan.entry.tolerance.get(values.dtype) or plan.entry.tolerance.get(F32)
     rel = 0.0 if tolerance is None else tolerance.rel

@@ -130,7 +130,7 @@ PER_ROW = frozenset(registry.INPUTS) - {"k", "reward_weights", "prompt_ids", "ad
 
 def by_group(
     estimator: str | calling.Plan,
-    rewards: Tensor,
+    rewards: Tensor | Sequence[float],
     index: Sequence[Any] | Any,
     *,
     valid: Tensor | None = None,
@@ -153,24 +153,17 @@ def by_group(
     group smaller than K, or than the estimator's smallest group, is refused naming its id and
     rows (``label``, e.g. verl's "uid", and ``peer``'s rows, e.g. "verl batch"); so are several
     group sizes for an estimator whose statistics span the batch, and an id not equal to itself
-    (NaN). ``rewards`` may be a list or numpy array of numbers (read as float64).
-
-    ``nonfinite``: a NaN or infinite reward of a sample row is refused naming its group id and
-    rows ("refuse"), or makes that row absent ("mask": as if ``valid`` were False there, so the
-    estimator sees its group without it; a reward that never arrived)."""
+    (NaN). ``rewards`` may be a list or numpy array of numbers (read as float64). A NaN or
+    infinite reward of a sample row is refused naming its group id and rows (``nonfinite=
+    "refuse"``) or is absent (``"mask"``: as if ``valid`` were False there; a reward that never
+    arrived)."""
     plan = (
         estimator
         if isinstance(estimator, calling.Plan)
         else calling.plan(estimator, options=options, k=k)
     )
-    rewards = _as_rewards(rewards)
-    n = rewards.shape[0]
-    keep = _valid_rows(valid, n)
-    if nonfinite == "mask":
-        keep = _finite_rows(keep, rewards)
-    elif nonfinite != "refuse":
-        raise ValueError(f"nonfinite must be 'refuse' or 'mask'; got {nonfinite!r}")
-    rows = keep.nonzero().squeeze(-1)  # [M]: the sample rows, in order
+    n = (rewards := _as_rewards(rewards)).shape[0]
+    rows = sample_rows(rewards, valid, nonfinite).nonzero().squeeze(-1)  # [M]: in order
     keys = _keys(index)
     if len(keys) != n:
         raise ValueError(f"index has {len(keys)} ids for {n} rewards; give one id per row")
@@ -207,6 +200,19 @@ def _valid_rows(valid: Tensor | None, n: int) -> Tensor:
     if not bool(valid.any()):
         raise ValueError("valid masks every row: no samples to estimate advantages for")
     return valid.cpu()
+
+
+def sample_rows(
+    rewards: Tensor, valid: Tensor | None, nonfinite: Literal["refuse", "mask"] = "refuse"
+) -> Tensor:
+    """``[N]`` bool: the rows ``by_group`` estimates, ``valid`` (all, if None) less, with
+    ``nonfinite="mask"``, the rows whose reward is NaN or infinite."""
+    keep = _valid_rows(valid, rewards.shape[0])
+    if nonfinite == "mask":
+        return _finite_rows(keep, rewards)
+    if nonfinite != "refuse":
+        raise ValueError(f"nonfinite must be 'refuse' or 'mask'; got {nonfinite!r}")
+    return keep
 
 
 def _finite_rows(keep: Tensor, rewards: Tensor) -> Tensor:

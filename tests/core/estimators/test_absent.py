@@ -52,9 +52,9 @@ def test_a_list_of_rewards_is_read_as_float64_and_a_list_of_text_is_refused_in_a
     with pytest.raises(
         TypeError, match="rewards must be a tensor, a numpy array or a list of numbers"
     ):
-        by_group("grpo", ["1", "0", "1", "1"], index)
+        by_group("grpo", ["1", "0", "1", "1"], index)  # type: ignore[list-item]
     with pytest.raises(TypeError, match=r"rewards must be real numbers, one per row \(\[N\]\)"):
-        by_group("grpo", [[1.0], [0.0]], [0, 0])
+        by_group("grpo", [[1.0], [0.0]], [0, 0])  # type: ignore[list-item]
 
 
 def test_a_nonfinite_reward_is_refused_by_default_naming_its_group_id_and_rows() -> None:
