@@ -7,7 +7,7 @@ import math
 from dataclasses import fields, replace
 from typing import Any
 
-from . import models, tasks
+from . import dynamic, models, tasks
 from .paths import _fits, check_model, check_out, check_weights, has_chat_template
 from .rewards import RewardSpecError
 from .rollout import Plan, dry_run, plan
@@ -191,6 +191,7 @@ def validate(cfg: RLConfig) -> None:
     if not 0 <= cfg.clip_low < 1:
         raise ConfigError(f"--clip_low must lie in [0, 1); got {cfg.clip_low}")
     check_sampling(cfg.temperature, cfg.top_p)
+    dynamic.check(cfg)
     scorer(cfg)
     check_out(cfg.out)
     context: int | None

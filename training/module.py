@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 from advest.fast import absent
 from advest.fast.detokenize import texts_and_offsets
 
-from . import generation, logs, metrics, scale, state, updates
+from . import dynamic, generation, logs, metrics, scale, state, updates
 from .config import RLConfig, estimator_plan, eval_sizes, scorer
 from .data import FromStep, Item, PromptSource, Steps
 from .episodes import feedback_text, sample_episodes
@@ -125,7 +125,12 @@ class RLModule(L.LightningModule):
             step, self.global_rank, self.trainer.world_size, cfg.prompts_per_step
         )
         torch.manual_seed(seed)
-        scored = self.sample(items)
+        drawn: dict[str, float] = {}
+        if cfg.filter_groups:  # more prompts until the step's groups carry signal
+            world = self.trainer.world_size
+            items, scored, drawn = dynamic.draw(self, step, self.global_rank, world, items)
+        else:
+            scored = self.sample(items)
         t0 = time.perf_counter()
         rollout = self.forward(items, scored)
         times = {
@@ -141,7 +146,7 @@ class RLModule(L.LightningModule):
         times["time/update"] = time.perf_counter() - t0
         self.rollout_step = step + 1
         self.scheduler_step()
-        self.log_step(rollout, adv, {**update, **counts}, times)
+        self.log_step(rollout, adv, {**update, **counts, **drawn}, times)
 
     def advantages(self, rollout: Rollout) -> tuple[Tensor, dict[str, float]]:
         """``[B, G, T]`` advantages, and the step's counts of samples whose reward never

@@ -83,6 +83,15 @@ class RLConfig:
     reward_workers: int = field(default_factory=default_workers)
     """Worker processes that run the reward calls (default: one per core, at most 4); a call
     past --reward_timeout has its worker killed and replaced. 0: in the trainer's process."""
+    filter_groups: bool = False
+    """Dynamic sampling (DAPO): draw more prompts until the step has --prompts_per_step groups
+    that carry signal (the estimator would not give them all zeros, by its own rule:
+    ``advest.fast.signal``), at most --filter_max_draws draws; logged as ``drawn_prompts``,
+    ``draws`` and ``filled_without_signal`` (groups without signal that filled a step at the
+    cap)."""
+    filter_max_draws: int = 4
+    """--filter_groups: the most draws of --prompts_per_step prompts in one step, the first
+    included."""
     estimator: str = "maxpo"
     """Registered advantage estimator (``advest list`` shows every name, family and K domain)."""
     base_estimator: str = "grpo"
