@@ -22,6 +22,7 @@ from torch import Tensor
 
 from . import calling
 from .flat import PER_ROW, by_group
+from .shaping import Shaping
 
 
 def needed(plan: calling.Plan) -> int:
@@ -52,15 +53,18 @@ def admit(plan: calling.Plan, valid: Tensor) -> tuple[Tensor, Tensor]:
     return valid & ~short.unsqueeze(-1), short
 
 
-def advantages(plan: calling.Plan, source: Any, valid: Tensor) -> Tensor:
+def advantages(
+    plan: calling.Plan, source: Any, valid: Tensor, shaping: Shaping | None = None
+) -> Tensor:
     """``plan.advantages(source)`` (``[B, G, T]`` float32, 0 off ``source``'s mask) with the
     samples where ``valid [B, G]`` is False absent: each group is estimated on its valid samples
     alone (``flat.by_group``), and absent samples get 0. The values read at absent samples (a
     NaN reward, an empty mask) are never looked at. A history estimator's groups are keyed by
-    ``source``'s ``prompt_ids [B]``; other estimators' by position."""
+    ``source``'s ``prompt_ids [B]``; other estimators' by position. ``shaping``
+    (``fast.shaping``) transforms each group's rewards by its lengths first."""
     mask: Tensor = _get(source, "mask")
     B, G, T = mask.shape
-    if bool(valid.all()):
+    if bool(valid.all()) and shaping is None:
         return plan.advantages(source)
     if not bool(valid.any()):
         return torch.zeros(B, G, T, dtype=torch.float32, device=mask.device)
@@ -69,9 +73,12 @@ def advantages(plan: calling.Plan, source: Any, valid: Tensor) -> Tensor:
     fields = {name: _flat(_field(source, name), B * G) for name in plan.fields & PER_ROW}
     rewards = _flat(_get(source, "rewards"), B * G)
     fields.pop("rewards", None)
+    if shaping is not None:
+        fields["lengths"] = _flat(_field(source, "lengths"), B * G)
     if "reward_weights" in plan.fields:
         fields["reward_weights"] = _get(source, "reward_weights")
-    out = by_group(plan, rewards, index, valid=valid.reshape(-1).cpu(), **fields)  # [N(, T)]
+    keep = valid.reshape(-1).cpu()
+    out = by_group(plan, rewards, index, valid=keep, shaping=shaping, **fields)  # [N(, T)]
     out = out.reshape(B, G, *out.shape[1:])
     if out.dim() == 2:
         out = out.unsqueeze(-1).expand(B, G, T)

@@ -26,7 +26,8 @@ from torch import Tensor
 from advest.spec.tolerances import F32, output_floor
 
 from . import calling
-from .flat import _as_rewards, _keys, by_group, groups, sample_rows
+from .flat import _as_rewards, _keys, by_group, groups, resolve, sample_rows
+from .shaping import Shaping
 
 
 def signal(
@@ -38,20 +39,18 @@ def signal(
     k: int | None = None,
     options: dict[str, Any] | None = None,
     nonfinite: Literal["refuse", "mask"] = "refuse",
+    shaping: Shaping | None = None,
     **fields: Any,
 ) -> Tensor:
     """``[N]`` bool: whether each row's group would get advantages that are not all zero from
     ``estimator`` (a name or a ``calling.plan``), called as ``flat.by_group`` calls it (same
     arguments, same refusals). Zero means within the estimator's tolerance for the rewards'
     dtype: ``rel · spread + output_floor`` per group (``rel · batch spread`` for an estimator
-    scaled by the batch). Masked and absent rows are False."""
-    plan = (
-        estimator
-        if isinstance(estimator, calling.Plan)
-        else calling.plan(estimator, options=options, k=k)
-    )
+    scaled by the batch), the spread of the rewards after ``shaping`` (NeMo-RL #2478 judged
+    groups on the unshaped ones). Masked and absent rows are False."""
+    plan = resolve(estimator, options, k)
     values = _as_rewards(rewards)
-    adv = by_group(plan, values, index, valid=valid, nonfinite=nonfinite, **fields)
+    adv = by_group(plan, values, index, valid=valid, nonfinite=nonfinite, shaping=shaping, **fields)
     N = values.shape[0]
     size = adv.reshape(N, -1).abs().amax(-1).double().cpu()  # [N]: each row's largest |A|
     rows = sample_rows(values, valid, nonfinite).nonzero().squeeze(-1)  # [M]
@@ -64,8 +63,9 @@ def signal(
     out = torch.zeros(N, dtype=torch.bool)
     for order, _ in groups([keys[int(i)] for i in rows]):
         at = rows[order]  # [B_s, G_s]: the caller's rows of each group of this size
-        spread = r[at].amax(-1) - r[at].amin(-1)  # [B_s]
-        if batch:
+        seen = r[at] if shaping is None else shaping(r[at], torch.as_tensor(fields["lengths"])[at])
+        spread = seen.amax(-1) - seen.amin(-1)  # [B_s]
+        if batch:  # shapings work per group, so a shaped batch is judged on its unshaped spread
             spread = (r[rows].max() - r[rows].min()).expand_as(spread)
         out[at] = (size[at].amax(-1) > rel * spread + floor).unsqueeze(-1).expand_as(at)
     return out

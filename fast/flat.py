@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from . import calling, registry
+from .shaping import Shaping
 
 
 def groups(index: Sequence[Any] | Any) -> list[tuple[Tensor, list[Any]]]:
@@ -139,6 +140,7 @@ def by_group(
     peer: str = "batch",
     label: str = "group id",
     nonfinite: Literal["refuse", "mask"] = "refuse",
+    shaping: Shaping | None = None,
     **fields: Any,
 ) -> Tensor:
     """``estimator`` (a registered name, or a ``calling.plan``) on flat rows: ``rewards [N]``,
@@ -156,12 +158,9 @@ def by_group(
     (NaN). ``rewards`` may be a list or numpy array of numbers (read as float64). A NaN or
     infinite reward of a sample row is refused naming its group id and rows (``nonfinite=
     "refuse"``) or is absent (``"mask"``: as if ``valid`` were False there; a reward that never
-    arrived)."""
-    plan = (
-        estimator
-        if isinstance(estimator, calling.Plan)
-        else calling.plan(estimator, options=options, k=k)
-    )
+    arrived). ``shaping`` (``fast.shaping``) transforms each group's rewards by its ``lengths``
+    before the estimator sees them."""
+    plan = resolve(estimator, options, k)
     n = (rewards := _as_rewards(rewards)).shape[0]
     rows = sample_rows(rewards, valid, nonfinite).nonzero().squeeze(-1)  # [M]: in order
     keys = _keys(index)
@@ -179,6 +178,8 @@ def by_group(
         }
         if "prompt_ids" in plan.fields:
             inputs["prompt_ids"] = _prompt_ids(ids, plan.entry.name)
+        if shaping is not None:  # the estimator's baseline is the shaped rewards' (prime-rl #2040)
+            inputs["rewards"] = _shaped(shaping, inputs)
         try:
             adv = calling.value(plan.output(inputs))  # [B_s, G_s] or [B_s, G_s, T]
         except (ValueError, TypeError) as error:
@@ -188,6 +189,24 @@ def by_group(
         out[batch_rows.reshape(-1)] = adv.reshape(-1, *adv.shape[2:]).to(out.dtype)
     assert out is not None  # ``groups`` refuses a batch without rows
     return out
+
+
+def resolve(
+    estimator: str | calling.Plan, options: dict[str, Any] | None = None, k: int | None = None
+) -> calling.Plan:
+    """``estimator`` as a plan: a plan as given, a name resolved with ``options`` and ``k``."""
+    if isinstance(estimator, calling.Plan):
+        return estimator
+    return calling.plan(estimator, options=options, k=k)
+
+
+def _shaped(shaping: Shaping, inputs: dict[str, Any]) -> Tensor:
+    """``shaping`` on one size's groups: ``rewards [B_s, G_s]`` by their ``lengths``."""
+    if "lengths" not in inputs:
+        raise ValueError("shaping reads each sample's length (or cost): pass lengths=[N]")
+    rewards: Tensor = inputs["rewards"]
+    lengths = torch.as_tensor(inputs["lengths"]).to(rewards.device)
+    return shaping(rewards, lengths)
 
 
 def _valid_rows(valid: Tensor | None, n: int) -> Tensor:

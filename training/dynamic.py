@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from advest.fast import absent, calling, signal
+from advest.fast.shaping import Shaping, shaping
 
 from .data import Item, PromptSource
 from .sampling import Scored
@@ -36,15 +37,28 @@ class Sampler(Protocol):
 
     cfg: RLConfig
     plan: calling.Plan
+    shaping: Shaping | None
     source: PromptSource
     tokenizer: Any
 
     def sample(self, items: list[Item]) -> Scored: ...
 
 
+def shaping_of(cfg: RLConfig) -> Shaping | None:
+    """The run's --shaping with its options (None: none); refused naming the flag."""
+    if cfg.shaping is None:
+        return None
+    try:
+        return shaping(cfg.shaping, **cfg.shaping_options)
+    except (KeyError, ValueError) as error:
+        raise ConfigError(f"--shaping: {str(error).strip(chr(34))}") from None
+
+
 def check(cfg: RLConfig) -> None:
-    """--filter_groups judges groups before the forward pass, on rewards (and lengths) alone,
-    and on one turn."""
+    """What the trainer does around the estimator: --shaping names a shaping and its options;
+    --filter_groups judges groups before the forward pass, on rewards (and lengths) alone, and
+    on one turn."""
+    shaping_of(cfg)
     if not cfg.filter_groups:
         return
     if cfg.filter_max_draws < 1:
@@ -60,19 +74,23 @@ def check(cfg: RLConfig) -> None:
         )
 
 
-def has_signal(plan: calling.Plan, rewards: Tensor, mask: Tensor) -> Tensor:
-    """``[B]`` bool: whether each group of ``rewards [B, G]`` (NaN: absent) gets advantages that
-    are not all zero from ``plan``; ``mask [B, G, T]`` gives the lengths it may read."""
+def has_signal(
+    plan: calling.Plan, rewards: Tensor, mask: Tensor, shaped: Shaping | None = None
+) -> Tensor:
+    """``[B]`` bool: whether each group of ``rewards [B, G]`` (NaN: absent), shaped by
+    ``shaped``, gets advantages that are not all zero from ``plan``; ``mask [B, G, T]`` gives
+    the lengths it (or the shaping) may read."""
     B, G = rewards.shape
     valid, _ = absent.admit(plan, torch.isfinite(rewards).cpu())
     if not bool(valid.any()):
         return torch.zeros(B, dtype=torch.bool)
     fields: dict[str, Any] = {}
-    if plan.needs("lengths"):
+    if plan.needs("lengths") or shaped is not None:
         fields["lengths"] = mask.sum(-1).reshape(-1).cpu()
     index = torch.arange(B).repeat_interleave(G)  # [S]
     flat = rewards.reshape(-1).cpu()
-    rows = signal(plan, flat, index, valid=valid.reshape(-1), nonfinite="mask", **fields)
+    keep = valid.reshape(-1)
+    rows = signal(plan, flat, index, valid=keep, nonfinite="mask", shaping=shaped, **fields)
     return rows.view(B, G)[:, 0]
 
 
@@ -91,7 +109,8 @@ def draw(m: Sampler, step: int, rank: int, world: int, items: list[Item]) -> tup
         scored = m.sample(items)
         seconds = [seconds[0] + scored.generate_s, seconds[1] + scored.reward_s]
         G = scored.rewards.shape[1]
-        good = has_signal(m.plan, scored.rewards, scored.mask.reshape(len(items), G, -1))
+        mask = scored.mask.reshape(len(items), G, -1)
+        good = has_signal(m.plan, scored.rewards, mask, m.shaping)
         for b, item in enumerate(items):
             (kept if bool(good[b]) else spare).append((item, scored, b))
         draws += 1

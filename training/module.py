@@ -51,6 +51,7 @@ class RLModule(L.LightningModule):
         self.scorer = scorer(cfg)
         self.scorer.start()  # the reward workers import the verifiers while the model loads
         self.plan = estimator_plan(cfg)  # resolved once: every step calls this plan
+        self.shaping = dynamic.shaping_of(cfg)  # the rewards' transform before the estimator
         self.sampling = generation.Sampling(
             cfg.group_size, cfg.max_new_tokens, cfg.temperature, cfg.top_p
         )
@@ -152,11 +153,12 @@ class RLModule(L.LightningModule):
         """``[B, G, T]`` advantages, and the step's counts of samples whose reward never
         arrived (NaN, unless --failed_reward scores them) and of groups dropped for it. Such a
         sample is absent: its group is estimated without it and it leaves the loss; a group
-        left with fewer samples than the estimator needs is dropped whole (``fast.absent``)."""
+        left with fewer samples than the estimator needs is dropped whole (``fast.absent``).
+        --shaping transforms each group's rewards by its lengths before the estimator."""
         arrived = torch.isfinite(rollout.rewards)  # [B, G]
         valid, dropped = absent.admit(self.plan, arrived)
         rollout.mask = rollout.mask & valid.unsqueeze(-1)  # absent samples leave the loss
-        adv = absent.advantages(self.plan, rollout, valid)
+        adv = absent.advantages(self.plan, rollout, valid, self.shaping)
         counts = {"absent_samples": float((~arrived).sum()), "dropped_groups": float(dropped.sum())}
         return adv, counts
 

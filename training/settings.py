@@ -83,6 +83,13 @@ class RLConfig:
     reward_workers: int = field(default_factory=default_workers)
     """Worker processes that run the reward calls (default: one per core, at most 4); a call
     past --reward_timeout has its worker killed and replaced. 0: in the trainer's process."""
+    shaping: str | None = None
+    """Reward shaping before the estimator, by each sample's length in tokens: ``gr3`` (GR³
+    length rescaling), ``overlong`` (DAPO's soft overlong penalty), ``length_penalty`` (Kimi
+    k1.5's group-relative length reward) or ``efficiency`` (a bonus for the cheapest top
+    answers); ``spec/shaping.md``. Default: none."""
+    shaping_options: dict[str, Any] = field(default_factory=dict)
+    """Options of --shaping, as JSON: ``--shaping_options '{"alpha": 0.5}'``."""
     filter_groups: bool = False
     """Dynamic sampling (DAPO): draw more prompts until the step has --prompts_per_step groups
     that carry signal (the estimator would not give them all zeros, by its own rule:

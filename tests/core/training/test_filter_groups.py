@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from advest.fast import calling
+from advest.fast.shaping import Shaping
 from advest.training import dynamic
 from advest.training.config import validate
 from advest.training.data import Item, PromptSource
@@ -41,6 +42,7 @@ class _Fake:
     cfg: RLConfig
     signal: set[int]
     plan: calling.Plan = field(default_factory=lambda: calling.plan("grpo"))
+    shaping: Shaping | None = None
     source: PromptSource = field(default_factory=lambda: PromptSource(None, 0, pool=40))
     tokenizer: Any = field(default_factory=_Tokenizer)
     drawn: list[list[int]] = field(default_factory=list)
