@@ -22,7 +22,7 @@ from torch import Tensor
 
 from . import calling
 from .flat import PER_ROW, by_group
-from .shaping import Shaping
+from .shaping import Transform
 
 
 def needed(plan: calling.Plan) -> int:
@@ -54,7 +54,7 @@ def admit(plan: calling.Plan, valid: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def advantages(
-    plan: calling.Plan, source: Any, valid: Tensor, shaping: Shaping | None = None
+    plan: calling.Plan, source: Any, valid: Tensor, shaping: Transform | None = None
 ) -> Tensor:
     """``plan.advantages(source)`` (``[B, G, T]`` float32, 0 off ``source``'s mask) with the
     samples where ``valid [B, G]`` is False absent: each group is estimated on its valid samples

@@ -27,7 +27,7 @@ from advest.spec.tolerances import F32, output_floor
 
 from . import calling
 from .flat import _as_rewards, _keys, by_group, groups, resolve, sample_rows
-from .shaping import Shaping
+from .shaping import Transform
 
 
 def signal(
@@ -39,7 +39,7 @@ def signal(
     k: int | None = None,
     options: dict[str, Any] | None = None,
     nonfinite: Literal["refuse", "mask"] = "refuse",
-    shaping: Shaping | None = None,
+    shaping: Transform | None = None,
     **fields: Any,
 ) -> Tensor:
     """``[N]`` bool: whether each row's group would get advantages that are not all zero from

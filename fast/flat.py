@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from . import calling, registry
-from .shaping import Shaping
+from .shaping import Transform
 
 
 def groups(index: Sequence[Any] | Any) -> list[tuple[Tensor, list[Any]]]:
@@ -140,7 +140,7 @@ def by_group(
     peer: str = "batch",
     label: str = "group id",
     nonfinite: Literal["refuse", "mask"] = "refuse",
-    shaping: Shaping | None = None,
+    shaping: Transform | None = None,
     **fields: Any,
 ) -> Tensor:
     """``estimator`` (a registered name, or a ``calling.plan``) on flat rows: ``rewards [N]``,
@@ -200,7 +200,7 @@ def resolve(
     return calling.plan(estimator, options=options, k=k)
 
 
-def _shaped(shaping: Shaping, inputs: dict[str, Any]) -> Tensor:
+def _shaped(shaping: Transform, inputs: dict[str, Any]) -> Tensor:
     """``shaping`` on one size's groups: ``rewards [B_s, G_s]`` by their ``lengths``."""
     if "lengths" not in inputs:
         raise ValueError("shaping reads each sample's length (or cost): pass lengths=[N]")

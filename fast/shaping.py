@@ -24,6 +24,7 @@ that group alone (what masking and regrouping need).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -32,6 +33,11 @@ from torch import Tensor
 
 KEEPS = ("centred", "pass_over_fail", "finite", "per_group")
 """Every invariant a shaping may declare (the module docstring says what each means)."""
+
+
+Transform = Callable[[Tensor, Tensor], Tensor]
+"""What ``by_group(..., shaping=...)`` takes: any ``(rewards [B, G], lengths [B, G]) -> [B, G]``
+that works per group, a user's function included (``oracle/shaping.py`` checks one)."""
 
 
 class Shaping(Protocol):
