@@ -124,7 +124,8 @@ def per_group(fn: Target, advantages: bool = False) -> Finding:
         together = fn(rewards, lengths)
         for b in range(rewards.shape[0]):
             alone = fn(rewards[b : b + 1], lengths[b : b + 1])[0]
-            if not torch.equal(together[b], alone):
+            # NaN in both is the same output here: finiteness is the ``finite`` check's
+            if not torch.allclose(together[b], alone, rtol=0, atol=0, equal_nan=True):
                 return Finding(
                     "per_group", "no", f"group {b} gives {together[b].tolist()} in its batch, "
                     f"{alone.tolist()} alone (lengths {lengths[b].tolist()})"
