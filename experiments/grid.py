@@ -49,6 +49,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "chen_passk": {"estimator": "chen_passk", "k": 4},
     "kae": {"estimator": "kae"},
     "rloo": {"estimator": "rloo"},
+    # dynamic sampling (issue 56): grpo on groups with signal, drawn until the step has them
+    "grpo_filter": {"estimator": "grpo", "filter_groups": True},
 }
 """Arm → estimator settings. The first three are the design; the others run as the budget
 allows (``--arms``), in the order given."""

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
 from . import _ranks, calling, registry
 from ._ranks import Group
+from .shaping import Transform
 
 
 def groups(index: Sequence[Any] | Any) -> list[tuple[Tensor, list[Any]]]:
@@ -37,6 +38,7 @@ def groups(index: Sequence[Any] | Any) -> list[tuple[Tensor, list[Any]]]:
     a list, a numpy array (object arrays of strings included) or a tensor; a 2-D tensor or array
     (NeMo-RL's prompt token ids ``[N, L]``) groups rows that are equal."""
     keys = _keys(index)
+    _check_ids(keys)
     positions: dict[Any, list[int]] = {}
     for i, key in enumerate(keys):
         try:
@@ -62,6 +64,52 @@ def _keys(index: Any) -> list[Any]:
     return [tuple(key) if isinstance(key, list) else key for key in listed]
 
 
+def _check_ids(keys: list[Any]) -> None:
+    """An id that is not equal to itself (NaN, or a row of ids holding one) would be a new group
+    at every row, since a dict finds a key by equality: refused, naming its rows."""
+    bad = [i for i, key in enumerate(keys) if not _self_equal(key)]
+    if bad:
+        shown = ", ".join(map(str, bad[:8])) + (
+            f" (and {len(bad) - 8} more)" if len(bad) > 8 else ""
+        )
+        raise ValueError(
+            f"index: the id of row{'s' * (len(bad) > 1)} {shown} ({keys[bad[0]]!r}) is not "
+            "equal to itself, so each such row would be a group of one; give every row a "
+            "comparable id (no NaN)"
+        )
+
+
+def _self_equal(key: Any) -> bool:
+    if isinstance(key, tuple):
+        return all(_self_equal(part) for part in key)
+    try:
+        return bool(key == key)
+    except Exception:  # an id whose comparison fails is refused by hashing, later
+        return True
+
+
+def _as_rewards(rewards: Any) -> Tensor:
+    """``rewards [N]`` as a tensor: a tensor as is; a list, tuple or numpy array of numbers as
+    float64 (a Python float is a double: nothing is rounded); anything else refused."""
+    if isinstance(rewards, Tensor):
+        return rewards
+    try:
+        values = torch.as_tensor(rewards if hasattr(rewards, "dtype") else list(rewards))
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(
+            f"rewards must be a tensor, a numpy array or a list of numbers, one per row; got "
+            f"{type(rewards).__name__} that torch cannot read as numbers"
+        ) from None
+    if values.dtype == torch.bool or values.is_complex() or values.dim() != 1:
+        raise TypeError(
+            f"rewards must be real numbers, one per row ([N]); got {values.dtype} of shape "
+            f"{list(values.shape)}"
+        )
+    if hasattr(rewards, "dtype") and values.is_floating_point():  # a numpy array keeps its own
+        return values
+    return torch.as_tensor(list(rewards), dtype=torch.float64)  # no round trip through float32
+
+
 def located(
     error: Exception, order: Tensor, ids: list[Any], peer: str = "batch", label: str = "group id"
 ) -> ValueError:
@@ -84,7 +132,7 @@ PER_ROW = frozenset(registry.INPUTS) - {"k", "reward_weights", "prompt_ids", "ad
 
 def by_group(
     estimator: str | calling.Plan,
-    rewards: Tensor,
+    rewards: Tensor | Sequence[float],
     index: Sequence[Any] | Any,
     *,
     valid: Tensor | None = None,
@@ -92,6 +140,8 @@ def by_group(
     options: dict[str, Any] | None = None,
     peer: str = "batch",
     label: str = "group id",
+    nonfinite: Literal["refuse", "mask"] = "refuse",
+    shaping: Transform | None = None,
     group: Group = None,
     **fields: Any,
 ) -> Tensor:
@@ -106,22 +156,39 @@ def by_group(
     Groups of each size are one batched call, equal to the ``[B, G]`` call on equal groups. A
     group smaller than K, or than the estimator's smallest group, is refused naming its id and
     rows (``label``, e.g. verl's "uid", and ``peer``'s rows, e.g. "verl batch"); so are several
-    group sizes for an estimator whose statistics span the batch.
-
-    ``group``: a process group whose ranks hold the rows, a group's rows on any ranks (packing,
-    agent loops); each rank gets its rows' advantages as one process holding every rank's rows in
-    rank order would (``_over_ranks``). Every rank passes the same fields (``valid``: all/none)."""
-    plan = _plan(estimator, options, k)
+    group sizes for an estimator whose statistics span the batch, and an id not equal to itself
+    (NaN). ``rewards`` may be a list or numpy array of numbers (read as float64). A NaN or
+    infinite reward of a sample row is refused naming its group id and rows (``nonfinite=
+    "refuse"``) or is absent (``"mask"``: as if ``valid`` were False there; a reward that never
+    arrived). ``shaping`` (``fast.shaping``) transforms each group's rewards by its ``lengths``
+    before the estimator sees them. ``group``: the process group whose ranks hold the rows
+    (``_over_ranks``): each rank gets what one process holding every rank's rows would."""
+    plan = resolve(estimator, options, k)
+    n = (rewards := _as_rewards(rewards)).shape[0]
     if group is not None:
-        return _over_ranks(plan, rewards, index, valid, group, (peer, label), fields)
-    n = rewards.shape[0]
-    keep = _valid_rows(valid, n)
-    rows = keep.nonzero().squeeze(-1)  # [M]: the sample rows, in order
+        more = {"nonfinite": nonfinite, "shaping": shaping}
+        return _over_ranks(plan, rewards, index, valid, group, (peer, label), fields, more)
+    rows = sample_rows(rewards, valid, nonfinite).nonzero().squeeze(-1)  # [M]: in order
     keys = _keys(index)
     if len(keys) != n:
         raise ValueError(f"index has {len(keys)} ids for {n} rewards; give one id per row")
     by_size = groups([keys[int(r)] for r in rows])
     _check_sizes(plan, by_size, rows, f"{label} %r ({peer} rows %s)")
+    return _estimate(plan, rewards, rows, by_size, fields, shaping, (peer, label))
+
+
+def _estimate(
+    plan: calling.Plan,
+    rewards: Tensor,
+    rows: Tensor,
+    by_size: list[tuple[Tensor, list[Any]]],
+    fields: dict[str, Any],
+    shaping: Transform | None,
+    names: tuple[str, str],
+) -> Tensor:
+    """``by_group``'s calls, one per group size: ``[N]`` (``[N, T]``), 0 on rows not in
+    ``rows`` (the sample rows, ``[M]``)."""
+    n, (peer, label) = rewards.shape[0], names
     source = {"rewards": rewards, **fields}
     out: Tensor | None = None
     for order, ids in by_size:
@@ -132,6 +199,8 @@ def by_group(
         }
         if "prompt_ids" in plan.fields:
             inputs["prompt_ids"] = _prompt_ids(ids, plan.entry.name)
+        if shaping is not None:  # the estimator's baseline is the shaped rewards' (prime-rl #2040)
+            inputs["rewards"] = _shaped(shaping, inputs)
         try:
             adv = calling.value(plan.output(inputs))  # [B_s, G_s] or [B_s, G_s, T]
         except (ValueError, TypeError) as error:
@@ -143,10 +212,10 @@ def by_group(
     return out
 
 
-def _plan(
-    estimator: str | calling.Plan, options: dict[str, Any] | None, k: int | None
+def resolve(
+    estimator: str | calling.Plan, options: dict[str, Any] | None = None, k: int | None = None
 ) -> calling.Plan:
-    """A registered name resolved with its options and K; a plan as given."""
+    """``estimator`` as a plan: a plan as given, a name resolved with ``options`` and ``k``."""
     if isinstance(estimator, calling.Plan):
         return estimator
     return calling.plan(estimator, options=options, k=k)
@@ -160,8 +229,11 @@ def _over_ranks(
     group: Group,
     names: tuple[str, str],
     fields: dict[str, Any],
+    options: dict[str, Any],
 ) -> Tensor:
-    """``by_group`` on this rank's rows ``[N_r]`` of a batch spread over ``group``'s ranks. The
+    """``by_group`` on this rank's rows ``[N_r]`` of a batch spread over ``group``'s ranks, a
+    group's rows on any ranks (packing, agent loops); every rank passes the same fields
+    (``valid``: all or none) and ``options`` (``nonfinite``, ``shaping``). The
     ids travel first (one collective): when every group lies on one rank and the estimator needs
     no collective, the rank's own call is already exact and nothing else travels. Otherwise every
     rank gathers the rows (padded to the longest ``T``), computes the whole batch as one process
@@ -183,7 +255,9 @@ def _over_ranks(
         if not mine:  # only placeholder rows here: no group to compute, none waits for this rank
             T = _width(fields)
             return rewards.new_zeros(n) if T is None else rewards.new_zeros(n, T)
-        return by_group(plan, rewards, keys, valid=valid, peer=peer, label=label, **fields)
+        return by_group(
+            plan, rewards, keys, valid=valid, peer=peer, label=label, **options, **fields
+        )
     whole_rewards, start = _ranks.gather(rewards, group, "rewards")
     whole_keys, _ = _ranks.objects(keys, group)
     whole_valid = None if valid is None else _ranks.gather(valid, group, "valid")[0]
@@ -193,7 +267,14 @@ def _over_ranks(
     }
     local = plan.over(None)  # the whole batch is here: no collective inside
     out = by_group(
-        local, whole_rewards, whole_keys, valid=whole_valid, peer=peer, label=label, **whole_fields
+        local,
+        whole_rewards,
+        whole_keys,
+        valid=whole_valid,
+        peer=peer,
+        label=label,
+        **options,
+        **whole_fields,
     )
     out = out[start : start + n]
     T = _width(fields)
@@ -213,6 +294,15 @@ def _width(fields: dict[str, Any]) -> int | None:
     return None if mask is None else int(torch.as_tensor(mask).shape[1])
 
 
+def _shaped(shaping: Transform, inputs: dict[str, Any]) -> Tensor:
+    """``shaping`` on one size's groups: ``rewards [B_s, G_s]`` by their ``lengths``."""
+    if "lengths" not in inputs:
+        raise ValueError("shaping reads each sample's length (or cost): pass lengths=[N]")
+    rewards: Tensor = inputs["rewards"]
+    lengths = torch.as_tensor(inputs["lengths"]).to(rewards.device)
+    return shaping(rewards, lengths)
+
+
 def _valid_rows(valid: Tensor | None, n: int) -> Tensor:
     if valid is None:
         return torch.ones(n, dtype=torch.bool)
@@ -223,6 +313,28 @@ def _valid_rows(valid: Tensor | None, n: int) -> Tensor:
     if not bool(valid.any()):
         raise ValueError("valid masks every row: no samples to estimate advantages for")
     return valid.cpu()
+
+
+def sample_rows(
+    rewards: Tensor, valid: Tensor | None, nonfinite: Literal["refuse", "mask"] = "refuse"
+) -> Tensor:
+    """``[N]`` bool: the rows ``by_group`` estimates, ``valid`` (all, if None) less, with
+    ``nonfinite="mask"``, the rows whose reward is NaN or infinite."""
+    keep = _valid_rows(valid, rewards.shape[0])
+    if nonfinite == "mask":
+        return _finite_rows(keep, rewards)
+    if nonfinite != "refuse":
+        raise ValueError(f"nonfinite must be 'refuse' or 'mask'; got {nonfinite!r}")
+    return keep
+
+
+def _finite_rows(keep: Tensor, rewards: Tensor) -> Tensor:
+    """``keep [N]`` less the rows whose reward is NaN or infinite (``nonfinite="mask"``)."""
+    finite = torch.isfinite(rewards.detach().cpu()).reshape(rewards.shape[0], -1).all(-1)
+    keep = keep & finite
+    if not bool(keep.any()):
+        raise ValueError("every sample row has a non-finite reward: no samples to estimate for")
+    return keep
 
 
 def _check_sizes(

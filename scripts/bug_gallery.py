@@ -13,14 +13,19 @@ from typing import cast
 
 sys.path.insert(0, str(Path(__file__).parent))
 import torch
-from gallery_bugs import BUGS, Bug, Est
+from gallery_bugs import BUGS as PLAIN_BUGS
+from gallery_bugs import Bug, Est
+from gallery_shaping_bugs import SHAPING_BUGS
 
-from advest.oracle import check, episodes, schema
+from advest.oracle import check, episodes, schema, shaping
 from advest.oracle.harness import Convention, Guard, Watch
 from advest.oracle.order import order_preserving
 from advest.oracle.rows import RowsAsPlain, row_call
 from advest.oracle.tolerance import _batches
 
+BUGS = [*PLAIN_BUGS, *SHAPING_BUGS]
+"""Every reproduced bug: the estimators' (scripts/gallery_bugs.py) and the shapings'
+(scripts/gallery_shaping_bugs.py)."""
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "bug_gallery.md"
 NS = [2, 4]  # small groups: every reported bug shows at N <= 4 (one-sample groups: "on G = 1")
 
@@ -32,7 +37,9 @@ as a small estimator beside its fixed twin: on rewards `[B, G]`, or, for the bug
 trainers hold their data (group ids, ragged groups, masked rows, low precision), on flat rows
 with a group id per row (`scripts/gallery_flat_bugs.py`, `advest check --convention flat`), and,
 for the bugs of multi-turn episodes, as estimators of the episode kind
-(`scripts/gallery_episode_bugs.py`, judged by the episode oracle of spec/episode.md).
+(`scripts/gallery_episode_bugs.py`, judged by the episode oracle of spec/episode.md), and, for
+the bugs of reward shaping, as a trainer's shaped advantage on rewards and lengths
+(`scripts/gallery_shaping_bugs.py`, judged by the shaping family, `oracle/shaping.py`).
 `advest check` (family `outcome`, N = 2 and 4, float32) runs on both, with `order preserving`
 (oracle/order.py), and the table names the verdicts that differ.
 
@@ -45,6 +52,8 @@ for the bugs of multi-turn episodes, as estimators of the episode kind
 def _report(fn: Est, convention: str) -> dict[str, object]:
     if convention == "episode":  # multi-turn episodes: the episode oracle's rows
         return schema.document(episodes.report(cast(episodes.EpisodeEstimator, fn)))
+    if convention == "shaping":  # a trainer's shaped advantage: the shaping family
+        return schema.document(shaping.check(cast(shaping.Target, fn), advantages=True))
     how = cast(Convention, convention)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the buggy twins warn (std of one sample), on purpose

@@ -7,7 +7,7 @@ import math
 from dataclasses import fields, replace
 from typing import Any
 
-from . import models, tasks
+from . import dynamic, models, tasks
 from .paths import _fits, check_model, check_out, check_weights, has_chat_template
 from .rewards import RewardSpecError
 from .rollout import Plan, dry_run, plan
@@ -65,7 +65,7 @@ def scorer(cfg: RLConfig) -> Scorer:
     ``validate`` checks is what the run then uses. Raises ``ConfigError`` naming the flag."""
     return build_scorer(
         cfg.reward, cfg.reward_weights, cfg.reward_timeout, cfg.reward_workers,
-        threshold=cfg.reward_threshold,
+        threshold=cfg.reward_threshold, failed=cfg.failed_reward,
     )  # fmt: skip
 
 
@@ -88,10 +88,12 @@ def build_scorer(
     workers: int,
     *,
     threshold: float | None = None,
+    failed: float | None = 0.0,
 ) -> Scorer:
     """A ``Scorer`` from the --reward, --reward_weights, --reward_timeout and --reward_workers
     settings (``advest train``, ``eval`` and ``experiment values`` share them) and a run's
-    --reward_threshold. Raises ``ConfigError`` naming the flag."""
+    --reward_threshold and --failed_reward (``failed``; None: NaN, the reward never arrived).
+    Raises ``ConfigError`` naming the flag."""
     names = [reward] if isinstance(reward, str) else list(reward)
     if not names:
         raise ConfigError("--reward is empty: name at least one verifier (e.g. --reward exact)")
@@ -111,7 +113,9 @@ def build_scorer(
     if threshold is not None and not math.isfinite(threshold):
         raise ConfigError(f"--reward_threshold must be a finite number; got {threshold} (e.g. 1)")
     try:
-        return Scorer(names, weights, timeout_s=timeout_s, workers=workers, threshold=threshold)
+        return Scorer(
+            names, weights, timeout_s=timeout_s, workers=workers, threshold=threshold, failed=failed
+        )
     except RewardSpecError as error:
         raise ConfigError(f"--reward: {error}") from None
 
@@ -187,6 +191,7 @@ def validate(cfg: RLConfig) -> None:
     if not 0 <= cfg.clip_low < 1:
         raise ConfigError(f"--clip_low must lie in [0, 1); got {cfg.clip_low}")
     check_sampling(cfg.temperature, cfg.top_p)
+    dynamic.check(cfg)
     scorer(cfg)
     check_out(cfg.out)
     context: int | None

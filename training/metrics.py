@@ -52,7 +52,8 @@ def adam_variance_proxy(optimizer: torch.optim.Optimizer) -> float:
 
 def step_row(rollout: Any, adv: Tensor, reward_names: list[str], k_big: int) -> dict[str, float]:
     """What a rollout step logs of its samples: the reward and each reward function's mean
-    (``reward/NAME``), pass@1 and pass@K, the advantages' spread and zero groups, entropy,
+    (``reward/NAME``, over the rewards that arrived), pass@1 and pass@K (an absent sample does
+    not pass), the advantages' spread and zero groups, entropy,
     lengths and truncation. ``rollout``: a ``Rollout``; ``adv``: ``[B, G, T]``."""
     from .sampling import passes
 
@@ -61,9 +62,10 @@ def step_row(rollout: Any, adv: Tensor, reward_names: list[str], k_big: int) -> 
     valid = rollout.mask
     a = adv[valid]
     flat = (rollout.rewards == rollout.rewards[:, :1]).all(-1)
-    means = parts.mean(dim=(0, 1)).tolist()
+    # a reward that never arrived is NaN: the means are over the rewards that did
+    means = parts.nanmean(dim=(0, 1)).tolist()
     return {
-        "reward": float(rollout.rewards.mean()),
+        "reward": float(rollout.rewards.nanmean()),
         **{f"reward/{n}": v for n, v in zip(reward_names, means, strict=True)},
         "pass@1": mean_pass_at_k(correct, 1),
         f"pass@{k_big}": mean_pass_at_k(correct, k_big),

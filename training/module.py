@@ -17,9 +17,10 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
+from advest.fast import absent
 from advest.fast.detokenize import texts_and_offsets
 
-from . import generation, logs, metrics, scale, state, updates
+from . import dynamic, generation, logs, metrics, scale, state, updates
 from .config import RLConfig, estimator_plan, eval_sizes, scorer
 from .data import FromStep, Item, PromptSource, Steps
 from .episodes import feedback_text, sample_episodes
@@ -50,6 +51,7 @@ class RLModule(L.LightningModule):
         self.scorer = scorer(cfg)
         self.scorer.start()  # the reward workers import the verifiers while the model loads
         self.plan = estimator_plan(cfg)  # resolved once: every step calls this plan
+        self.shaping = dynamic.shaping_of(cfg)  # the rewards' transform before the estimator
         self.sampling = generation.Sampling(
             cfg.group_size, cfg.max_new_tokens, cfg.temperature, cfg.top_p
         )
@@ -132,7 +134,12 @@ class RLModule(L.LightningModule):
             step, self.global_rank, self.trainer.world_size, cfg.prompts_per_step
         )
         torch.manual_seed(seed)
-        scored = self.sample(items)
+        drawn: dict[str, float] = {}
+        if cfg.filter_groups:  # more prompts until the step's groups carry signal
+            world = self.trainer.world_size
+            items, scored, drawn = dynamic.draw(self, step, self.global_rank, world, items)
+        else:
+            scored = self.sample(items)
         t0 = time.perf_counter()
         rollout = self.forward(items, scored)
         times = {
@@ -141,14 +148,27 @@ class RLModule(L.LightningModule):
             "time/forward": time.perf_counter() - t0,
         }
         t0 = time.perf_counter()
-        adv = self.plan.advantages(rollout)  # [B, G, T]
+        adv, counts = self.advantages(rollout)  # [B, G, T]
         times["time/advantage"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         update = self.update(rollout, adv, seed)
         times["time/update"] = time.perf_counter() - t0
         self.rollout_step = step + 1
         self.scheduler_step()
-        self.log_step(rollout, adv, update, times)
+        self.log_step(rollout, adv, {**update, **counts, **drawn}, times)
+
+    def advantages(self, rollout: Rollout) -> tuple[Tensor, dict[str, float]]:
+        """``[B, G, T]`` advantages, and the step's counts of samples whose reward never
+        arrived (NaN, unless --failed_reward scores them) and of groups dropped for it. Such a
+        sample is absent: its group is estimated without it and it leaves the loss; a group
+        left with fewer samples than the estimator needs is dropped whole (``fast.absent``).
+        --shaping transforms each group's rewards by its lengths before the estimator."""
+        arrived = torch.isfinite(rollout.rewards)  # [B, G]
+        valid, dropped = absent.admit(self.plan, arrived)
+        rollout.mask = rollout.mask & valid.unsqueeze(-1)  # absent samples leave the loss
+        adv = absent.advantages(self.plan, rollout, valid, self.shaping)
+        counts = {"absent_samples": float((~arrived).sum()), "dropped_groups": float(dropped.sum())}
+        return adv, counts
 
     def scheduler_step(self) -> None:
         sched = self.lr_schedulers()

@@ -11,8 +11,10 @@ What a run calls is ``training.scoring.Scorer``: the weighted sum of its verifie
 kept on its own, with every call bounded by a timeout. Calls run in worker processes
 (``scoring.Pool``), so that one slow or hanging call costs its own timeout and no more: a worker
 past its deadline is killed and replaced. With no workers, ``Guarded`` bounds each call in this
-process with ``SIGALRM``. Either way an exception or a timeout gives reward 0, is counted by
-kind, and is warned about once per kind, never killing the run.
+process with ``SIGALRM``. Either way an exception, a timeout or a non-finite value is counted by
+kind and warned about once per kind, never killing the run; the call scores 0, or, in training
+(unless ``--failed_reward`` says otherwise), NaN: a reward that never arrived, whose sample the
+trainer leaves out of its group (``advest.fast.absent``).
 """
 
 from __future__ import annotations
@@ -178,25 +180,29 @@ def resolve(spec: str) -> Reward:
 
 
 # ----------------------------------------------------------------------------- failures
-def record(failures: Counter[str], kind: str, message: str) -> float:
-    """Count a failed call by kind, warn the first time a kind occurs; the call scores 0."""
+def record(failures: Counter[str], kind: str, message: str, score: float = 0.0) -> float:
+    """Count a failed call by kind, warn the first time a kind occurs; the call scores
+    ``score``: 0, or NaN for a reward that never arrived (the trainer leaves its sample out of
+    its group: ``--failed_reward``)."""
     if kind not in failures:
-        warnings.warn(f"reward failed ({kind}): {message}; scoring 0", stacklevel=3)
+        then = "its sample is left out of its group" if score != score else f"scoring {score:g}"
+        warnings.warn(f"reward failed ({kind}): {message}; {then}", stacklevel=3)
     failures[kind] += 1
-    return 0.0
+    return score
 
 
 FLOAT32_MAX = 3.4028234663852886e38
 """Rewards become float32 tensors: a larger magnitude would turn into inf there."""
 
 
-def _finite(value: float, failures: Counter[str], name: str) -> float:
-    """A reward is a finite number within float32's range, else a failure that names it."""
+def _finite(value: float, failures: Counter[str], name: str, failed: float = 0.0) -> float:
+    """A reward is a finite number within float32's range, else a failure that names it (and
+    scores ``failed``)."""
     if value != value or value in (float("inf"), float("-inf")):
-        return record(failures, "non-finite", f"{name} returned {value}")
+        return record(failures, "non-finite", f"{name} returned {value}", failed)
     if abs(value) > FLOAT32_MAX:
         return record(
-            failures, "out of range", f"{name} returned {value}, beyond float32's ±3.4e38"
+            failures, "out of range", f"{name} returned {value}, beyond float32's ±3.4e38", failed
         )
     return value
 
@@ -211,23 +217,29 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
 
 class Guarded:
     """A verifier that cannot kill the run, called in this process. ``failures`` counts failed
-    calls by kind (``"timeout"``, ``"non-finite"`` or the exception's type name)."""
+    calls by kind (``"timeout"``, ``"non-finite"`` or the exception's type name); a failed call
+    scores ``failed`` (NaN: the reward never arrived)."""
 
     def __init__(
-        self, fn: Reward, timeout_s: float = 5.0, failures: Counter[str] | None = None
+        self,
+        fn: Reward,
+        timeout_s: float = 5.0,
+        failures: Counter[str] | None = None,
+        failed: float = 0.0,
     ) -> None:
         self.fn = fn
-        self.timeout_s = timeout_s
+        self.timeout_s, self.failed = timeout_s, failed
         self.failures: Counter[str] = Counter() if failures is None else failures
 
     def __call__(self, completion: str, answer: str) -> float:
+        failures, failed = self.failures, self.failed
         try:
             value = float(self._timed(completion, answer))
         except _Timeout:
-            return record(self.failures, "timeout", f"reward call exceeded {self.timeout_s} s")
+            return record(failures, "timeout", f"reward call exceeded {self.timeout_s} s", failed)
         except (Exception, SystemExit) as error:  # any verifier bug costs one sample, not the run
-            return record(self.failures, type(error).__name__, str(error))
-        return _finite(value, self.failures, "reward")
+            return record(failures, type(error).__name__, str(error), failed)
+        return _finite(value, failures, "reward", failed)
 
     def _timed(self, completion: str, answer: str) -> float:
         # SIGALRM interrupts pure-Python loops and sympy; it exists only in the main thread

@@ -2,14 +2,16 @@
 kept on its own), every call bounded by a timeout. Calls run in worker processes (``Pool``) that
 run ``rewards.py`` by path, so that one slow or hanging call costs its own timeout and no more:
 a worker past its deadline is killed and replaced. With no workers, ``rewards.Guarded`` bounds
-each call in this process with ``SIGALRM``. Either way an exception or a timeout gives reward 0,
-is counted by kind, and is warned about once per kind, never killing the run.
+each call in this process with ``SIGALRM``. Either way an exception or a timeout is counted by
+kind and warned about once per kind, never killing the run, and scores the ``Scorer``'s
+``failed`` value: 0, or NaN for a reward that never arrived (the trainer's default).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import socket
 import subprocess
@@ -158,7 +160,9 @@ class Scorer:
     each); the total is the weighted sum. ``workers`` > 0 runs the calls in a ``Pool`` (started
     on first use), 0 in this process through ``Guarded``. ``failures`` counts failed calls by
     kind over every verifier. ``threshold``: the total becomes pass/fail, 1 where it is at
-    least the threshold and 0 below (the per-verifier scores are kept as they are)."""
+    least the threshold and 0 below (the per-verifier scores are kept as they are). ``failed``:
+    the score of a failed call, and the total of a completion with one (None: NaN, a reward
+    that never arrived)."""
 
     def __init__(
         self,
@@ -168,14 +172,18 @@ class Scorer:
         timeout_s: float = 5.0,
         workers: int = 0,
         threshold: float | None = None,
+        failed: float | None = 0.0,
     ) -> None:
         self.specs, self.threshold = list(specs), threshold
+        self.failed = float("nan") if failed is None else float(failed)
         self.weights = [1.0] * len(self.specs) if weights is None else [float(w) for w in weights]
         if len(self.weights) != len(self.specs):
             raise ValueError(f"{len(self.specs)} rewards but {len(self.weights)} weights")
         self.timeout_s, self.workers = timeout_s, workers
         self.failures: Counter[str] = Counter()
-        self.guards = [Guarded(resolve(s), timeout_s, self.failures) for s in self.specs]
+        self.guards = [
+            Guarded(resolve(s), timeout_s, self.failures, self.failed) for s in self.specs
+        ]
         self._pool: Pool | None = None
 
     def __call__(self, completions: Sequence[str], answers: Sequence[str]) -> list[list[float]]:
@@ -195,9 +203,12 @@ class Scorer:
 
     def total(self, parts: Sequence[float]) -> float:
         """The weighted sum of one completion's scores (a sum beyond float32's range is a
-        failure, as a score would be)."""
+        failure, as a score would be). A completion with a reward that never arrived (NaN) has
+        none either, and is counted once, as that call."""
+        if any(v != v for v in parts):
+            return math.nan
         total = sum(w * v for w, v in zip(self.weights, parts, strict=True))
-        value = _finite(total, self.failures, "the weighted total of the rewards")
+        value = _finite(total, self.failures, "the weighted total of the rewards", self.failed)
         return value if self.threshold is None else float(value >= self.threshold)
 
     def start(self) -> None:
@@ -213,9 +224,10 @@ class Scorer:
         values = []
         for (r, _, _), (kind, value) in zip(calls, self._pool.run(calls), strict=True):
             if kind == "ok":
-                values.append(_finite(value, self.failures, self.specs[r]))
+                values.append(_finite(value, self.failures, self.specs[r], self.failed))
             else:
-                values.append(record(self.failures, kind, f"{self.specs[r]}: {value}"))
+                message = f"{self.specs[r]}: {value}"
+                values.append(record(self.failures, kind, message, self.failed))
         return values
 
     def close(self) -> None:

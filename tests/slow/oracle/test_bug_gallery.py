@@ -44,6 +44,8 @@ CAUGHT_BY = {
     "agent-lightning #445": "counts each episode once",
     "miles #1827": "observation tokens",
     "AReaL #1674": "unbiased",
+    "prime-rl #2040": "centred",
+    "prime-rl #2377": "finite",
 }
 
 
