@@ -83,6 +83,7 @@ class Design:
 
 
 ONE_DIGIT = (("min_terms", 2), ("max_terms", 2), ("min_digits", 1), ("max_digits", 1))
+ONE_TWO_DIGITS = (("min_terms", 2), ("max_terms", 2), ("min_digits", 1), ("max_digits", 2))
 
 EMBEDDED = Design(
     None, None, (), "digits",
@@ -102,6 +103,13 @@ DESIGNS: dict[str, Design] = {
     # 2000 training rows instead of 64: each recurs every 250 steps (kae has a history), and
     # held-out pass@k rises with training instead of falling as on the 64 rows
     "embedded_rows2000": replace(EMBEDDED, steps=1000, train_rows=2000),
+    # a PILOT (docs/results/designs/smollm2_products12_pilot.toml): one- and two-digit
+    # products, held-out and training rows from data_seed 1, which no grid design uses
+    "smollm2_products12_pilot": Design(
+        "smollm2-135m-instruct", "products", ONE_TWO_DIGITS, "reasoning_gym",
+        train_rows=128, steps=48, prompts=4, group_size=8, tokens=16, lr=2e-4, lora_r=16,
+        eval_prompts=64, eval_samples=16, data_seed=1,
+    ),
 }  # fmt: skip
 """``smollm2``: the question of the page (SmolLM2-135M-Instruct, one-digit products, 16 new
 tokens). Measured on one thread of a 2-core machine: about 25 s a step (8 s sampling, 17 s
