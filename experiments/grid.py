@@ -49,6 +49,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "chen_passk": {"estimator": "chen_passk", "k": 4},
     "kae": {"estimator": "kae"},
     "rloo": {"estimator": "rloo"},
+    "maxpo_k8": {"estimator": "maxpo", "k": 8, "group_size": 16},
+    "pkpo_sloo_k8": {"estimator": "pkpo_sloo", "k": 8, "group_size": 16},
 }
 """Arm → estimator settings. The first three are the design; the others run as the budget
 allows (``--arms``), in the order given."""
@@ -103,6 +105,11 @@ DESIGNS: dict[str, Design] = {
     # 2000 training rows instead of 64: each recurs every 250 steps (kae has a history), and
     # held-out pass@k rises with training instead of falling as on the 64 rows
     "embedded_rows2000": replace(EMBEDDED, steps=1000, train_rows=2000),
+    # declared in docs/results/designs/ before any run: fresh seeds (--first_seed 100), K = 8
+    # arms beside K = 4; and three learning rates for grpo and maxpo (--first_seed 200)
+    "embedded_rows2000_replication": replace(EMBEDDED, steps=1000, train_rows=2000),
+    **{f"embedded_rows2000_lr{lr}": replace(EMBEDDED, steps=1000, train_rows=2000, lr=float(lr))
+       for lr in ("1e-4", "3e-4", "1e-3")},
     # a PILOT (docs/results/designs/smollm2_products12_pilot.toml): one- and two-digit
     # products, held-out and training rows from data_seed 1, which no grid design uses
     "smollm2_products12_pilot": Design(
