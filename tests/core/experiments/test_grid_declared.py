@@ -140,3 +140,20 @@ def test_no_arm_pair_is_left_out_of_the_pairwise_family() -> None:
     assert "(Holm over the 3 pairs)" in said
     for a, b in itertools.combinations(["chen_passk", "kae", "maxpo"], 2):
         assert f"`{a}` − `{b}`" in said
+
+
+def _pilot(before: int, after: int) -> dict[str, Any]:
+    return {"samples": 16, "before": [before] * 64, "after": [after] * 64,
+            "wall_seconds": 3600.0, "seconds": [40.0] * 48}  # fmt: skip
+
+
+def test_the_pilot_s_rule_starts_the_grid_only_off_the_ceiling_and_rising() -> None:
+    from advest.experiments import grid_pilot
+
+    rising = grid_pilot.summary(_pilot(1, 4))  # pass@8 0.5 -> 0.9615...: at the ceiling
+    assert rising["after pass@8"] > grid_pilot.CEILING
+    assert grid_pilot.rule(rising)[0] is False
+    ok, why = grid_pilot.rule(grid_pilot.summary(_pilot(0, 1)))  # 0 -> 0.5
+    assert ok and why == "pass@8 0.000 -> 0.500: rises and stays below 0.9"
+    assert grid_pilot.rule(grid_pilot.summary(_pilot(1, 0)))[0] is False  # falls
+    assert grid_pilot.summary(_pilot(0, 1))["wall minutes"] == 60.0
