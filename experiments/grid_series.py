@@ -25,13 +25,15 @@ def series_of(found: list[Member]) -> dict[str, list[Member]]:
 def shared(short: Member, long: Member) -> str:
     """How the shorter design's runs agree with the longer one's (same arm and seed) over the
     shorter's steps: identical per-step training pass rates, or the steps where they part."""
-    parted, same = [], 0
+    parted, same, drift = [], 0, 0.0
     for arm, by_seed in short[2].items():
         for seed, r in by_seed.items():
             other = long[2].get(arm, {}).get(seed)
             if other is None:
                 continue
             a, b = r["train_pass1"], other["train_pass1"][: len(r["train_pass1"])]
+            g, h = r.get("grad_norm", [0.0])[0], other.get("grad_norm", [0.0])[0]
+            drift = max(drift, abs(g - h) / max(abs(g), abs(h), 1e-30))
             first = next((i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), None)
             if first is None:
                 same += 1
@@ -46,7 +48,8 @@ def shared(short: Member, long: Member) -> str:
     return (
         f"{pair}: {same} of {same + len(parted)} common runs identical over the first "
         f"{short[1]['design']['steps']} steps; the others part at step {min(parted)} to "
-        f"{max(parted)} (float noise in the update, then different samples)"
+        f"{max(parted)} (their first steps' gradient norms differ by at most {drift:.1e} "
+        "relative: float noise, which then changes the samples drawn)"
     )
 
 
