@@ -234,8 +234,9 @@ def conclusion(found: dict[str, Any], basis: dict[str, str]) -> list[str]:
         if by["below"]:
             said.append(f"{names(by['below'])} below `{REFERENCE}`")
         if by[NO_DIFFERENCE]:
-            said.append(f"no measured difference between `{REFERENCE}` and "
-                        f"{names(by[NO_DIFFERENCE])}")  # fmt: skip
+            arms = by[NO_DIFFERENCE]
+            each = names(arms) if len(arms) == 1 else f"each of {names(arms)}"
+            said.append(f"no measured difference between `{REFERENCE}` and {each}")
         judged = {a for arms in by.values() for a in arms}
         rest = [a for a in found if a not in judged and k in found[a]]
         if rest:
