@@ -77,8 +77,8 @@ def _k_of(runs: dict[str, Any], info: dict[str, Any]) -> str:
                  if "k" in r.get("settings", {}).get("arm", {})})  # fmt: skip
     gs = sorted({r.get("settings", {}).get("arm", {}).get("group_size", d["group_size"])
                  for r in arms} or {d["group_size"]})  # fmt: skip
-    return (f"{' and '.join(ks) if ks else 'K not recorded'} for the pass@K arms, "
-            f"G = {' or '.join(str(g) for g in gs)}")  # fmt: skip
+    pk = f"{' and '.join(ks)} for the pass@K arms" if ks else "no pass@K arm has run yet"
+    return f"{pk}, G = {' or '.join(str(g) for g in gs)}"
 
 
 def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
