@@ -157,3 +157,10 @@ def test_the_pilot_s_rule_starts_the_grid_only_off_the_ceiling_and_rising() -> N
     assert ok and why == "pass@8 0.000 -> 0.500: rises and stays below 0.9"
     assert grid_pilot.rule(grid_pilot.summary(_pilot(1, 0)))[0] is False  # falls
     assert grid_pilot.summary(_pilot(0, 1))["wall minutes"] == 60.0
+
+
+def test_the_pilot_lands_its_files_in_this_repository() -> None:
+    from advest.experiments import grid_pilot
+
+    assert grid_pilot.ROOT.resolve() == ROOT
+    assert (grid_pilot.ROOT / "docs" / "results" / "designs").is_dir()
