@@ -22,6 +22,7 @@ from advest.experiments import (
     designs,
     grid_answer,
     grid_report,
+    grid_series,
     grid_stats,
     values_kae,
     values_paired,
@@ -235,13 +236,16 @@ def readme_block(data: dict[str, Any], rows: list[tuple[str, str]]) -> str:
     reference arm, and the values tables."""
     grid = data.get("grid") or {}
     out = [BEGIN, "", *(grid_answer.lead(grid, rows, data["bandit"]) or answer(data, rows))]
-    for name, info, runs in grid_report.designs(grid):
+    series = grid_series.series_of(grid_report.designs(grid))
+    for key, name, info, runs in [(k, *m) for k, ms in series.items() for m in ms]:
         if grid_stats.REFERENCE not in runs:
             continue
         model = info["design"]["model"] or "the embedded tiny model"
         done = sum(len(r) for r in runs.values())
         table, _ = grid_report.comparison_table(runs, info.get("declaration"))
-        out += ["", f"The pass/fail grid `{name}` ({model}, {done} runs finished): each arm "
+        steps = info["design"]["steps"]
+        title = f"`{name}`" if len(series[key]) == 1 else f"`{key}` after {steps} steps (`{name}`)"
+        out += ["", f"The pass/fail grid {title} ({model}, {done} runs finished): each arm "
                 f"minus `{grid_stats.REFERENCE}`, paired over seeds and shared held-out "
                 "prompts, with 95% bootstrap intervals and verdicts Holm-corrected over the "
                 "design's declared family:", "", *table[:-1]]  # fmt: skip
