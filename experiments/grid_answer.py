@@ -56,6 +56,8 @@ def lead(
     k = max(ks_of(runs))  # 8 when the runs sampled that many
     every = found_of(runs, decl)
     found = {a: every[a][k] for a in sorted(every, key=order) if k in every[a]}
+    if not found:  # the runs compared only arms outside the declared family
+        return []
     found, replicated = _replicated(grid, name, found, k)
     said = _verdicts(found, k, rows, bandit) + _among(runs, found, k) + replicated
     said += _real(grid, name) + _notes(grid, name, k)

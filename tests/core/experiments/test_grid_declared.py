@@ -164,3 +164,8 @@ def test_the_pilot_lands_its_files_in_this_repository() -> None:
 
     assert grid_pilot.ROOT.resolve() == ROOT
     assert (grid_pilot.ROOT / "docs" / "results" / "designs").is_dir()
+
+
+def test_runs_of_arms_outside_the_declared_family_give_no_answer() -> None:
+    info = {**_info(_arms(0.2)), "declaration": _declared(["pkpo_sloo"], [8])}
+    assert grid_answer.lead({"x": info}, [], None) == []
