@@ -49,6 +49,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "chen_passk": {"estimator": "chen_passk", "k": 4},
     "kae": {"estimator": "kae"},
     "rloo": {"estimator": "rloo"},
+    "maxpo_k8": {"estimator": "maxpo", "k": 8, "group_size": 16},
+    "pkpo_sloo_k8": {"estimator": "pkpo_sloo", "k": 8, "group_size": 16},
     # dynamic sampling (issue 56): grpo on groups with signal, drawn until the step has them
     "grpo_filter": {"estimator": "grpo", "filter_groups": True},
 }
@@ -85,11 +87,17 @@ class Design:
 
 
 ONE_DIGIT = (("min_terms", 2), ("max_terms", 2), ("min_digits", 1), ("max_digits", 1))
+ONE_TWO_DIGITS = (("min_terms", 2), ("max_terms", 2), ("min_digits", 1), ("max_digits", 2))
 
 EMBEDDED = Design(
     None, None, (), "digits",
     train_rows=64, steps=200, prompts=8, group_size=8, tokens=5, lr=3e-4, lora_r=0,
     eval_prompts=64, eval_samples=32,
+)  # fmt: skip
+PRODUCTS12_PILOT = Design(
+    "smollm2-135m-instruct", "products", ONE_TWO_DIGITS, "reasoning_gym",
+    train_rows=128, steps=48, prompts=4, group_size=8, tokens=16, lr=2e-4, lora_r=16,
+    eval_prompts=64, eval_samples=16, data_seed=1,
 )  # fmt: skip
 DESIGNS: dict[str, Design] = {
     "smollm2": Design(
@@ -104,6 +112,17 @@ DESIGNS: dict[str, Design] = {
     # 2000 training rows instead of 64: each recurs every 250 steps (kae has a history), and
     # held-out pass@k rises with training instead of falling as on the 64 rows
     "embedded_rows2000": replace(EMBEDDED, steps=1000, train_rows=2000),
+    # declared in docs/results/designs/ before any run: fresh seeds (--first_seed 100), K = 8
+    # arms beside K = 4; and three learning rates for grpo and maxpo (--first_seed 200)
+    "embedded_rows2000_replication": replace(EMBEDDED, steps=1000, train_rows=2000),
+    **{f"embedded_rows2000_lr{lr}": replace(EMBEDDED, steps=1000, train_rows=2000, lr=float(lr))
+       for lr in ("1e-4", "3e-4", "1e-3")},
+    # a PILOT (docs/results/designs/smollm2_products12_pilot.toml): one- and two-digit
+    # products, held-out and training rows from data_seed 1, which no grid design uses
+    "smollm2_products12_pilot": PRODUCTS12_PILOT,
+    # the real model off the ceiling: the pilot's task and budget on data_seed 0 (a held-out
+    # set the pilot never saw); runs only if the pilot meets its declared rule
+    "smollm2_products12": replace(PRODUCTS12_PILOT, data_seed=0),
 }  # fmt: skip
 """``smollm2``: the question of the page (SmolLM2-135M-Instruct, one-digit products, 16 new
 tokens). Measured on one thread of a 2-core machine: about 25 s a step (8 s sampling, 17 s
@@ -274,10 +293,12 @@ def commit(paths: list[Path], message: str) -> None:
 
 
 def write_page() -> None:
-    """Rewrite ``docs/choosing.md`` from the results files (the README is left alone)."""
+    """Rewrite ``docs/choosing.md`` and the README's generated blocks from the results files."""
     from advest.experiments import choosing
 
-    (ROOT / "docs" / "choosing.md").write_text(choosing.render(ROOT)[0])
+    page, readme = choosing.render(ROOT)
+    (ROOT / "docs" / "choosing.md").write_text(page)
+    (ROOT / "README.md").write_text(readme)
 
 
 def regenerate() -> bool:
@@ -372,6 +393,6 @@ def main(argv: list[str]) -> int:
         if args.commit:
             files = [path, results / "design.json", results / "before.json"]
             if regenerate():
-                files.append(ROOT / "docs" / "choosing.md")
+                files += [ROOT / "docs" / "choosing.md", ROOT / "README.md"]
             commit(files, f"grid {args.design}: {arm} seed {seed} finished (per-prompt counts)")
     return 0

@@ -5,10 +5,13 @@ Every comparison is paired: arm and reference ran on the same seeds and the same
 prompts, so the unit is the difference of unbiased pass@k (Chen et al. 2021, arXiv:2107.03374
 eq. 1) on one (seed, prompt). The interval is a bootstrap that resamples seeds, then prompts
 (one resample of the prompts for every seed drawn, as the prompts are shared); an arm is
-"above" or "below" the reference only when the whole 95% interval is, and "no measured
-difference" otherwise (the statistics: ``grid_stats``). Every sentence of the conclusion is
-chosen from these verdicts: a tie is printed as a tie, and where no difference is measured the
-section names what a choice rests on instead.
+"above" or "below" the reference only when Holm's correction over the design's declared family
+of comparisons (``designs``: every compared arm at every k) rejects no difference, and "no
+measured difference" otherwise (the statistics: ``grid_stats``); no equivalence margin is
+declared for these comparisons, so none is called a tie. Every sentence of the conclusion is
+chosen from these corrected verdicts, and where no difference is measured the section names
+what a choice rests on instead. Designs of one ``series`` (one set of runs at several step
+counts) are shown as one design.
 
 ``advest.experiments.grid.write_page()`` rewrites ``docs/choosing.md``.
 """
@@ -20,13 +23,17 @@ from typing import Any
 
 import numpy as np
 
+from advest.experiments import designs as declared
+from advest.experiments import grid_series
 from advest.experiments.choosing_facts import proofs
 from advest.experiments.grid_stats import (
+    ALPHA,
     FLAT,
-    MIN_SEEDS,
+    NO_DIFFERENCE,
     REFERENCE,
     REPS,
     compare,
+    corrected,
     from_start,
     levels,
     paired_bootstrap,
@@ -54,20 +61,38 @@ def cell(v: Sequence[float], sign: str = "") -> str:
     return f"{v[0]:{sign}.3f} [{v[1]:{sign}.3f}, {v[2]:{sign}.3f}]"
 
 
+def _task(d: dict[str, Any]) -> str:
+    if not d["task"]:
+        return "the embedded addition"
+    opts = dict(d["options"])
+    lo, hi = opts.get("min_digits"), opts.get("max_digits")
+    digits = f"{lo} digit{'s' if lo != 1 else ''}" if lo == hi else f"{lo} to {hi} digits"
+    return f"reasoning-gym `{d['task']}` ({digits} a term)"
+
+
+def _k_of(runs: dict[str, Any], info: dict[str, Any]) -> str:
+    """K and G as the runs used them: each pass@K arm's K, and G (K = 8 arms use G = 16)."""
+    d, arms = info["design"], [r for by in runs.values() for r in list(by.values())[:1]]
+    ks = sorted({f"K = {r['settings']['arm']['k']}" for r in arms
+                 if "k" in r.get("settings", {}).get("arm", {})})  # fmt: skip
+    gs = sorted({r.get("settings", {}).get("arm", {}).get("group_size", d["group_size"])
+                 for r in arms} or {d["group_size"]})  # fmt: skip
+    pk = f"{' and '.join(ks)} for the pass@K arms" if ks else "no pass@K arm has run yet"
+    return f"{pk}, G = {' or '.join(str(g) for g in gs)}"
+
+
 def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
     d = info["design"]
     model = f"`{d['model']}`" if d["model"] else "The embedded tiny model"
-    task = f"reasoning-gym `{d['task']}` (one digit)" if d["task"] else "the embedded addition"
     adapter = f"LoRA r = {d['lora_r']}" if d["lora_r"] else "every weight"
     planned = [*DESIGN_ARMS, *(a for a in runs if a not in DESIGN_ARMS)]
     done = sum(len(s) for s in runs.values())
     per_arm = ", ".join(f"{a} {len(runs.get(a, {}))}" for a in planned)
     return [
-        f"## The pass/fail grid: `{name}`",
-        "",
-        f"{model} ({adapter}, lr {d['lr']}) on {task}, its graded `{d['reward']}` score turned "
-        "pass/fail (`--reward_threshold 1`: full credit passes). Each run: "
-        f"{d['steps']} steps of {d['prompts']} prompts × G = {d['group_size']}, drawn from "
+        f"{model} ({adapter}) on {_task(d)}, its graded `{d['reward']}` score turned "
+        "pass/fail (`--reward_threshold 1`: full credit passes). Settings: "
+        f"{_k_of(runs, info)}; learning rate {d['lr']} for every arm, not tuned for any arm. "
+        f"Each run: {d['steps']} steps of {d['prompts']} prompts × G samples, drawn from "
         f"{d['train_rows']} training rows (each recurs every {d['train_rows'] // d['prompts']} "
         f"steps), {d['tokens']} new tokens. Every arm and seed is evaluated on the same "
         f"{len(info['held_out'])} held-out prompts × {d['eval_samples']} samples; the starting "
@@ -75,8 +100,9 @@ def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
         "",
         "Advantage scale: every arm trains with AdamW (one update per step), whose step is "
         "unchanged by a constant factor on the loss (such as maxpo's N/K) but for its ε "
-        "(1e-8, added to the root of the second moment), so one learning rate serves every "
-        "arm; gradient clipping would break this, so it is off (the table "
+        "(1e-8, added to the root of the second moment), so one learning rate can serve every "
+        "arm; that is an argument from scale, not a tuned rate: no rate was tuned for any arm. "
+        "Gradient clipping would break the invariance, so it is off (the table "
         "counts the steps it bound). What is left between the arms is the direction and the "
         "relative weight of groups and steps (grpo's division by each group's spread is one), "
         "which is what the comparison measures.",
@@ -115,39 +141,62 @@ def arm_table(runs: dict[str, dict[int, Any]]) -> list[str]:
     return [*lines, ""]
 
 
-def comparison_table(runs: dict[str, dict[int, Any]]) -> tuple[list[str], dict[str, Any]]:
+def found_of(runs: dict[str, dict[int, Any]], decl: dict[str, Any] | None
+             ) -> dict[str, dict[int, Any]]:  # fmt: skip
+    """arm → k → the comparison with the reference, Holm-corrected over the declared family
+    (``designs.family``; without a declaration: every arm at every k the runs allow)."""
     ks = ks_of(runs)
-    head = " | ".join(f"pass@{k}: difference [95%] | verdict" for k in ks)
-    lines = [f"| arm − {REFERENCE} | seeds | {head} |", "|---|---|" + "---|---|" * len(ks)]
-    found: dict[str, Any] = {}
-    for arm in runs:
-        if arm == REFERENCE:
-            continue
-        found[arm] = {k: compare(runs, arm, k) for k in ks}
+    pairs = (declared.family(decl, set(runs)) if decl else
+             [(a, k) for a in runs if a != REFERENCE for k in ks])  # fmt: skip
+    fixed = corrected({(a, k): compare(runs, a, k) for a, k in pairs if k in ks})
+    out: dict[str, dict[int, Any]] = {}
+    for (a, k), c in fixed.items():
+        out.setdefault(a, {})[k] = c
+    return out
+
+
+def p_cell(c: dict[str, Any]) -> str:
+    """Holm's adjusted p-value; below the bootstrap's resolution it is bounded, not zero."""
+    if "p_holm" not in c:
+        return "–"
+    return f"< {2 / REPS:.4f}" if c["p_holm"] == 0 else f"{c['p_holm']:.4f}"
+
+
+def comparison_table(runs: dict[str, dict[int, Any]], decl: dict[str, Any] | None = None
+                     ) -> tuple[list[str], dict[str, Any]]:  # fmt: skip
+    found = found_of(runs, decl)
+    ks = sorted({k for per in found.values() for k in per})
+    head = " | ".join(f"pass@{k}: difference [95%] | Holm p | verdict" for k in ks)
+    lines = [f"| arm − {REFERENCE} | seeds | {head} |", "|---|---|" + "---|---|---|" * len(ks)]
+    for arm, per in found.items():
         cells = [
             (cell((c["mean"], c["lo"], c["hi"]), "+") if "mean" in c else "–")
-            + f" | {c['verdict']}"
-            for c in found[arm].values()
+            + f" | {p_cell(c)} | {c['verdict']}"
+            for c in per.values()
         ]
-        lines.append(f"| `{arm}` | {found[arm][1]['seeds']} | {' | '.join(cells)} |")
+        lines.append(f"| `{arm}` | {next(iter(per.values()))['seeds']} | {' | '.join(cells)} |")
     return [*lines, ""], found
 
 
 def start_table(runs: dict[str, dict[int, Any]]) -> tuple[list[str], dict[str, Any]]:
-    """Each arm against the starting weights: held-out pass@k after training minus before."""
+    """Each arm against the starting weights: held-out pass@k after training minus before,
+    Holm-corrected over this table's comparisons (every arm at every k)."""
     ks = ks_of(runs)
     lines = [
         "Each arm against the starting weights (held-out pass@k after training minus before, "
-        "the same test):",
+        "the same test, Holm over this table's comparisons):",
         "",
         "| arm | " + " | ".join(f"pass@{k}: after − before [95%]" for k in ks) + " |",
         "|---|" + "---|" * len(ks),
     ]
+    flat = corrected({(arm, k): from_start([by[s] for s in sorted(by)], k)
+                      for arm, by in runs.items() for k in ks})  # fmt: skip
     found: dict[str, Any] = {}
-    for arm, by_seed in runs.items():
-        found[arm] = {k: from_start([by_seed[s] for s in sorted(by_seed)], k) for k in ks}
+    for (arm, k), c in flat.items():
+        found.setdefault(arm, {})[k] = c
+    for arm, per in found.items():
         cells = [f"{cell((c['mean'], c['lo'], c['hi']), '+')} ({c['verdict']})" if "mean" in c
-                 else c["verdict"] for c in found[arm].values()]  # fmt: skip
+                 else c["verdict"] for c in per.values()]  # fmt: skip
         lines.append(f"| `{arm}` | " + " | ".join(cells) + " |")
     return [*lines, ""], found
 
@@ -172,33 +221,35 @@ def names(arms: list[str]) -> str:
 
 
 def conclusion(found: dict[str, Any], basis: dict[str, str]) -> list[str]:
-    """One sentence per k, chosen by the verdicts; then what each undecided arm rests on."""
+    """One sentence per k, chosen by the corrected verdicts; then what each arm without a
+    measured difference rests on."""
     lines = []
     ks = sorted({k for per_k in found.values() for k in per_k})
     for k in ks:
-        by = {v: [a for a in found if found[a][k]["verdict"] == v]
-              for v in ("above", "below", "no measured difference")}  # fmt: skip
+        by = {v: [a for a in found if found[a].get(k, {}).get("verdict") == v]
+              for v in ("above", "below", NO_DIFFERENCE)}  # fmt: skip
         said = []
         if by["above"]:
             said.append(f"{names(by['above'])} above `{REFERENCE}`")
         if by["below"]:
             said.append(f"{names(by['below'])} below `{REFERENCE}`")
-        if by["no measured difference"]:
-            said.append(f"{names([REFERENCE, *by['no measured difference']])} tie "
-                        "(no measured difference)")  # fmt: skip
+        if by[NO_DIFFERENCE]:
+            arms = by[NO_DIFFERENCE]
+            each = names(arms) if len(arms) == 1 else f"each of {names(arms)}"
+            said.append(f"no measured difference between `{REFERENCE}` and {each}")
         judged = {a for arms in by.values() for a in arms}
-        rest = [a for a in found if a not in judged]
+        rest = [a for a in found if a not in judged and k in found[a]]
         if rest:
             said.append(f"{names(rest)} not compared yet")
         lines.append(f"* **pass@{k}**: " + "; ".join(said) + ".")
     for arm in found:
         verdicts = {c["verdict"] for c in found[arm].values()}
-        if verdicts == {"no measured difference"}:
+        if verdicts == {NO_DIFFERENCE}:
             lines.append(f"* **`{arm}`**: this grid measured no difference from `{REFERENCE}`, "
                          f"so choosing it rests on {basis[arm]}, not on this grid.")  # fmt: skip
         elif not verdicts & {"above", "below"}:
-            lines.append(f"* **`{arm}`**: not yet compared with `{REFERENCE}` at every k, so "
-                         f"choosing it rests on {basis[arm]}, not on this grid.")  # fmt: skip
+            lines.append(f"* **`{arm}`**: no difference from `{REFERENCE}` measured yet at any "
+                         f"k, so choosing it rests on {basis[arm]}, not on this grid.")  # fmt: skip
     return [*lines, ""]
 
 
@@ -217,8 +268,8 @@ def ceiling_line(runs: dict[str, dict[int, Any]]) -> list[str]:
         return []
     said = ", ".join(f"pass@{k} {m:.3f}" for k, m in high.items())
     return [f"* **Ceiling**: `{REFERENCE}`'s held-out {said} after training: at or above "
-            f"{CEILING}, an arm can hardly be measured above it there, so a tie at "
-            f"{'that k' if len(high) == 1 else 'those k'} says little."]  # fmt: skip
+            f"{CEILING}, an arm can hardly be measured above it there, so no measured "
+            f"difference at {'that k' if len(high) == 1 else 'those k'} says little."]  # fmt: skip
 
 
 def level_line(runs: dict[str, dict[int, Any]]) -> list[str]:
@@ -235,11 +286,16 @@ def level_line(runs: dict[str, dict[int, Any]]) -> list[str]:
 METHOD = (
     "Intervals: 95% percentile intervals of a paired bootstrap ({reps} resamples) of the mean "
     "difference in unbiased pass@k between an arm and `grpo` on the same seed and held-out "
-    "prompt, resampling seeds and then prompts. Test: an arm is above (below) `grpo` when the "
-    "whole interval is above (below) 0; otherwise there is no measured difference. Training "
+    "prompt, resampling seeds and then prompts. Test: the two-sided bootstrap p-value of a "
+    "difference of 0 (twice the smaller share of resampled means on either side of 0), "
+    "Holm-corrected over the design's declared family (family-wise error rate {alpha}); an arm "
+    "is above (below) `grpo` when Holm rejects and its mean is above (below) 0; otherwise "
+    "there is no measured difference (no equivalence margin is declared, so no tie is "
+    "claimed). Training "
     "pass@1 has levelled off when the mean over the last quarter of the steps minus the quarter "
     "before it (every step and seed) has an interval, over seeds, inside ±{flat} (an "
-    "equivalence test); otherwise it is still rising (interval above 0), falling (below 0) or "
+    "equivalence test whose margin was chosen after data of `embedded_3000` were seen: "
+    "exploratory); otherwise it is still rising (interval above 0), falling (below 0) or "
     "not determined (the interval is too wide to tell). "
     "Step times are kept in the files, not compared here: the machine was shared."
 )
@@ -254,124 +310,65 @@ def rests_on(arm: str, rows: list[tuple[str, str]], bandit: dict[str, Any] | Non
     return " and ".join(parts) if parts else "nothing measured or proved on this page"
 
 
+def one(name: str, info: dict[str, Any], runs: dict[str, Any], rows: list[tuple[str, str]],
+        bandit: dict[str, Any] | None) -> list[str]:  # fmt: skip
+    """One design's (or one step count's) tables and sentences."""
+    if REFERENCE not in runs:
+        return [f"No `{REFERENCE}` run has finished yet: nothing is compared.", ""]
+    table, found = comparison_table(runs, info.get("declaration"))
+    basis = {a: rests_on(a, rows, bandit) for a in found}
+    start, moved = start_table(runs)
+    out = arm_table(runs) + start + table + conclusion(found, basis)[:-1]
+    return out + start_line(moved) + ceiling_line(runs) + level_line(runs)
+
+
 def section(
     grid: dict[str, Any], rows: list[tuple[str, str]], bandit: dict[str, Any] | None
 ) -> list[str]:
-    """The page's lines for every design in ``grid`` (``load``); none when there is none."""
+    """The page's lines for every design in ``grid`` (``load``), the designs of one series
+    (one set of runs at several step counts) under one heading; none when there is none."""
     out: list[str] = []
-    for name, info, runs in designs(grid):
-        out += setup(name, info, runs)
-        if REFERENCE not in runs:
-            out += [f"No `{REFERENCE}` run has finished yet: nothing is compared.", ""]
-            continue
-        table, found = comparison_table(runs)
-        basis = {a: rests_on(a, rows, bandit) for a in found}
-        start, moved = start_table(runs)
-        out += arm_table(runs) + start + table + conclusion(found, basis)[:-1]
-        out += start_line(moved) + ceiling_line(runs)
-        out += level_line(runs)
-        out += [METHOD.format(reps=REPS, flat=FLAT), ""]
+    for series, members in grid_series.series_of(designs(grid)).items():
+        if len(members) == 1:
+            name, info, runs = members[0]
+            out += [f"## The pass/fail grid: `{name}`", ""]
+            out += _declaration(info) + setup(name, info, runs) + one(name, info, runs, rows,
+                                                                       bandit)  # fmt: skip
+        else:
+            steps = [m[1]["design"]["steps"] for m in members]
+            out += [
+                f"## The pass/fail grid: `{series}`, one design at {names_plain(steps)} steps",
+                "",
+                f"{names([m[0] for m in members])} are one design: the same seeds, data and "
+                "settings but the number of steps, i.e. one set of runs evaluated at "
+                "several step counts, not separate designs that agree. Per-step training "
+                f"pass rates, same arm and seed: {grid_series.agreement(members)}",
+                "",
+            ]
+            for name, info, runs in members:
+                out += [f"### `{series}` after {info['design']['steps']} steps (`{name}`)", ""]
+                out += _declaration(info) + setup(name, info, runs)
+                out += one(name, info, runs, rows, bandit)
+        out += [METHOD.format(reps=REPS, flat=FLAT, alpha=ALPHA), ""]
     return out
 
 
-def lead(
-    grid: dict[str, Any], rows: list[tuple[str, str]], bandit: dict[str, Any] | None
-) -> list[str]:
-    """The page's answer, chosen from the grid's pass@8 verdicts: from the real model's grid
-    once it has compared an arm on at least ``MIN_SEEDS`` seeds, else the embedded model's (of
-    its designs that have: one where some arm ended above the starting weights at pass@8
-    before one where none did, as there not training beat every estimator; then a finished one
-    before an unfinished one, so that a few seeds of a new design do not override a whole
-    grid; then the one with the most steps: the longest runs); none (the page keeps its
-    earlier answer) while no design has."""
-    ready = [(not info["design"]["model"], not _gains(info["runs"]), not finished(info["runs"]),
-              -info["design"]["steps"], name)
-             for name, info in grid.items() if _compared(info["runs"])]  # fmt: skip
-    if not ready:
-        return []
-    name = min(ready)[-1]
-    runs = grid[name]["runs"]
-    k = max(ks_of(runs))  # 8 when the runs sampled that many
-    found = {a: compare(runs, a, k) for a in sorted(runs, key=_order) if a != REFERENCE}
-    by = {v: [a for a, c in found.items() if c["verdict"] == v] for v in ("above", "below")}
-    tied = [a for a, c in found.items() if c["verdict"] == "no measured difference"]
-    model = grid[name]["design"]["model"] or "the embedded tiny model"
-    seeds, prompts = max(c["seeds"] for c in found.values()), len(grid[name]["held_out"])
-    on = (f"On the paired pass/fail grid `{name}` ({model}; pass@{k}, up to {seeds} seeds × "
-          f"{prompts} shared held-out prompts; see “The pass/fail grid: `{name}`”)")  # fmt: skip
-    said = []
-    if by["above"]:
-        one = len(by["above"]) == 1
-        use = "it" if one else "one of them (they are not compared with each other)"
-        said.append(f"{names(by['above'])} {'is' if one else 'are'} above `{REFERENCE}`: use {use}")
-    if by["below"]:
-        said.append(f"{names(by['below'])} below `{REFERENCE}`")
-        if not by["above"]:
-            said.append(f"use `{REFERENCE}`" + (" or an arm that ties with it" if tied else ""))
-    if tied:
-        basis = "; ".join(f"`{a}`: {rests_on(a, rows, bandit)}" for a in tied)
-        said.append(f"{names([REFERENCE, *tied])} tie (no measured difference), so a choice "
-                    f"among them rests not on this grid but on: {basis}")  # fmt: skip
-    waiting = [a for a in found if a not in {*by["above"], *by["below"], *tied}]
-    if waiting:
-        said.append(f"{names(waiting)} not compared yet")
-    pending = [n for n, info in grid.items() if info["design"]["model"] and n != name]
-    if pending and not grid[name]["design"]["model"]:
-        runs_done = sum(len(r) for n in pending for r in grid[n]["runs"].values())
-        said[-1] += (f". The real model's grid ({names(pending)}: {runs_done} runs finished) "
-                     "has not yet compared an arm on two seeds, so this answer is the embedded "
-                     "model's")  # fmt: skip
-    if k in at_ceiling(runs):
-        said[-1] += (f". `{REFERENCE}`'s pass@{k} is near its ceiling there, so a tie says "
-                     "little")  # fmt: skip
-    if _moved(runs, k) == {"below"}:  # a regime the reader must know of
-        said[-1] += (f". Every arm ended below the starting weights' held-out pass@{k} there "
-                     "(paired, the same test): the arms above "
-                     f"`{REFERENCE}` lost less, none gained")  # fmt: skip
-    others = [_elsewhere(n, grid[n]["runs"], k) for *_, n in sorted(ready)
-              if n != name and finished(grid[n]["runs"])]  # fmt: skip
-    also = (f" The other finished grids at pass@{k}, against `{REFERENCE}`: " + "; ".join(others)
-            + ".") if others else ""  # fmt: skip
-    return [QUESTION, "", f"{on}, " + "; ".join(said) + "." + also, ""]
+def _declaration(info: dict[str, Any]) -> list[str]:
+    decl = info.get("declaration")
+    return declared.block(decl) if decl else ["Not declared: no `docs/results/designs/` file.",
+                                              ""]  # fmt: skip
 
 
-def _elsewhere(name: str, runs: dict[str, dict[int, Any]], k: int) -> str:
-    """One finished design's pass@k verdicts against the reference, in a clause."""
-    found = {a: compare(runs, a, k)["verdict"] for a in sorted(runs, key=_order) if a != REFERENCE}
-    words = {"above": "above", "below": "below", "no measured difference": "tie"}
-    by = {w: [a for a, v in found.items() if v == key] for key, w in words.items()}
-    said = ", ".join(f"{names(arms)} {w}{'s' if w == 'tie' and len(arms) == 1 else ''}"
-                     for w, arms in by.items() if arms)  # fmt: skip
-    lost = " (every arm below the starting weights)" if _moved(runs, k) == {"below"} else ""
-    return f"`{name}`: {said}{lost}"
+def names_plain(items: Sequence[object]) -> str:
+    said = [str(i) for i in items]
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
 
 
 def designs(grid: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(name, record, runs with the reference arm first) per design, real models first."""
     found = sorted(grid.items(), key=lambda kv: (not kv[1]["design"]["model"], kv[0]))
-    return [(n, i, {a: i["runs"][a] for a in sorted(i["runs"], key=_order)}) for n, i in found]
+    return [(n, i, {a: i["runs"][a] for a in sorted(i["runs"], key=order)}) for n, i in found]
 
 
-def finished(runs: dict[str, dict[int, Any]]) -> bool:
-    """Whether every arm of the design has its ``PLANNED_SEEDS`` runs."""
-    return all(len(runs.get(a, {})) >= PLANNED_SEEDS for a in DESIGN_ARMS)
-
-
-def _moved(runs: dict[str, dict[int, Any]], k: int) -> set[str]:
-    """The verdicts of every arm's held-out pass@k against the starting weights."""
-    return {from_start([r[s] for s in sorted(r)], k)["verdict"] for r in runs.values()}
-
-
-def _gains(runs: dict[str, dict[int, Any]]) -> bool:
-    """Whether some arm's held-out pass@k (the largest k) ended above the starting weights'."""
-    return "above" in _moved(runs, max(ks_of(runs)))
-
-
-def _compared(runs: dict[str, dict[int, Any]]) -> bool:
-    """Whether some arm and the reference share at least ``MIN_SEEDS`` seeds."""
-    ref = set(runs.get(REFERENCE, {}))
-    return any(len(ref & set(r)) >= MIN_SEEDS for a, r in runs.items() if a != REFERENCE)
-
-
-def _order(arm: str) -> tuple[int, str]:
+def order(arm: str) -> tuple[int, str]:
     return (0 if arm == REFERENCE else 1, arm)

@@ -46,28 +46,68 @@ def pass_at(counts: list[int], n: int, k: int) -> np.ndarray:
     return np.array([1 - comb(n - c, k) / comb(n, k) for c in counts])
 
 
-def differences(runs: dict[str, dict[int, Any]], arm: str, k: int) -> np.ndarray:
-    """``[S, P]`` pass@k of ``arm`` minus the reference's, on their common seeds."""
-    seeds = sorted(set(runs[arm]) & set(runs.get(REFERENCE, {})))
+def differences(runs: dict[str, dict[int, Any]], arm: str, k: int, ref: str = REFERENCE
+                ) -> np.ndarray:  # fmt: skip
+    """``[S, P]`` pass@k of ``arm`` minus ``ref``'s, on their common seeds."""
+    seeds = sorted(set(runs[arm]) & set(runs.get(ref, {})))
     rows = [
         pass_at(runs[arm][s]["after"], runs[arm][s]["samples"], k)
-        - pass_at(runs[REFERENCE][s]["after"], runs[REFERENCE][s]["samples"], k)
+        - pass_at(runs[ref][s]["after"], runs[ref][s]["samples"], k)
         for s in seeds
     ]
     return np.array(rows).reshape(len(seeds), -1)
 
 
-def paired_bootstrap(d: np.ndarray, reps: int = REPS, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of ``d`` ``[S, P]`` and its 95% percentile interval, resampling seeds (rows) and
-    then prompts (columns) with replacement; each resample weights every cell by how often
-    its seed and its prompt were drawn."""
+def resampled(d: np.ndarray, reps: int = REPS, seed: int = 0) -> np.ndarray:
+    """``[R]`` bootstrap means of ``d`` ``[S, P]``, resampling seeds (rows) and then prompts
+    (columns) with replacement; each resample weights every cell by how often its seed and its
+    prompt were drawn."""
     S, P = d.shape
     rng = np.random.default_rng(seed)
     ws = rng.multinomial(S, np.full(S, 1 / S), size=reps)  # [R, S]
     wp = rng.multinomial(P, np.full(P, 1 / P), size=reps)  # [R, P]
-    stats = np.einsum("rs,sp,rp->r", ws, d, wp) / (S * P)  # [R]
-    lo, hi = np.percentile(stats, [2.5, 97.5])
+    return np.asarray(np.einsum("rs,sp,rp->r", ws, d, wp) / (S * P))  # [R]
+
+
+def paired_bootstrap(d: np.ndarray, reps: int = REPS, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``d`` ``[S, P]`` and its 95% percentile interval (``resampled``)."""
+    lo, hi = np.percentile(resampled(d, reps, seed), [2.5, 97.5])
     return float(d.mean()), float(lo), float(hi)
+
+
+def p_value(stats: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of a mean difference of 0: twice the smaller share of the
+    resampled means on either side of 0 (at most 1). Up to the percentiles' interpolation it is
+    below 0.05 when the 95% percentile interval excludes 0, and only then."""
+    low, high = float(np.mean(stats <= 0)), float(np.mean(stats >= 0))
+    return min(1.0, 2 * min(low, high))
+
+
+ALPHA = 0.05
+"""The family-wise error rate each declared family is held to (Holm 1979)."""
+
+
+def holm(ps: dict[Any, float], alpha: float = ALPHA) -> dict[Any, bool]:
+    """Holm's step-down procedure (Holm 1979, Scand. J. Statist. 6:65-70): sort the family's
+    p-values, reject the i-th smallest (i = 1..m) while p ≤ alpha / (m − i + 1), stop at the
+    first that is not. Key → whether its null is rejected; the family-wise error rate is at
+    most ``alpha`` whatever the dependence between the tests."""
+    m, out = len(ps), {key: False for key in ps}
+    for i, key in enumerate(sorted(ps, key=lambda key: ps[key])):
+        if ps[key] > alpha / (m - i):
+            break
+        out[key] = True
+    return out
+
+
+def holm_adjusted(ps: dict[Any, float]) -> dict[Any, float]:
+    """Holm-adjusted p-values: max over j ≤ i of (m − j + 1)·p_(j), capped at 1; a key's null
+    is rejected at level alpha exactly when its adjusted p-value is at most alpha."""
+    m, out, run = len(ps), {}, 0.0
+    for i, key in enumerate(sorted(ps, key=lambda key: ps[key])):
+        run = max(run, min(1.0, (m - i) * ps[key]))
+        out[key] = run
+    return out
 
 
 def verdict(lo: float, hi: float) -> str:
@@ -75,13 +115,37 @@ def verdict(lo: float, hi: float) -> str:
     return "above" if lo > 0 else "below" if hi < 0 else "no measured difference"
 
 
-def compare(runs: dict[str, dict[int, Any]], arm: str, k: int) -> dict[str, Any]:
-    """``arm`` against the reference at pass@k: seeds, mean difference, interval, verdict."""
-    d = differences(runs, arm, k)
+def compare(runs: dict[str, dict[int, Any]], arm: str, k: int, ref: str = REFERENCE
+            ) -> dict[str, Any]:  # fmt: skip
+    """``arm`` against ``ref`` at pass@k: seeds, mean difference, interval, two-sided bootstrap
+    p-value and the uncorrected verdict of the 95% interval."""
+    d = differences(runs, arm, k, ref)
     if d.shape[0] < MIN_SEEDS:
         return {"seeds": d.shape[0], "verdict": f"not compared (fewer than {MIN_SEEDS} seeds)"}
-    mean, lo, hi = paired_bootstrap(d)
-    return {"seeds": d.shape[0], "mean": mean, "lo": lo, "hi": hi, "verdict": verdict(lo, hi)}
+    stats = resampled(d)
+    lo, hi = np.percentile(stats, [2.5, 97.5])
+    return {"seeds": d.shape[0], "mean": float(d.mean()), "lo": float(lo), "hi": float(hi),
+            "p": p_value(stats), "verdict": verdict(lo, hi)}  # fmt: skip
+
+
+def corrected(found: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """A declared family of comparisons (key → ``compare``'s record) with Holm's correction:
+    each compared record gains ``p_holm`` and its ``verdict`` becomes above / below only where
+    Holm rejects (the sign from the mean), else "no measured difference"; the uncorrected
+    verdict stays as ``verdict_95``. Records not compared pass through."""
+    ps = {key: c["p"] for key, c in found.items() if "p" in c}
+    adjusted, rejected = holm_adjusted(ps), holm(ps)
+    out = {}
+    for key, c in found.items():
+        if key not in ps:
+            out[key] = c
+            continue
+        word = ("above" if c["mean"] > 0 else "below") if rejected[key] else NO_DIFFERENCE
+        out[key] = {**c, "p_holm": adjusted[key], "verdict_95": c["verdict"], "verdict": word}
+    return out
+
+
+NO_DIFFERENCE = "no measured difference"
 
 
 def seed_bootstrap(x: np.ndarray, reps: int = REPS, seed: int = 0) -> tuple[float, float, float]:
@@ -115,5 +179,7 @@ def from_start(records: list[dict[str, Any]], k: int) -> dict[str, Any]:
         return {"verdict": f"not compared (fewer than {MIN_SEEDS} seeds)"}
     d = np.array([pass_at(r["after"], r["samples"], k) - pass_at(r["before"], r["samples"], k)
                   for r in records])  # fmt: skip
-    mean, lo, hi = paired_bootstrap(d)
-    return {"mean": mean, "lo": lo, "hi": hi, "verdict": verdict(lo, hi)}
+    stats = resampled(d)
+    lo, hi = np.percentile(stats, [2.5, 97.5])
+    return {"mean": float(d.mean()), "lo": float(lo), "hi": float(hi), "p": p_value(stats),
+            "verdict": verdict(lo, hi)}  # fmt: skip

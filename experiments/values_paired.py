@@ -11,20 +11,23 @@ from typing import Any
 import numpy as np
 
 REFERENCE = "group_mean"
+HONEST = "loo_mean"
+"""The leave-one-out group mean: unlike ``group_mean`` it does not see the state's own return,
+so a baseline found "higher" than the group mean is compared with it too."""
 REPS = 4000
 
 
 def paired(
-    rows: list[dict[str, Any]], key: str, reps: int = REPS, seed: int = 0
+    rows: list[dict[str, Any]], key: str, reps: int = REPS, seed: int = 0, ref: str = REFERENCE
 ) -> tuple[float, float, float]:
-    """MSE of ``key`` minus MSE of the group mean against ``v_mc``, over ``rows`` (one per state,
-    each with ``problem``), and its 95% percentile interval resampling problems."""
+    """MSE of ``key`` minus MSE of ``ref`` (the group mean) against ``v_mc``, over ``rows`` (one
+    per state, each with ``problem``), and its 95% percentile interval resampling problems."""
     problems = sorted({r["problem"] for r in rows})
     index = {p: i for i, p in enumerate(problems)}
     which = np.array([index[r["problem"]] for r in rows])  # [S]: each state's problem
     truth = np.array([r["v_mc"] for r in rows])
     d = (np.array([r[key] for r in rows]) - truth) ** 2 - (
-        np.array([r[REFERENCE] for r in rows]) - truth
+        np.array([r[ref] for r in rows]) - truth
     ) ** 2  # [S]: squared-error difference per state
     per = np.bincount(which, weights=d, minlength=len(problems))  # [P]: summed per problem
     size = np.bincount(which, minlength=len(problems))  # [P]: states per problem
@@ -53,4 +56,35 @@ def table(rows: list[dict[str, Any]], keys: list[str]) -> list[str]:
         if key != REFERENCE:
             mean, lo, hi = paired(rows, key)
             lines.append(f"| {key} | {mean:+.4f} [{lo:+.4f}, {hi:+.4f}] | {word(lo, hi)} |")
+    return lines
+
+
+def all_zero(row: dict[str, Any], keys: list[str]) -> bool:
+    """A state where V_MC and every baseline are 0 (no continuation and no return passed): every
+    baseline's error there is 0, so it dilutes a difference without informing it."""
+    return row["v_mc"] == 0 and all(row[k] == 0 for k in keys)
+
+
+def honest_table(rows: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """Markdown: each baseline's paired MSE difference from ``loo_mean``, over every state and
+    over the states that are not all zero."""
+    rest = [r for r in rows if not all_zero(r, keys)]
+    lines = [
+        f"Paired against `{HONEST}` (which, unlike `{REFERENCE}`, leaves the state's own return "
+        f"out): each baseline's MSE minus `{HONEST}`'s on the same states, the same bootstrap; "
+        f"over all {len(rows)} states, of which {len(rows) - len(rest)} are all zero (V_MC and "
+        f"every baseline 0), and over the {len(rest)} others:",
+        "",
+        f"| baseline − {HONEST} | all {len(rows)} states [95%] | verdict | without the all-zero "
+        "states [95%] | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for key in keys:
+        if key == HONEST:
+            continue
+        cells = []
+        for part in (rows, rest):
+            mean, lo, hi = paired(part, key, ref=HONEST)
+            cells.append(f"{mean:+.4f} [{lo:+.4f}, {hi:+.4f}] | {word(lo, hi)}")
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
     return lines

@@ -2,7 +2,10 @@
 # Start or resume the pass/fail grid (`advest experiment grid`) in the background:
 # one torch thread at the lowest priority (the machine's other core is someone else's), each
 # finished run's per-prompt file committed as it finishes (finished runs are skipped).
-#   scripts/grid.sh [DESIGN [grid flags...]]   DESIGN: smollm2 (default), embedded, embedded_long, embedded_3000 or embedded_rows2000;
+#   scripts/grid.sh [DESIGN [grid flags...]]   DESIGN: a key of experiments/grid.py DESIGNS, each
+#   declared in docs/results/designs/DESIGN.toml before its first run (its seeds there: e.g.
+#   scripts/grid.sh embedded_rows2000_replication --first_seed 100 --arms grpo maxpo pkpo_sloo
+#   chen_passk kae maxpo_k8 pkpo_sloo_k8); the real-model grid: smollm2_products12;
 #   e.g. scripts/grid.sh embedded --arms chen_passk kae   (arms beyond the design's three)
 # The log goes to /tmp/advest-grid-DESIGN.log (outside the repository); the PID is printed.
 set -euo pipefail

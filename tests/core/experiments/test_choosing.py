@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from advest.experiments import choosing, grid_stats
+from advest.experiments import choosing, grid_report
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -42,8 +42,10 @@ def test_without_a_grid_the_answer_rests_on_the_proofs_and_says_so() -> None:
 def test_each_estimator_s_entry_gives_its_paired_grid_difference() -> None:
     grid = choosing.load(ROOT / "docs" / "results")["grid"]
     [line] = [x for x in choosing.grid_lines("maxpo", grid) if "`embedded`" in x]
-    c = grid_stats.compare(grid["embedded"]["runs"], "maxpo", 8)
-    assert f"pass@8 {c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}] ({c['verdict']})" in line
+    info = grid["embedded"]
+    c = grid_report.found_of(info["runs"], info["declaration"])["maxpo"][8]
+    said = f"pass@8 {c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}] ({c['verdict']}, Holm)"
+    assert said in line
     assert "the reference arm" in choosing.grid_lines("grpo", grid)[0]
     assert choosing.grid_lines("numca", grid) == ["* **Pass/fail grid**: not in a grid."]
 

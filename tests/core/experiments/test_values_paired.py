@@ -55,3 +55,21 @@ def test_the_table_leaves_out_the_reference_and_prints_each_verdict() -> None:
     lines = values_paired.table(_rows({"group_mean": g, "worse": o}), ["group_mean", "worse"])
     rows = [x for x in lines if x.startswith("| worse") or x.startswith("| group_mean |")]
     assert len(rows) == 1 and rows[0].endswith("| higher |")
+
+
+def test_the_honest_reference_counts_the_all_zero_states_and_compares_without_them() -> None:
+    rng = np.random.default_rng(3)
+    keys = ["group_mean", "loo_mean", "other"]
+    live = [{"problem": f"p{i}", "v_mc": 0.5, "group_mean": 0.5 + rng.normal(0, 0.1),
+             "loo_mean": 0.5 + rng.normal(0, 0.1), "other": 0.5 + rng.normal(0, 0.3)}
+            for i in range(60)]  # fmt: skip
+    dead = [{"problem": f"z{i}", **dict.fromkeys(["v_mc", *keys], 0.0)} for i in range(40)]
+    lines = values_paired.honest_table(live + dead, keys)
+    assert "over all 100 states, of which 40 are all zero" in lines[0]
+    assert "over the 60 others" in lines[0]
+    [row] = [x for x in lines if x.startswith("| other |")]
+    every = values_paired.paired(live + dead, "other", ref="loo_mean")[0]
+    alive = values_paired.paired(live, "other", ref="loo_mean")[0]
+    assert every == pytest.approx(alive * 60 / 100)  # the zero states only dilute the mean
+    assert row.startswith(f"| other | {every:+.4f} [") and f"| {alive:+.4f} [" in row
+    assert not any(x.startswith("| loo_mean |") for x in lines)

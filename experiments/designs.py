@@ -1,0 +1,80 @@
+"""The grid designs' declarations (``docs/results/designs/NAME.toml``), each committed before the
+runs it declares (STYLE.md rule 32): the question, the arms with K and G, the seeds, the
+held-out set, the primary comparison, the family of comparisons and its correction, the
+margins of any equivalence test, and the date. A declaration written after its data were seen
+says so (``seen_before``, ``kind``) and is ``exploratory`` until a replication
+(``replicated_by``) runs. Designs sharing a ``series`` are one set of runs at several step
+counts (or one sweep), and the page shows them as one design.
+
+The family of comparisons that the page corrects is read from the declaration: every arm in
+``compared`` minus ``reference`` at every pass@k in ``ks``; ``grid_stats.corrected`` applies
+Holm's correction to it."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+REQUIRED = (
+    "name", "kind", "declared", "question", "arms", "K", "G", "learning_rate",
+    "learning_rate_tuned", "seeds", "held_out", "primary_comparison", "reference", "compared",
+    "ks", "correction", "equivalence_margins", "seen_before", "exploratory",
+)  # fmt: skip
+"""What every grid design's declaration states (a pilot compares nothing and is not a grid
+design of the page: it needs only the fields a pilot has)."""
+PILOT = ("name", "kind", "declared", "question", "arms", "K", "G", "learning_rate",
+         "learning_rate_tuned", "seeds", "held_out", "primary_comparison", "correction",
+         "equivalence_margins")  # fmt: skip
+
+
+class DeclarationError(ValueError):
+    """A declaration that lacks a field, or names another design than its file."""
+
+
+def load(folder: Path) -> dict[str, dict[str, Any]]:
+    """name → declaration of every ``*.toml`` in ``folder`` (absent folder: none). Raises
+    ``DeclarationError`` naming the file and the missing fields."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+        d = tomllib.loads(path.read_text())
+        need = PILOT if d.get("kind") == "pilot" else REQUIRED
+        missing = [f for f in need if f not in d]
+        if missing:
+            raise DeclarationError(f"{path.name} does not state {', '.join(missing)}")
+        if d["name"] != path.stem:
+            raise DeclarationError(f"{path.name} declares {d['name']!r}; name it {path.stem}")
+        out[d["name"]] = d
+    return out
+
+
+def family(d: dict[str, Any], arms: set[str]) -> list[tuple[str, int]]:
+    """The declared family: (arm, k) for every compared arm that has runs, every declared k."""
+    return [(a, int(k)) for a in d["compared"] if a in arms for k in d["ks"]]
+
+
+def block(d: dict[str, Any]) -> list[str]:
+    """The declaration as the page prints it beside the results."""
+    tuned = "not tuned for any arm" if not d["learning_rate_tuned"] else "tuned"
+    status = ("**exploratory** (chosen after data were seen) until replicated"
+              + (f" by `{d['replicated_by']}`" if d.get("replicated_by") else "")
+              if d["exploratory"] else "declared before its runs")  # fmt: skip
+    return [
+        f"Declared ({d['declared']}; {status}; `docs/results/designs/{d['name']}.toml`):",
+        "",
+        f"* **Question**: {d['question']}",
+        f"* **Arms**: {', '.join(d['arms'])}; K = {d['K']} and G = {d['G']} unless named; "
+        f"learning rate {d['learning_rate']}, {tuned}.",
+        f"* **Seeds**: {d['seeds']}. **Held-out set**: {d['held_out']}.",
+        f"* **Primary comparison**: {d['primary_comparison']}. **Family**: every arm of "
+        f"{', '.join(f'`{a}`' for a in d['compared'])} minus `{d['reference']}` at "
+        f"{', '.join(f'pass@{k}' for k in d['ks'])}; **correction**: {d['correction']}.",
+        f"* **Equivalence margins**: {d['equivalence_margins']}.",
+        f"* **Seen before it was declared**: {d['seen_before']}. ({d['kind']}.)",
+        "",
+    ]
+
+
+def undeclared(grid: dict[str, Any], declared: dict[str, dict[str, Any]]) -> list[str]:
+    """The grid's designs (result folders) without a declaration."""
+    return sorted(n for n in grid if n not in declared)

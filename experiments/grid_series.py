@@ -1,0 +1,58 @@
+"""Designs of one ``series`` (declared in ``docs/results/designs/``): one set of settings, seeds
+and data run for several step counts, shown on the page as ONE design evaluated at several step
+counts. How far the shorter and the longer runs share their steps is measured from the
+per-step training pass rates in the files, not asserted."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+Member = tuple[str, dict[str, Any], Any]
+"""(design name, its record with ``design`` and ``declaration``, its runs by arm and seed)."""
+
+
+def series_of(found: list[Member]) -> dict[str, list[Member]]:
+    """series → its designs, fewest steps first; a design without a declared series is a
+    series of its own. ``found`` in the page's order (``grid_report.designs``)."""
+    out: dict[str, list[Member]] = {}
+    for name, info, runs in found:
+        key = (info.get("declaration") or {}).get("series", name)
+        out.setdefault(key, []).append((name, info, runs))
+    return {k: sorted(v, key=lambda m: m[1]["design"]["steps"]) for k, v in out.items()}
+
+
+def shared(short: Member, long: Member) -> str:
+    """How the shorter design's runs agree with the longer one's (same arm and seed) over the
+    shorter's steps: identical per-step training pass rates, or the steps where they part."""
+    parted, same, drift = [], 0, 0.0
+    for arm, by_seed in short[2].items():
+        for seed, r in by_seed.items():
+            other = long[2].get(arm, {}).get(seed)
+            if other is None:
+                continue
+            a, b = r["train_pass1"], other["train_pass1"][: len(r["train_pass1"])]
+            g, h = r.get("grad_norm", [0.0])[0], other.get("grad_norm", [0.0])[0]
+            drift = max(drift, abs(g - h) / max(abs(g), abs(h), 1e-30))
+            first = next((i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), None)
+            if first is None:
+                same += 1
+            else:
+                parted.append(first + 1)
+    pair = f"`{short[0]}` and `{long[0]}`"
+    if not parted:
+        return (
+            f"{pair}: identical over the first {short[1]['design']['steps']} steps in all "
+            f"{same} common runs"
+        )
+    return (
+        f"{pair}: {same} of {same + len(parted)} common runs identical over the first "
+        f"{short[1]['design']['steps']} steps; the others part at step {min(parted)} to "
+        f"{max(parted)} (their first steps' gradient norms differ by at most {drift:.1e} "
+        "relative: float noise, which then changes the samples drawn)"
+    )
+
+
+def agreement(members: list[Member]) -> str:
+    """One sentence: each shorter design against the next longer one."""
+    return "; ".join(shared(a, b) for a, b in pairwise(members)) + "."

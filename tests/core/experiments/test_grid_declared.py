@@ -1,0 +1,171 @@
+"""The grid designs' declarations and what the page does with them: every design on the page is
+declared, Holm's correction over the declared family decides every verdict the answer reads
+(a verdict that fails correction leaves the answer), the answer's arms are compared with each
+other, a series of step counts is one design, and a replication keeps only what replicates."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from advest.experiments import choosing, designs, grid_answer, grid_report, grid_series, grid_stats
+from tests.core.experiments.test_grid import _arms, _info
+
+ROOT = Path(__file__).resolve().parents[3]
+FAMILY = ["chen_passk", "kae", "maxpo", "pkpo_sloo"]
+
+
+def _declared(compared: list[str], ks: list[int], **more: Any) -> dict[str, Any]:
+    return {"compared": compared, "ks": ks, "reference": "grpo", **more}
+
+
+def _planted(shift: float) -> dict[str, Any]:
+    """maxpo ``shift`` above grpo; chen_passk, kae and pkpo_sloo copies of grpo."""
+    runs = _arms(shift)
+    for arm in ("chen_passk", "kae", "pkpo_sloo"):
+        runs[arm] = {s: {**r, "arm": arm} for s, r in runs["grpo"].items()}
+    return runs
+
+
+def test_holm_rejects_step_down_and_its_adjusted_p_values_agree() -> None:
+    ps = {"a": 0.001, "b": 0.011, "c": 0.03, "d": 0.04}
+    # 0.001 <= 0.05/4, 0.011 <= 0.05/3, 0.03 > 0.05/2: stop there; d (0.04 <= 0.05) is not
+    # rejected either, though it would be on its own
+    assert grid_stats.holm(ps) == {"a": True, "b": True, "c": False, "d": False}
+    adjusted = grid_stats.holm_adjusted(ps)
+    assert adjusted == pytest.approx({"a": 0.004, "b": 0.033, "c": 0.06, "d": 0.06})
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        drawn = {str(i): float(p) for i, p in enumerate(rng.uniform(0, 0.1, rng.integers(1, 15)))}
+        rejected, adj = grid_stats.holm(drawn), grid_stats.holm_adjusted(drawn)
+        assert all(rejected[i] == (adj[i] <= grid_stats.ALPHA) for i in drawn)
+
+
+def test_the_bootstrap_p_value_agrees_with_the_interval() -> None:
+    for shift in (0.0, 0.02, 0.05, -0.05):
+        c = grid_stats.compare(_arms(shift), "maxpo", 8)
+        assert (c["p"] < 0.05) == (c["verdict"] != grid_stats.NO_DIFFERENCE)
+
+
+def test_a_verdict_that_fails_correction_leaves_the_answer() -> None:
+    runs = _planted(0.02)
+    raw = grid_stats.compare(runs, "maxpo", 8)
+    assert raw["verdict"] == "above" and raw["p"] > grid_stats.ALPHA / 12  # fails Holm of 12
+    info = {**_info(runs), "declaration": _declared(FAMILY, [1, 4, 8])}
+    said = "\n".join(grid_answer.lead({"x": info}, [], None))
+    assert "`maxpo` is above" not in said
+    assert "no measured difference between `grpo` and each of `chen_passk`, `kae`, `maxpo`" in said
+    found = grid_report.found_of(runs, info["declaration"])
+    assert found["maxpo"][8]["verdict_95"] == "above"
+    assert found["maxpo"][8]["verdict"] == grid_stats.NO_DIFFERENCE
+    # the same difference declared as a family of one passes its correction and answers
+    info["declaration"] = _declared(["maxpo"], [8])
+    assert "`maxpo` is above `grpo`: use it" in "\n".join(grid_answer.lead({"x": info}, [], None))
+
+
+def test_the_answer_s_arms_are_compared_with_each_other() -> None:
+    runs = _planted(0.2)
+    runs["chen_passk"] = {s: {**r, "arm": "chen_passk"} for s, r in runs["maxpo"].items()}
+    said = "\n".join(grid_answer.lead({"x": _info(runs)}, [], None))
+    assert "`chen_passk` and `maxpo` are above `grpo`: use one of them" in said
+    assert "compared with each other at pass@8 (Holm over its one pair): `chen_passk` − " in said
+    assert "+0.000 [+0.000, +0.000]: no measured difference" in said
+
+
+def test_every_design_on_the_page_is_declared_and_its_declaration_printed() -> None:
+    data = choosing.load(ROOT / "docs" / "results")
+    assert designs.undeclared(data["grid"], data["designs"]) == []
+    page = (ROOT / "docs" / "choosing.md").read_text()
+    for name in data["grid"]:
+        d = data["designs"][name]
+        assert f"Declared ({d['declared']};" in page, name
+        assert f"`docs/results/designs/{name}.toml`" in page
+    assert "**exploratory** (chosen after data were seen)" in page
+    claims = page.split("## State values")[0].replace("no tie is claimed", "")
+    assert re.search(r"\btie", claims) is None  # no equivalence margin is declared: no tie
+
+
+def test_a_declaration_without_a_field_is_refused_naming_it(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "results" / "designs" / "embedded.toml").read_text()
+    (tmp_path / "embedded.toml").write_text(text.replace("correction =", "# correction ="))
+    with pytest.raises(designs.DeclarationError, match=r"embedded\.toml does not state correction"):
+        designs.load(tmp_path)
+    (tmp_path / "embedded.toml").write_text(text)
+    (tmp_path / "other.toml").write_text(text)
+    with pytest.raises(designs.DeclarationError, match="declares 'embedded'; name it other"):
+        designs.load(tmp_path)
+
+
+def test_a_series_is_shown_as_one_design_and_its_shared_steps_are_measured() -> None:
+    short, long = _planted(0.0), _planted(0.0)
+    for by in long.values():
+        for r in by.values():
+            r["train_pass1"] = [*r["train_pass1"], 0.5, 0.5]
+    a = ("a", {"design": {"steps": 8}}, short)
+    b = ("b", {"design": {"steps": 10}}, long)
+    assert "identical over the first 8 steps in all 50 common runs" in grid_series.shared(a, b)
+    long["maxpo"][3] = {**long["maxpo"][3], "train_pass1": [0.1, 0.1, 0.9, *[0.1] * 7]}
+    assert "49 of 50 common runs identical" in grid_series.shared(a, b)
+    assert "part at step 3 to 3" in grid_series.shared(a, b)
+    page = (ROOT / "docs" / "choosing.md").read_text()
+    assert "## The pass/fail grid: `embedded`, one design at 200, 1000 and 3000 steps" in page
+    assert "## The pass/fail grid: `embedded_long`" not in page
+
+
+def test_the_answer_keeps_only_the_verdicts_that_replicate() -> None:
+    first = {**_info(_planted(0.2)), "declaration": _declared(FAMILY, [8], replicated_by="r")}
+    again = _planted(0.0)
+    for arm in ("maxpo", "pkpo_sloo", "chen_passk", "kae"):
+        again[arm] = {s + 100: {**r, "seed": s + 100} for s, r in again[arm].items()}
+    again["grpo"] = {s + 100: {**r, "seed": s + 100} for s, r in again["grpo"].items()}
+    grid = {"x": first, "r": {**_info(again), "declaration": _declared(FAMILY, [8], answers=False)}}
+    said = "\n".join(grid_answer.lead(grid, [], None))
+    assert "grid `x`" in said and "`maxpo` is above" not in said
+    assert "not replicated (counted as no measured difference): `maxpo`" in said
+    grid["r"] = {**_info(_planted(0.2)), "declaration": _declared(FAMILY, [8], answers=False)}
+    said = "\n".join(grid_answer.lead(grid, [], None))
+    assert "`maxpo` is above `grpo`: use it" in said and "replicated on `r`" in said
+
+
+def test_no_arm_pair_is_left_out_of_the_pairwise_family() -> None:
+    runs = _planted(0.2)
+    for arm in ("chen_passk", "kae"):
+        runs[arm] = {s: {**r, "arm": arm} for s, r in runs["maxpo"].items()}
+    said = "\n".join(grid_answer.lead({"x": _info(runs)}, [], None))
+    assert "(Holm over the 3 pairs)" in said
+    for a, b in itertools.combinations(["chen_passk", "kae", "maxpo"], 2):
+        assert f"`{a}` − `{b}`" in said
+
+
+def _pilot(before: int, after: int) -> dict[str, Any]:
+    return {"samples": 16, "before": [before] * 64, "after": [after] * 64,
+            "wall_seconds": 3600.0, "seconds": [40.0] * 48}  # fmt: skip
+
+
+def test_the_pilot_s_rule_starts_the_grid_only_off_the_ceiling_and_rising() -> None:
+    from advest.experiments import grid_pilot
+
+    rising = grid_pilot.summary(_pilot(1, 4))  # pass@8 0.5 -> 0.9615...: at the ceiling
+    assert rising["after pass@8"] > grid_pilot.CEILING
+    assert grid_pilot.rule(rising)[0] is False
+    ok, why = grid_pilot.rule(grid_pilot.summary(_pilot(0, 1)))  # 0 -> 0.5
+    assert ok and why == "pass@8 0.000 -> 0.500: rises and stays below 0.9"
+    assert grid_pilot.rule(grid_pilot.summary(_pilot(1, 0)))[0] is False  # falls
+    assert grid_pilot.summary(_pilot(0, 1))["wall minutes"] == 60.0
+
+
+def test_the_pilot_lands_its_files_in_this_repository() -> None:
+    from advest.experiments import grid_pilot
+
+    assert grid_pilot.ROOT.resolve() == ROOT
+    assert (grid_pilot.ROOT / "docs" / "results" / "designs").is_dir()
+
+
+def test_runs_of_arms_outside_the_declared_family_give_no_answer() -> None:
+    info = {**_info(_arms(0.2)), "declaration": _declared(["pkpo_sloo"], [8])}
+    assert grid_answer.lead({"x": info}, [], None) == []
