@@ -3,7 +3,9 @@
 embedded --arms grpo grpo_filter --results docs/results/grid_filter``). Writes
 ``docs/results/grid_filter/embedded/compare.md`` from the per-run files: steps, prompts and
 samples drawn, held-out pass@1 and pass@8 of each arm, and the paired difference (the grid's
-bootstrap over seeds and prompts, ``experiments/grid_stats.py``) with its verdict. Run:
+bootstrap over seeds and prompts, ``experiments/grid_stats.py``) with its verdict; and, where
+``docs/results/grid_filter_samples`` holds grpo trained on as many samples (``--steps 392``),
+the filtered arm against that too. Run:
 ``python scripts/filter_groups_compare.py``."""
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from advest.experiments import grid_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results" / "grid_filter"
+MATCHED = ROOT / "docs" / "results" / "grid_filter_samples"
 ARM = "grpo_filter"
 
 
@@ -29,7 +32,9 @@ def drawn(record: dict[str, Any], design: dict[str, Any]) -> float:
     return float(design["steps"] * design["prompts"])
 
 
-def render(grid: dict[str, Any]) -> str:
+def render(grid: dict[str, Any], matched: dict[str, Any] | None = None) -> str:
+    """The page; ``matched``: grpo trained for as many samples as the filtered arm drew (its
+    own design folder, ``--steps`` raised), compared with the filtered arm the same way."""
     design, runs = grid["design"], grid["runs"]
     G = design["group_size"]
     seeds = sorted(set(runs.get(ARM, {})) & set(runs.get(grid_stats.REFERENCE, {})))
@@ -54,6 +59,18 @@ def render(grid: dict[str, Any]) -> str:
                      f"{at[1]:.3f} | {at[8]:.3f} |")  # fmt: skip
     lines += ["", f"Paired difference, {ARM} − {grid_stats.REFERENCE} (95% bootstrap interval "
               "over seeds and prompts):", ""]  # fmt: skip
+    lines += _differences(runs)
+    if matched is not None and grid_stats.REFERENCE in matched["runs"]:
+        steps = matched["design"]["steps"]
+        other = {grid_stats.REFERENCE: matched["runs"][grid_stats.REFERENCE], ARM: runs[ARM]}
+        lines += ["", f"Against grpo trained {steps} steps ({steps * design['prompts'] * G} "
+                  f"samples, about what {ARM} drew in {design['steps']}):", ""]  # fmt: skip
+        lines += _differences(other)
+    return "\n".join(lines) + "\n"
+
+
+def _differences(runs: dict[str, Any]) -> list[str]:
+    lines = []
     for k in (1, 8):
         c = grid_stats.compare(runs, ARM, k)
         if "mean" not in c:
@@ -61,7 +78,7 @@ def render(grid: dict[str, Any]) -> str:
             continue
         lines.append(f"- pass@{k}: {c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}] over "
                      f"{c['seeds']} seeds: {c['verdict']}")  # fmt: skip
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv: list[str]) -> int:
@@ -69,7 +86,8 @@ def main(argv: list[str]) -> int:
     if grid is None:
         print(f"no results under {RESULTS}/embedded", file=sys.stderr)
         return 1
-    page = render(grid)
+    matched = grid_stats.load(MATCHED).get("embedded")
+    page = render(grid, matched)
     (RESULTS / "embedded" / "compare.md").write_text(page)
     print(page)
     return 0
