@@ -35,7 +35,7 @@ def add_arguments(parser: Any, switch: Callable[[Any, str, bool, str], None] | N
     )
     parser.add_argument(
         "--family",
-        choices=["outcome", "maxk", "maxrl", "token", "episode"],
+        choices=["outcome", "maxk", "maxrl", "token", "episode", "shaping"],
         default="outcome",
         help="outcome: a baseline on rewards; maxk: a max@K / pass@K estimator that takes K; "
         "maxrl: unbiasedness for MaxRL's Σ_{k≤N} (1/k)·pass@k, on pass/fail rewards; token: "
@@ -212,6 +212,10 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
             )
         elif options["family"] == "episode":  # the episode oracle: oracle/episodes.py
             findings = _episode_report(fn, options.get("one_turn"), options["budget"])
+        elif options["family"] == "shaping":  # a shaped advantage (rewards, lengths)
+            from .shaping import check as check_shaping
+
+            findings = check_shaping(fn, advantages=True)
         else:
             findings = check(fn, convention=convention, **options)
     except OutOfScope as error:
