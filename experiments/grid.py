@@ -228,6 +228,8 @@ def steps_of(folder: Path) -> dict[str, list[float]]:
         "adv_std": [float(r["adv_std"]) for r in rows],
         "truncated": [float(r["truncated"]) for r in rows],
         "seconds": [sum(float(r.get(f"time/{p}") or 0) for p in phases) for r in rows],
+        # prompts sampled per step: more than the step's with --filter_groups (issue 56)
+        "drawn_prompts": [float(r.get("drawn_prompts") or 0) for r in rows],
     }
 
 

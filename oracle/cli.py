@@ -212,6 +212,10 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
             )
         elif options["family"] == "episode":  # the episode oracle: oracle/episodes.py
             findings = _episode_report(fn, options.get("one_turn"), options["budget"])
+        elif options["family"] == "shaping":  # a shaped advantage (rewards, lengths)
+            from .shaping import check as check_shaping
+
+            findings = check_shaping(fn, advantages=True)
         else:
             findings = check(fn, convention=convention, **options)
     except OutOfScope as error:

@@ -27,9 +27,10 @@ group id per row, as trainers hold them (``oracle.rows``)."""
 
 CONVENTIONS: tuple[Convention, ...] = get_args(Convention)
 """Every calling convention: ``advest check --convention``'s choices, ``advest.testing``'s."""
-FAMILIES: tuple[str, ...] = (*get_args(Objective), "token", "episode")
+FAMILIES: tuple[str, ...] = (*get_args(Objective), "token", "episode", "shaping")
 """What ``advest check --family`` and ``assert_estimator(family=)`` judge: the objectives of
-sequence estimators, then token-level estimators (exact token trees) and episode estimators."""
+sequence estimators, then token-level estimators (exact token trees), episode estimators and
+reward shapings (``oracle.shaping``: a transform's declared invariants)."""
 
 
 class OracleError(ValueError):

@@ -22,6 +22,7 @@ DEFAULT_EXPECT: dict[str, dict[str, str]] = {
     **{family: {"centred": "yes", "finite output": "yes"} for family in FAMILIES},
     "token": {"unbiased": "yes"},
     "episode": {"finite output": "yes", "observation tokens": "yes"},
+    "shaping": {"finite": "yes", "centred": "yes"},
 }
 """What ``assert_estimator`` asserts when told nothing: the least each family's estimator owes."""
 
@@ -75,11 +76,9 @@ def assert_estimator(
     token oracle on exact token trees, ``fn(rewards, mask, ...)`` as ``--family token``, with
     ``extends``), ``convention`` one of ``CONVENTIONS`` (``"flat"``: ``fn(rewards [N], index
     [N], valid=...)``), ``"episode"`` (``fn(turn_rewards, turn_ids)``, with ``one_turn``).
-    ``bound``: a magnitude bound to hold ``fn`` to (``spec/bounds.py``). ``budget``: the search
-    (``advest check --examples/--seed/--database``; None: the explicit inputs only).
-    Default ``expect``: centred and finite (token family: unbiased), the least a baseline
-    estimator owes. Returns the findings; an unknown family or convention is a ValueError
-    naming the ones that exist."""
+    ``"shaping"`` (``fn(rewards, lengths)``). ``bound``: a magnitude bound (``spec/bounds.py``);
+    ``budget``: the search (None: the explicit inputs only). Default ``expect``:
+    ``DEFAULT_EXPECT``. Returns the findings; an unknown family or convention is a ValueError."""
     __tracebackhide__ = True  # pytest shows the mismatch lines, not this function's body
     if family not in FAMILIES:
         raise ValueError(f"family {family!r} is not one the oracle judges; use one of {FAMILIES}")
@@ -99,6 +98,10 @@ def assert_estimator(
         from .cli import _episode_report
 
         findings = _episode_report(fn, one_turn, budget)
+    elif family == "shaping":  # a trainer's shaped advantage, fn(rewards, lengths)
+        from .shaping import check as check_shaping
+
+        findings = check_shaping(fn, advantages=True)
     else:
         objective = cast(Objective, family)
         findings = check(

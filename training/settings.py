@@ -75,30 +75,21 @@ class RLConfig:
     reward_timeout: float = 5.0
     """Seconds per reward call; a call past it is counted and its reward never arrived."""
     failed_reward: float | None = None
-    """The reward of a sample whose reward never arrived (a verifier that timed out, raised or
-    returned NaN). Default: none; the sample is left out of its group (the estimator sees the
-    group without it) and out of the loss, a group left with fewer samples than the estimator
-    needs is dropped for the step, and both are counted in the log (``absent_samples``,
-    ``dropped_groups``). ``--failed_reward 0`` scores it 0 instead."""
+    """Reward of a sample whose reward never arrived (timeout, exception, NaN); default: none,
+    the sample leaves its group and the loss (groups left too small are dropped; logged)."""
     reward_workers: int = field(default_factory=default_workers)
     """Worker processes that run the reward calls (default: one per core, at most 4); a call
     past --reward_timeout has its worker killed and replaced. 0: in the trainer's process."""
     shaping: str | None = None
-    """Reward shaping before the estimator, by each sample's length in tokens: ``gr3`` (GR³
-    length rescaling), ``overlong`` (DAPO's soft overlong penalty), ``length_penalty`` (Kimi
-    k1.5's group-relative length reward) or ``efficiency`` (a bonus for the cheapest top
-    answers); ``spec/shaping.md``. Default: none."""
+    """Reward shaping by length before the estimator (spec/shaping.md): gr3, overlong,
+    length_penalty or efficiency."""
     shaping_options: dict[str, Any] = field(default_factory=dict)
     """Options of --shaping, as JSON: ``--shaping_options '{"alpha": 0.5}'``."""
     filter_groups: bool = False
-    """Dynamic sampling (DAPO): draw more prompts until the step has --prompts_per_step groups
-    that carry signal (the estimator would not give them all zeros, by its own rule:
-    ``advest.fast.signal``), at most --filter_max_draws draws; logged as ``drawn_prompts``,
-    ``draws`` and ``filled_without_signal`` (groups without signal that filled a step at the
-    cap)."""
+    """Dynamic sampling (DAPO): draw prompts until the step has --prompts_per_step groups the
+    estimator gives signal (``advest.fast.signal``); logged as drawn_prompts and draws."""
     filter_max_draws: int = 4
-    """--filter_groups: the most draws of --prompts_per_step prompts in one step, the first
-    included."""
+    """--filter_groups: at most this many draws of prompts per step (the first included)."""
     estimator: str = "maxpo"
     """Registered advantage estimator (``advest list`` shows every name, family and K domain)."""
     base_estimator: str = "grpo"

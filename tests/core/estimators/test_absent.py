@@ -137,3 +137,18 @@ def test_a_batch_with_nothing_left_has_zero_advantages() -> None:
     }
     got = absent.advantages(plan, source, torch.zeros(2, 3, dtype=torch.bool))
     assert got.shape == (2, 3, 4) and bool((got == 0).all())
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_every_estimator_runs_with_an_absent_sample_and_gives_it_zero(name: str) -> None:
+    from advest.training.rollout import synthetic
+
+    rollout = synthetic(3, 4, 5)
+    rollout.rewards = rollout.rewards.clone()
+    rollout.rewards[0, 1] = math.nan  # its reward never arrived
+    plan = _plan(name)
+    valid, _ = absent.admit(plan, torch.isfinite(rollout.rewards))
+    rollout.mask = rollout.mask & valid.unsqueeze(-1)
+    got = absent.advantages(plan, rollout, valid)  # [B, G, T]
+    assert got.shape == (3, 4, 5) and bool(torch.isfinite(got).all())
+    assert bool((got[0, 1] == 0).all()) and bool((got[~valid] == 0).all())
