@@ -251,7 +251,9 @@ def over_ranks(rows: RowCall, world: int = 2) -> Finding:
     call on the whole batch."""
     from .ranks import split_over_ranks
 
-    found = split_over_ranks(lambda r, index: rows(r, index), world=world)
+    # the ids as a list, as trainers hold them (verl keys a dict by each id: a tensor element is
+    # a new key every time)
+    found = split_over_ranks(lambda r, index: rows(r, index.tolist()), world=world)
     return Finding("split over ranks", found.verdict, found.evidence, "float64", data=found.data)
 
 

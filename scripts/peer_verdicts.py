@@ -186,6 +186,13 @@ REASONS: dict[tuple[str, str], str] = {
     "(group_mean_std computes in float32)",
     ("rloo_vectorized", "bfloat16"): "returns float64 advantages for bfloat16 rewards "
     "(torch.bincount's weighted counts are float64)",
+    **{
+        (n, "split over ranks"): "a statistic over the whole batch (a whitening; gpg's α counts "
+        "the batch's nonzero rewards) computed over the rows it is given: verl computes it on its "
+        "driver over the whole batch, so verl is right; a trainer that shards the batch over ranks "
+        "must all-reduce it"
+        for n in (*WHITENED, "gpg")
+    },
 }
 """(estimator, column) -> why that cell says "no"."""
 
