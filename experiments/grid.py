@@ -51,7 +51,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "rloo": {"estimator": "rloo"},
     "maxpo_k8": {"estimator": "maxpo", "k": 8, "group_size": 16},
     "pkpo_sloo_k8": {"estimator": "pkpo_sloo", "k": 8, "group_size": 16},
-    # dynamic sampling (issue 56): grpo on groups with signal, drawn until the step has them
+    # dynamic sampling: grpo on groups with signal, drawn until the step has them
     "grpo_filter": {"estimator": "grpo", "filter_groups": True},
 }
 """Arm → estimator settings. The first three are the design; the others run as the budget
@@ -228,7 +228,7 @@ def steps_of(folder: Path) -> dict[str, list[float]]:
         "adv_std": [float(r["adv_std"]) for r in rows],
         "truncated": [float(r["truncated"]) for r in rows],
         "seconds": [sum(float(r.get(f"time/{p}") or 0) for p in phases) for r in rows],
-        # prompts sampled per step: more than the step's with --filter_groups (issue 56)
+        # prompts sampled per step: more than the step's with --filter_groups
         "drawn_prompts": [float(r.get("drawn_prompts") or 0) for r in rows],
     }
 

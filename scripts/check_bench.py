@@ -1,4 +1,4 @@
-"""How long ``advest check`` takes, search included (issue 52's bound: one sequence estimator
+"""How long ``advest check`` takes, search included (the bound: one sequence estimator
 under a minute on 2 cores with the default budget): each command timed whole, from the start
 of the process to its exit, ``--repeats`` times; the median, and the ratio of the default
 search (``--examples 60``) to a one-input search (``--examples 1``, about the explicit checks
