@@ -43,9 +43,17 @@ def searched(
             rd = rows.domain(row_call, max(ns), dtype, own)
             where = f"rows/{family}/{name}"
             out += [search(p, budget, where) for p in rows.properties(row_call, rd, own, coupled)]
-    for f in out:
-        f.dtype = name
-    return out
+    return [_restated(f, own, name) for f in out]
+
+
+def _restated(f: Finding, explicit: list[Finding], dtype: str) -> Finding:
+    """``f`` in ``dtype``; a "yes" says what held, in the explicit verdict's words (scale:
+    "invariant (A(a r) = A(r))"), so a reader of either finding reads the same answer."""
+    f.dtype = dtype
+    said = {e.verdict for e in explicit if e.prop == f.prop}
+    if f.verdict == "yes" and len(said) == 1:
+        f.verdict = said.pop()
+    return f
 
 
 def _refuses_grid(est: Estimator, g: int, dtype: torch.dtype) -> bool:

@@ -120,7 +120,7 @@ def test_advest_check_family_episode_end_to_end(
     assert command(parser.parse_args([target, "--family", "episode", "--one_turn", "rloo"])) == 0
     out = capsys.readouterr().out
     assert "| counts each episode once | no: an episode with more turns weighs more |" in out
-    assert "| observation tokens | yes |" in out
+    assert "| observation tokens | yes; searched: yes |" in out
     bad = parser.parse_args([target, "--family", "episode", "--one_turn", "rlooo"])
     assert command(bad) == 2
     assert "--one_turn 'rlooo' is not a registered sequence estimator" in capsys.readouterr().err

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
@@ -10,11 +12,14 @@ import advest.fast.group
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast, oracle
 
+# the explicit inputs' verdicts here; the search's are tests/core/oracle/test_search.py's
+explicit_check = functools.partial(oracle.check, budget=None)
+
 
 def _verdicts(fn: object, family: oracle.Objective, k: int = 2) -> dict[str, str]:
     """float64 verdicts at N = 4 (maxk, K = 2) or 8 (outcome), the notes' reference setting."""
     n = 4 if family == "maxk" else 8
-    findings = oracle.check(fn, family, k, ns=[n], dtype="float64")  # type: ignore[arg-type]
+    findings = explicit_check(fn, family, k, ns=[n], dtype="float64")  # type: ignore[arg-type]
     return {f.prop: f.verdict for f in findings}
 
 
@@ -29,7 +34,7 @@ def test_chen_raw_is_proportional_with_n_minus_k_over_n() -> None:
     def raw(rewards: object, k: int) -> object:
         return fast.maxk.chen_passk(rewards, k, normalize=False)  # type: ignore[arg-type]
 
-    findings = oracle.check(raw, "maxk", 2, ns=[8], dtype="float64")
+    findings = explicit_check(raw, "maxk", 2, ns=[8], dtype="float64")
     v = {f.prop: f.verdict for f in findings}
     assert v["relation to canonical"].startswith("proportional, c = 3/4")  # (N−K)/N, N = 8, K = 2
 
@@ -55,13 +60,14 @@ def test_maxrl_verdicts_come_out_as_spec_maxrl_claims() -> None:
     import advest.fast.maxrl as fast_maxrl
 
     for n in (2, 4):
-        unbiased = oracle.check(fast_maxrl.maxrl_unbiased, "maxrl", ns=[n], dtype="float64")
+        unbiased = explicit_check(fast_maxrl.maxrl_unbiased, "maxrl", ns=[n], dtype="float64")
         verdicts = {f.prop: f.verdict for f in unbiased}
         assert verdicts["unbiased"] == f"yes, E[ĝ] = {n}·∇J for Σ_{{k≤N}} (1/k)·pass@k"
-        trainers = oracle.check(fast_maxrl.maxrl, "maxrl", ns=[n], dtype="float64")
+        trainers = explicit_check(fast_maxrl.maxrl, "maxrl", ns=[n], dtype="float64")
         found = {f.prop: f for f in trainers}
         assert found["unbiased"].verdict.startswith("no") and found["centred"].verdict == "yes"
-    outcome = {f.prop: f for f in oracle.check(fast_maxrl.maxrl, "outcome", ns=[4])}
+    # the explicit inputs' verdicts (the search's are tests/core/oracle/test_search.py's)
+    outcome = {f.prop: f for f in explicit_check(fast_maxrl.maxrl, "outcome", ns=[4])}
     assert outcome["unbiased"].verdict.startswith("no")
     assert outcome["scale equivariant"].verdict.startswith("invariant")
     assert "refused by the estimator: normal on a 1/32 grid" in outcome["centred"].evidence
@@ -78,7 +84,7 @@ def test_group_baselines_for_the_mean_reward() -> None:
 @pytest.mark.parametrize("name", ["grpo", "dr_grpo", "rloo"])
 def test_no_group_baseline_is_unbiased_for_max_at_k(name: str) -> None:
     fn = getattr(fast.group, name)
-    findings = oracle.check(fn, "maxk", 2, signature="rewards", ns=[4], dtype="float64")
+    findings = explicit_check(fn, "maxk", 2, signature="rewards", ns=[4], dtype="float64")
     unbiased = next(f for f in findings if f.prop == "unbiased")  # one N, one dtype
     assert unbiased.verdict.startswith("no")
 
@@ -112,7 +118,7 @@ def _by(findings: list[oracle.Finding], prop: str, dtype: str) -> list[str]:
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_a_correct_low_precision_rloo_passes_every_check(dtype: str) -> None:
     for fn in (fast.group.rloo, _naive_rloo):
-        findings = oracle.check(fn, "outcome", ns=[3, 8], dtype=dtype)
+        findings = explicit_check(fn, "outcome", ns=[3, 8], dtype=dtype)
         for prop in ("centred", "shift invariant", "permutation equivariant"):
             assert _by(findings, prop, dtype) == ["yes", "yes"], (fn, prop)
         assert all(v.startswith("yes") for v in _by(findings, "unbiased", dtype)), fn
@@ -123,7 +129,7 @@ def test_a_biased_float32_rloo_still_comes_out_biased() -> None:
     def std_normalised(rewards: torch.Tensor) -> torch.Tensor:
         return _naive_rloo(rewards) / (rewards.std(-1, keepdim=True) + 1e-6)
 
-    findings = oracle.check(std_normalised, "outcome", ns=[3], dtype="float32")
+    findings = explicit_check(std_normalised, "outcome", ns=[3], dtype="float32")
     assert _by(findings, "unbiased", "float32")[0].startswith("no")
 
 
@@ -134,12 +140,12 @@ def test_in_place_modification_is_reported_and_checks_run_on_copies() -> None:
         rewards *= G / (G - 1)
         return rewards
 
-    findings = oracle.check(in_place, "outcome", ns=[3])
+    findings = explicit_check(in_place, "outcome", ns=[3])
     first = findings[0]
     assert first.prop == "modifies its inputs" and first.verdict.startswith("yes")
     assert "rewards changed in place" in first.evidence
     assert _by(findings, "shift invariant", "float32") == ["yes"]  # judged on copies
-    assert oracle.check(_naive_rloo, "outcome", ns=[3])[0].verdict == "no"
+    assert explicit_check(_naive_rloo, "outcome", ns=[3])[0].verdict == "no"
 
 
 def test_outputs_of_the_wrong_shape_dtype_or_device_are_refused() -> None:
@@ -150,12 +156,12 @@ def test_outputs_of_the_wrong_shape_dtype_or_device_are_refused() -> None:
         return _naive_rloo(rewards).double()
 
     with pytest.raises(oracle.OracleError, match=r"got shape \[3, 32\], expected \[32, 3\]"):
-        oracle.check(transposed, "outcome", ns=[3])
+        explicit_check(transposed, "outcome", ns=[3])
     wrong_dtype = r"got dtype torch\.float64, expected torch\.float32"
     with pytest.raises(oracle.OracleError, match=wrong_dtype):
-        oracle.check(as_float64, "outcome", ns=[3])
+        explicit_check(as_float64, "outcome", ns=[3])
     with pytest.raises(oracle.OracleError, match="got device meta, expected cpu"):
-        oracle.check(lambda r: _naive_rloo(r).to("meta"), "outcome", ns=[3])
+        explicit_check(lambda r: _naive_rloo(r).to("meta"), "outcome", ns=[3])
 
 
 def test_k_and_n_are_validated_before_the_users_code_runs() -> None:
@@ -166,9 +172,9 @@ def test_k_and_n_are_validated_before_the_users_code_runs() -> None:
         return fast.maxk.maxpo(rewards, k)
 
     with pytest.raises(oracle.OracleError, match="--k must be an integer >= 1; got 0"):
-        oracle.check(spy, "maxk", 0)
+        explicit_check(spy, "maxk", 0)
     with pytest.raises(oracle.OracleError, match="--n 3 is below --k 4"):
-        oracle.check(spy, "maxk", 4, ns=[3])
+        explicit_check(spy, "maxk", 4, ns=[3])
     assert calls == []
 
 
@@ -177,16 +183,16 @@ def test_k_goes_only_into_a_parameter_named_k_unless_the_signature_says_so() -> 
         return fast.maxk.canonical(rewards, 2)
 
     with pytest.raises(oracle.OracleError, match="its second parameter is 'epsilon', not 'k'"):
-        oracle.check(passk, "maxk", 2, ns=[4])
-    findings = oracle.check(passk, "maxk", 2, signature="rewards, k", ns=[4])
+        explicit_check(passk, "maxk", 2, ns=[4])
+    findings = explicit_check(passk, "maxk", 2, signature="rewards, k", ns=[4])
     assert _by(findings, "relation to canonical", "float32") == ["canonical"]
 
 
 def test_k_equal_n_is_checked_for_estimators_that_accept_it() -> None:
-    findings = oracle.check(fast.maxk.ei, "maxk", 3, ns=[3, 4, 8], dtype="float64")
+    findings = explicit_check(fast.maxk.ei, "maxk", 3, ns=[3, 4, 8], dtype="float64")
     assert [f.n for f in findings if f.prop == "unbiased"] == [3, 4, 8]
     assert _by(findings, "unbiased", "float64")[0].startswith("yes")
-    refused = oracle.check(fast.maxk.maxpo, "maxk", 3, ns=[3, 4], dtype="float64")
+    refused = explicit_check(fast.maxk.maxpo, "maxk", 3, ns=[3, 4], dtype="float64")
     assert _by(refused, "accepts N", "float64")[0] == "refused"  # maxpo claims K <= N - 1
 
 
@@ -224,7 +230,7 @@ PROPERTIES = ("centred", "shift invariant", "scale equivariant", "permutation eq
 
 def test_nan_outputs_are_never_judged_centred_or_invariant_and_the_inputs_are_named() -> None:
     """NaN compares false with every bound: an all-NaN output used to pass every check."""
-    findings = oracle.check(_all_nan, "outcome", ns=[3], dtype="float64")
+    findings = explicit_check(_all_nan, "outcome", ns=[3], dtype="float64")
     v = {f.prop: f for f in findings}
     for prop in (*PROPERTIES, "unbiased", "finite output"):
         assert v[prop].verdict == oracle.NON_FINITE, prop
@@ -235,13 +241,13 @@ def test_nan_outputs_are_never_judged_centred_or_invariant_and_the_inputs_are_na
 def test_nan_on_some_groups_is_found_and_the_group_shown() -> None:
     """At N = 2 the integer batch has equal groups, where the z-score is 0/0; elsewhere it is
     centred, and the NaN groups used to be ignored by the max over the batch."""
-    findings = oracle.check(_z_score_without_eps, "outcome", ns=[2], dtype="float64")
+    findings = explicit_check(_z_score_without_eps, "outcome", ns=[2], dtype="float64")
     v = {f.prop: f for f in findings}
     for prop in PROPERTIES:
         assert v[prop].verdict == oracle.NON_FINITE, prop
     equal = v["centred"].evidence.split("e.g. rewards [")[1].split("]")[0].split(", ")
     assert len(set(equal)) == 1, v["centred"].evidence  # the group shown is all-equal
-    finite = _by(oracle.check(_naive_rloo, "outcome", ns=[2]), "finite output", "float32")
+    finite = _by(explicit_check(_naive_rloo, "outcome", ns=[2]), "finite output", "float32")
     assert finite == ["yes"]
 
 
@@ -254,7 +260,7 @@ def _length_weighted(rewards: torch.Tensor, lengths: torch.Tensor) -> torch.Tens
 def test_response_lengths_are_permuted_with_their_samples() -> None:
     """A length-weighted baseline is permutation equivariant once each response keeps its
     length; before, the lengths stayed in place and verl's opo was reported "no"."""
-    findings = oracle.check(_length_weighted, "outcome", signature="rewards, lengths", ns=[3, 8])
+    findings = explicit_check(_length_weighted, "outcome", signature="rewards, lengths", ns=[3, 8])
     assert _by(findings, "permutation equivariant", "float32") == ["yes", "yes"]
     assert _by(findings, "permutation equivariant", "float64") == ["yes", "yes"]
 
@@ -267,17 +273,17 @@ def _float32_inside(rewards: torch.Tensor) -> torch.Tensor:
 
 
 def test_an_estimator_computing_in_float32_is_judged_with_float32s_allowance() -> None:
-    findings = oracle.check(_float32_inside, "outcome", ns=[3])
+    findings = explicit_check(_float32_inside, "outcome", ns=[3])
     assert _by(findings, "working precision", "float64") == ["float32"]
     for prop in ("centred", "shift invariant", "permutation equivariant"):
         assert _by(findings, prop, "float64") == ["yes"], prop
     # a float64 estimator gets no such row, and a real defect stays a "no" at float32's allowance
-    assert _by(oracle.check(_naive_rloo, "outcome", ns=[3]), "working precision", "float64") == []
+    assert _by(explicit_check(_naive_rloo, "outcome", ns=[3]), "working precision", "float64") == []
 
     def off_centre(rewards: torch.Tensor) -> torch.Tensor:
         return _float32_inside(rewards) + 1e-3
 
-    assert _by(oracle.check(off_centre, "outcome", ns=[3]), "centred", "float64") == ["no"]
+    assert _by(explicit_check(off_centre, "outcome", ns=[3]), "centred", "float64") == ["no"]
 
 
 def _whitened(rewards: torch.Tensor) -> torch.Tensor:
@@ -288,7 +294,7 @@ def _whitened(rewards: torch.Tensor) -> torch.Tensor:
 
 
 def test_coupled_groups_are_found_and_judged_with_the_batchs_allowance() -> None:
-    findings = oracle.check(_whitened, "outcome", ns=[3, 8])
+    findings = explicit_check(_whitened, "outcome", ns=[3, 8])
     v = {f.prop: f.verdict for f in findings}
     assert v["couples groups"].startswith("yes")
     assert _by(findings, "shift invariant", "float32") == ["yes", "yes"]
@@ -299,9 +305,9 @@ def test_coupled_groups_are_found_and_judged_with_the_batchs_allowance() -> None
     def batch_whitened(rewards: torch.Tensor) -> torch.Tensor:  # verl's reinforce_plus_plus
         return (rewards - rewards.mean()) / (rewards.std() + 1e-8)
 
-    v = {f.prop: f.verdict for f in oracle.check(batch_whitened, "outcome", ns=[3])}
+    v = {f.prop: f.verdict for f in explicit_check(batch_whitened, "outcome", ns=[3])}
     assert v["all-equal groups"].startswith("no: nonzero beside other groups, 0 alone")
-    assert {f.prop: f.verdict for f in oracle.check(_naive_rloo, "outcome", ns=[3])}[
+    assert {f.prop: f.verdict for f in explicit_check(_naive_rloo, "outcome", ns=[3])}[
         "couples groups"
     ] == "no"
 
@@ -324,13 +330,13 @@ def _nemo_rl_loo_std(rewards: torch.Tensor) -> torch.Tensor:
 def test_nemo_rls_float32_leave_one_out_std_is_inaccurate_for_one_against_equal_ones() -> None:
     """The reported spike: rewards [0, 0.95 × 7] give the 0 a leave-one-out std of float32
     residue instead of 0, and an advantage of about −2000 instead of −0.95."""
-    findings = oracle.check(_nemo_rl_loo_std, "outcome", ns=[8])
+    findings = explicit_check(_nemo_rl_loo_std, "outcome", ns=[8])
     accurate = next(f for f in findings if f.prop == "accurate (vs float64)")
     assert accurate.verdict == "no", accurate.evidence
     assert "worst one reward against G − 1 equal ones" in accurate.evidence
     assert _by(findings, "unbiased", "float64")[0].startswith("no")  # normalised: biased too
     assert _by(
-        oracle.check(_naive_rloo, "outcome", ns=[8]), "accurate (vs float64)", "float32"
+        explicit_check(_naive_rloo, "outcome", ns=[8]), "accurate (vs float64)", "float32"
     ) == ["yes"]
 
 
@@ -338,9 +344,9 @@ def test_a_singleton_group_returning_the_raw_reward_is_a_no() -> None:
     def rloo_as_verl(rewards: torch.Tensor) -> torch.Tensor:
         return rewards if rewards.shape[-1] == 1 else _naive_rloo(rewards)
 
-    v = {f.prop: f.verdict for f in oracle.check(rloo_as_verl, "outcome", ns=[3])}
+    v = {f.prop: f.verdict for f in explicit_check(rloo_as_verl, "outcome", ns=[3])}
     assert v["singleton group"] == "no: A = r, the raw reward"
-    zero = {f.prop: f.verdict for f in oracle.check(_whitened, "outcome", ns=[3])}
+    zero = {f.prop: f.verdict for f in explicit_check(_whitened, "outcome", ns=[3])}
     assert zero["singleton group"].startswith("yes")
 
 
@@ -350,7 +356,7 @@ def test_an_estimator_whose_shift_is_not_checked_gets_its_whole_report() -> None
     KeyError: 'excess' for maxrl and chen_passk)."""
     from advest.fast import maxrl as fast_maxrl
 
-    findings = oracle.check(fast_maxrl.maxrl, "maxrl", ns=[3])
+    findings = explicit_check(fast_maxrl.maxrl, "maxrl", ns=[3])
     verdicts = {(f.prop, f.dtype): f.verdict for f in findings}
     assert verdicts[("shift invariant", "float64")] == "not checked"
     assert verdicts[("centred", "float64")] == "yes"

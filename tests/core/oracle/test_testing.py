@@ -23,10 +23,21 @@ import estimators  # noqa: E402  (the user's project, not a package of ours)
 EXPECT = {"centred": "yes", "couples groups": "no", "finite output": "yes"}
 
 
-def test_a_correct_estimator_passes_and_a_broken_one_fails_naming_each_verdict() -> None:
-    assert_estimator(estimators.grpo, expect=EXPECT, ns=[2])
+def test_the_search_finds_the_users_nan_for_a_group_of_one_with_its_input() -> None:
+    """The user's grpo divides by a Bessel std: NaN for a group of one, which no explicit input
+    holds (they start at N = 2); the search finds it and names the input."""
     with pytest.raises(EstimatorMismatch) as caught:
-        assert_estimator(estimators.broken_grpo, expect=EXPECT, ns=[2])
+        assert_estimator(estimators.grpo, expect=EXPECT, ns=[2])
+    message = str(caught.value)
+    assert "finite output [float32]: expected 'yes', measured 'no: non-finite output'" in message
+    assert "rewards = torch.tensor([0.0], dtype=torch.float32).reshape(1, 1)" in message
+
+
+def test_a_correct_estimator_passes_and_a_broken_one_fails_naming_each_verdict() -> None:
+    # the explicit inputs (N = 2): the user's grpo holds there
+    assert_estimator(estimators.grpo, expect=EXPECT, ns=[2], budget=None)
+    with pytest.raises(EstimatorMismatch) as caught:
+        assert_estimator(estimators.broken_grpo, expect=EXPECT, ns=[2], budget=None)
     message = str(caught.value)
     assert "centred [float32, N=2]: expected 'yes', measured 'no'" in message
     assert "couples groups" in message
