@@ -10,14 +10,16 @@ replays them first on the next run (a user's CI finds again what it found before
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from random import Random
 from typing import Any, Generic, TypeVar
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, configuration, given, seed, settings
 from hypothesis.strategies import SearchStrategy
 
 from ..properties import Finding
@@ -102,6 +104,20 @@ class quiet(warnings.catch_warnings):
         warnings.simplefilter("ignore")
 
 
+@contextlib.contextmanager
+def _private_home() -> Iterator[None]:
+    """hypothesis's files (its constants cache) in a temporary directory for the search: an
+    ``advest check`` writes nothing where it runs (hypothesis's default is ``./.hypothesis``),
+    and a user's own hypothesis home is given back as it was."""
+    saved = vars(configuration)["__hypothesis_home_directory"]
+    with tempfile.TemporaryDirectory(prefix="advest-search-") as home:
+        configuration.set_hypothesis_home_dir(home)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(saved)
+
+
 class _Broken(Exception):
     """Raised by the search's test for an input that breaks the property: hypothesis shrinks it
     and saves it in the database, as for any failing test."""
@@ -143,7 +159,7 @@ def search(item: Searched[Any], budget: Budget, where: str) -> Finding:
         return item.check(case) is not None
 
     key = f"advest-check/{budget.target}/{where}/{item.prop}".encode()
-    with quiet():
+    with quiet(), _private_home():
         kept = database.load(budget.database, key) if budget.database else []
         case = next((c for c in kept if broken(c)), None)  # what was found before, first
         if case is None:
