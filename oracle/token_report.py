@@ -174,7 +174,7 @@ COLUMNS = {
 
 def searched_cell(findings: list[Finding]) -> str:
     """The search's verdict in one cell: "yes", or "no: " and the properties it broke."""
-    broken = [f.prop for f in findings if f.searched and not f.verdict.startswith("yes")]
+    broken = [f.prop for f in findings if f.searched and f.counterexample is not None]
     if not any(f.searched for f in findings):
         return ""
     return f"no: {', '.join(dict.fromkeys(broken))}" if broken else "yes"

@@ -35,7 +35,7 @@ def _cell(got: list[Finding]) -> str:
     else:
         text = "; ".join(f"N={f.n}: {f.verdict}" for f in explicit)
     if found:
-        no = [f.verdict for f in found if not f.verdict.startswith("yes")]
+        no = [f.verdict for f in found if f.counterexample is not None]
         searched = f"searched: {no[0] if no else 'yes'}"
         text = f"{text}; {searched}" if text else searched
     return text

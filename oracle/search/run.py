@@ -43,24 +43,6 @@ def searched(
             rd = rows.domain(row_call, max(ns), dtype, own)
             where = f"rows/{family}/{name}"
             out += [search(p, budget, where) for p in rows.properties(row_call, rd, own, coupled)]
-    return [_restated(f, own, name) for f in out]
-
-
-def _restated(f: Finding, explicit: list[Finding], dtype: str) -> Finding:
-    """``f`` in ``dtype``; a "yes" says what held, in the explicit verdict's words (scale:
-    "invariant (A(a r) = A(r))"), so a reader of either finding reads the same answer."""
-    f.dtype = dtype
-    said = {e.verdict for e in explicit if e.prop == f.prop}
-    if f.verdict == "yes" and len(said) == 1:
-        f.verdict = said.pop()
-    return f
-
-
-def _refuses_grid(est: Estimator, g: int, dtype: torch.dtype) -> bool:
-    """Does ``est`` refuse rewards off {0, 1} (a pass/fail estimator)?"""
-    probe = torch.tensor([[0.25 * (i % 4) for i in range(g)]] * 2, dtype=dtype)
-    try:
-        est(probe)
-    except Exception:  # any refusal: searched on pass/fail rewards, as the explicit checks were
-        return True
-    return False
+    for f in out:
+        f.dtype = name
+    return out
