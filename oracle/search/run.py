@@ -46,3 +46,13 @@ def searched(
     for f in out:
         f.dtype = name
     return out
+
+
+def _refuses_grid(est: Estimator, g: int, dtype: torch.dtype) -> bool:
+    """Does ``est`` refuse rewards off {0, 1} (a pass/fail estimator)?"""
+    probe = torch.tensor([[0.25 * (i % 4) for i in range(g)]] * 2, dtype=dtype)
+    try:
+        est(probe)
+    except Exception:  # any refusal: searched on pass/fail rewards, as the explicit checks were
+        return True
+    return False
