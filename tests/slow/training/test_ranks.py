@@ -63,8 +63,15 @@ train(cfg, {"strategy": "ddp", "devices": 2, "accelerator": "cpu", "enable_progr
 """
 
 
-def _run(model: str, out: Path, name: str, estimator: str, steps: int, kill_at: int = -1,
-         resume: bool = False) -> int:  # fmt: skip
+def _run(
+    model: str,
+    out: Path,
+    name: str,
+    estimator: str,
+    steps: int,
+    kill_at: int = -1,
+    resume: bool = False,
+) -> int:
     script = out / "ranks_run.py"
     script.write_text(SCRIPT)
     args = [model, str(out), name, estimator, str(steps), str(kill_at), str(int(resume))]
@@ -74,9 +81,13 @@ def _run(model: str, out: Path, name: str, estimator: str, steps: int, kill_at: 
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(ROOT),
-             "OMP_NUM_THREADS": "1"},
-    )  # fmt: skip
+        env={
+            **os.environ,
+            "PYTHONWARNINGS": "ignore",
+            "PYTHONPATH": str(ROOT),
+            "OMP_NUM_THREADS": "1",
+        },
+    )
     if kill_at < 0:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.returncode
@@ -96,16 +107,19 @@ def _global_batch(records: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
     return joined
 
 
-def _replay(out: Path, name: str, estimator: str, steps: int) -> calling.Plan:
-    """Replays the run's global batches through one process and checks each step's advantages;
-    returns the one-process plan (its history, for a stateful estimator)."""
+def _replay(
+    out: Path, name: str, estimator: str, steps: int
+) -> tuple[calling.Plan, list[str | None]]:
+    """Replays the run's global batches through one process: the one-process plan (its history,
+    for a stateful estimator) and, per step and rank, how that rank's advantages differ from the
+    one process's (None: within the estimator's tolerance)."""
     # KAE's window of i·h iterations: h = 1 reaches back to every earlier step of a 4-step run,
     # so a prompt seen by the other rank counts (the default h = 0.25 would forget it)
     options = {"h": 1.0} if estimator == "kae" else {}
     plan = calling.plan(estimator, options=options, k=2)
     alone = calling.plan(estimator, options=options, k=2)
     entry = registry.entry(estimator)
-    differed = []
+    differed, errors = [], []
     for step in range(steps):
         records = [torch.load(out / f"{name}_rank{r}_step{step}.pt") for r in range(2)]
         source = _global_batch(records)
@@ -116,25 +130,31 @@ def _replay(out: Path, name: str, estimator: str, steps: int) -> calling.Plan:
             mine = want[start : start + B]
             start += B
             assert bool((mine[..., T:] == 0).all())
-            error = ranks_batch.mismatch(entry, mine[..., :T].double(), r["out"].double(),
-                                         r["rewards"].double())  # fmt: skip
-            assert error is None, (estimator, step, error)
+            errors.append(
+                ranks_batch.mismatch(
+                    entry, mine[..., :T].double(), r["out"].double(), r["rewards"].double()
+                )
+            )
         # the planted defect: rank 0 on its own share (its own statistics and history)
         mine = alone.advantages(records[0]).double()
-        differed.append(ranks_batch.mismatch(entry, mine, records[0]["out"].double(),
-                                             records[0]["rewards"].double()))  # fmt: skip
+        differed.append(
+            ranks_batch.mismatch(
+                entry, mine, records[0]["out"].double(), records[0]["rewards"].double()
+            )
+        )
     assert any(differed) == entry.collective, (estimator, differed)
     # a group-local estimator was handed no process group: it paid for no collective
     assert all(r["collective"] == entry.collective for r in records), estimator
-    return plan
+    return plan, errors
 
 
 @pytest.mark.parametrize("estimator", ["grpo_batch_std", "ktae"])
 def test_ddp_advantages_equal_one_process_over_the_global_batch(
     model_path: str, tmp_path: Path, estimator: str
 ) -> None:
-    _run(model_path, tmp_path, estimator, estimator, steps=2)
-    _replay(tmp_path, estimator, estimator, steps=2)
+    assert _run(model_path, tmp_path, estimator, estimator, steps=2) == 0
+    _, errors = _replay(tmp_path, estimator, estimator, steps=2)
+    assert errors == [None] * 4, (estimator, errors)  # 2 steps × 2 ranks, each as one process
 
 
 def test_kae_killed_and_resumed_on_two_ranks_keeps_one_processs_history(
@@ -144,6 +164,7 @@ def test_kae_killed_and_resumed_on_two_ranks_keeps_one_processs_history(
     ckpt = tmp_path / "kae" / "checkpoints" / "last.ckpt"
     assert torch.load(ckpt, weights_only=False)["advest"]["rollout_step"] == 2
     _run(model_path, tmp_path, "kae", "kae", steps=4, resume=True)
-    one = _replay(tmp_path, "kae", "kae", steps=4)
+    one, errors = _replay(tmp_path, "kae", "kae", steps=4)
+    assert errors == [None] * 8, errors
     saved = torch.load(ckpt, weights_only=False)["advest"]["estimator"]
     assert ranks_batch.same_state(saved, one.instance.state_dict())
