@@ -109,10 +109,16 @@ def covariance_weights(
     c = l_c * a_c  # [S, G', T], 0 on invalid tokens
     dev = torch.where(m, c - _scope_sum(c) / n_s, zero)
     var = _scope_sum(dev**2) / torch.clamp(n_s - d, min=1)
-    # c is computed in float64 from rounded centred inputs: a spread of c within a few ulps of
-    # |c| is rounding, not signal (the exact c are then equal and σ² = 0)
-    c_max = c.abs().amax(dim=(1, 2), keepdim=True)
-    noise = (16 * torch.finfo(torch.float64).eps * c_max) ** 2
+
+    # c is computed in float64 from centred inputs whose rounding is relative to the inputs, not
+    # to their spread: ℓ − ℓ̄ is off by ~ε·max|ℓ|, so c by ~ε(|ℓ−ℓ̄|·max|A| + |A−Ā|·max|ℓ|). A
+    # spread of c within that is rounding, not signal (at G = 2 the exact c are always equal:
+    # ℓ = [−1, −0.5]·1e-4, A = [2.5, 2.671875]·1e-4 gave weights 0 and 2 for the exact 1 and 1)
+    def top(x: Tensor) -> Tensor:
+        return torch.where(m, x.abs(), zero).amax(dim=(1, 2), keepdim=True)
+
+    reach = top(c) + top(l_c) * top(a) + top(a_c) * top(ell)
+    noise = (16 * torch.finfo(torch.float64).eps * reach) ** 2
     degenerate = (n_s - d <= 0) | _constant(a, m) | _constant(ell, m) | (var <= noise)
     # w̃ is normalised per scope, so shifting the exponent by the scope's smallest c² changes
     # nothing exactly, and keeps one weight at 1 when σ² is tiny (else all underflow: 0/0)

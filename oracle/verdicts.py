@@ -23,7 +23,7 @@ def table(findings: list[Finding]) -> str:
 
 def _cell(got: list[Finding]) -> str:
     """One cell: the explicit verdicts merged over N where they agree, then the search's
-    ("searched: yes", or its first "no")."""
+    ("searched: yes", or its first counterexample's verdict)."""
     explicit = [f for f in got if not f.searched]
     found = [f for f in got if f.searched]
     verdicts = list(dict.fromkeys(f.verdict for f in explicit))
@@ -36,7 +36,7 @@ def _cell(got: list[Finding]) -> str:
         text = "; ".join(f"N={f.n}: {f.verdict}" for f in explicit)
     if found:
         no = [f.verdict for f in found if f.counterexample is not None]
-        searched = f"searched: {no[0] if no else 'yes'}"
+        searched = f"searched: {no[0] if no else found[0].verdict}"  # "no" where that holds
         text = f"{text}; {searched}" if text else searched
     return text
 

@@ -72,6 +72,13 @@ class Searched(Generic[Case]):
     snippet: Callable[[Case], str]
     domain: str
     """The domain in words, for the evidence of a "yes"."""
+    holds: str = "yes"
+    """The verdict when no input breaks it; "no" for a property named for a defect (``couples
+    groups``), whose counterexample then reads "yes: ..."."""
+
+    @property
+    def broken(self) -> str:
+        return "yes" if self.holds == "no" else "no"
 
 
 def _seed(budget: Budget, where: str, prop: str) -> int:
@@ -149,9 +156,10 @@ def _find(
 
 
 def search(item: Searched[Any], budget: Budget, where: str) -> Finding:
-    """The finding of ``item`` over ``budget.examples`` inputs of its domain: "yes" when none
-    breaks it, else "no: ..." with the shrunk input in ``counterexample`` (its snippet, what was
-    expected and what was measured). ``where`` names the surface (family, convention, dtype)."""
+    """The finding of ``item`` over ``budget.examples`` inputs of its domain: "yes" (its
+    ``holds``) when none breaks it, else "no: ..." (its ``broken``) with the shrunk input in
+    ``counterexample`` (its snippet, what was expected and what was measured). ``where`` names
+    the surface (family, convention, dtype)."""
     tried = [0]
 
     def broken(case: Any) -> bool:
@@ -169,7 +177,7 @@ def search(item: Searched[Any], budget: Budget, where: str) -> Finding:
                 database.save(budget.database, key, case)
         if case is None:
             evidence = f"no counterexample in {tried[0]} searched inputs ({item.domain})"
-            return Finding(item.prop, "yes", evidence, searched=tried[0])
+            return Finding(item.prop, item.holds, evidence, searched=tried[0])
         failure = item.check(case)
     if failure is None:  # hypothesis hands back an input that broke it once: a flaky estimator
         failure = Failure("not reproducible", "the same output on the same input", "it changed")
@@ -183,5 +191,9 @@ def search(item: Searched[Any], budget: Budget, where: str) -> Finding:
         f"got {failure.measured}"
     )
     return Finding(
-        item.prop, f"no: {failure.verdict}", evidence, searched=tried[0], counterexample=example
+        item.prop,
+        f"{item.broken}: {failure.verdict}",
+        evidence,
+        searched=tried[0],
+        counterexample=example,
     )

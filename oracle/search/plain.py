@@ -283,8 +283,9 @@ def properties(est: Estimator, d: Domain, findings: Sequence[object]) -> list[Se
     kinds = "0/1" if d.binary else "ties, offsets to 2^20, spreads to 2^-20, outliers"
     words = f"N {d.g_lo}..{d.g_hi}, {d.b_lo}+ groups, {kinds}"
 
-    def item(prop: str, check: Check, extra: Extra) -> Searched[Grid]:
-        return Searched(prop, strategy, check, lambda c: _snippet(c, d, extra(c)), words)
+    def item(prop: str, check: Check, extra: Extra, holds: str = "yes") -> Searched[Grid]:
+        snippet = lambda c: _snippet(c, d, extra(c))  # noqa: E731
+        return Searched(prop, strategy, check, snippet, words, "no" if holds == "no" else "yes")
 
     out = [item("finite output", _finite(est, d), lambda c: "")]
     scale = _held(findings, "scale equivariant") or ""
@@ -293,7 +294,7 @@ def properties(est: Estimator, d: Domain, findings: Sequence[object]) -> list[Se
         if held is not None and (
             held == start or held.startswith(f"{start}:") or held.startswith(f"{start} ")
         ):
-            out.append(item(prop, check, extra))
+            out.append(item(prop, check, extra, start))
     return out
 
 

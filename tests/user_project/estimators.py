@@ -6,7 +6,10 @@ import torch
 
 def grpo(rewards: torch.Tensor) -> torch.Tensor:
     mean = rewards.mean(-1, keepdim=True)
-    return (rewards - mean) / (rewards.std(-1, keepdim=True) + 1e-6)
+    # one sample: std with Bessel's correction is 0/0; its advantage is 0 (the oracle's search
+    # tries G = 1 and fails an estimator that returns NaN there)
+    correction = 1 if rewards.shape[-1] > 1 else 0
+    return (rewards - mean) / (rewards.std(-1, keepdim=True, correction=correction) + 1e-6)
 
 
 def broken_grpo(rewards: torch.Tensor) -> torch.Tensor:

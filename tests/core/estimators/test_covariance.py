@@ -121,6 +121,17 @@ def test_weights_at_small_scales_equal_the_reference(
         assert any(abs(float(w) - 1) > 0.1 for row in want for w in row)
 
 
+def test_rounding_in_the_centring_is_not_taken_for_a_spread_of_c() -> None:
+    """At two tokens the exact c are equal (c = (ℓ₁ − ℓ̄)(A₁ − Ā) = (ℓ₂ − ℓ̄)(A₂ − Ā)), so w ≡ 1;
+    scaled by 1e-4 the centred inputs round relative to the inputs, not to their spread, and a
+    floor on σ² set by |c| alone took that rounding for signal (found by hypothesis: weights 0
+    and 2)."""
+    ell, adv = [[-1e-4, -0.5e-4]], [[2.5e-4, 2.671875e-4]]
+    lp, a, mask = _pack([(ell, adv)], 2)
+    assert ref_cw(ell, adv) == [[1, 1]]
+    assert not _mismatches(fast_cw(lp, a, mask).weights[0], ref_cw(ell, adv))
+
+
 @given(scope=scopes())
 def test_batch_scope_with_one_group_equals_group_scope(scope: tuple[Ragged, Ragged, int]) -> None:
     ell, adv, t = scope

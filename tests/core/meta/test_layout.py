@@ -155,3 +155,17 @@ def test_every_path_the_architecture_page_names_exists() -> None:
     named = set(re.findall(r"`((?:[\w.-]+/)+[\w.-]+\.\w+)`", page))
     assert len(named) > 10
     assert sorted(p for p in named if not (ROOT / p).exists()) == []
+
+
+def test_the_build_lists_every_subpackage() -> None:
+    """setuptools installs only the packages pyproject names: a subpackage left out of the list
+    (oracle/search/ was) builds a wheel whose imports fail."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = set(config["tool"]["setuptools"]["packages"])
+    found = {"advest"}
+    for pkg in PACKAGES:
+        for init in (ROOT / pkg).rglob("__init__.py"):
+            found.add(".".join(("advest", *init.parent.relative_to(ROOT).parts)))
+    assert found == listed, (sorted(found - listed), sorted(listed - found))

@@ -134,6 +134,29 @@ def test_an_objective_defined_at_n_1_is_checked_there() -> None:
     assert report.default_ns("maxrl", 1)[0] == 1
 
 
+def test_a_property_named_for_a_defect_reads_no_when_it_holds_and_yes_when_found() -> None:
+    """ "couples groups" holds as "no": a searched group-independent estimator keeps that
+    verdict, and one that whitens by the batch reads "yes: ..." with its counterexample."""
+
+    def batch_whitened(rewards: torch.Tensor) -> torch.Tensor:
+        centred = rewards - rewards.mean(-1, keepdim=True)
+        return centred / (centred.std() + 1e-6) if centred.numel() > 1 else centred
+
+    def coupling(fn: Callable[..., Any]) -> Finding:
+        est = Plain(fn, ["rewards"], 1, Guard())
+        d = plain.domain(est, 8, torch.float32, binary=False)
+        assert d is not None
+        held = [Finding("couples groups", "no", "")]
+        (found,) = [f for f in plain.properties(est, d, held) if f.prop == "couples groups"]
+        return search(found, BUDGET, "plain")
+
+    independent = coupling(plants.grpo)
+    assert independent.verdict == "no" and independent.counterexample is None
+    coupled = coupling(batch_whitened)
+    assert coupled.verdict == "yes: a group's advantages depend on the other groups"
+    assert coupled.counterexample is not None
+
+
 def test_the_same_budget_gives_the_same_findings_and_another_seed_may_differ() -> None:
     first = [f.__dict__ for f in _rows(plants.flat_mean_multiplied)]
     again = [f.__dict__ for f in _rows(plants.flat_mean_multiplied)]

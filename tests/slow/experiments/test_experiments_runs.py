@@ -41,7 +41,7 @@ def test_compare_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, mo
 
 
 def test_values_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, model: Path) -> None:
-    from advest.experiments import main
+    from advest.cli import experiment as main
 
     out = tmp_path / "values"
     assert main(["values", "--quick", "--model", str(model), "--out", str(out)]) == 0
@@ -63,7 +63,7 @@ def test_values_quick_writes_config_metrics_summary_and_plot(tmp_path: Path, mod
 def test_values_takes_a_reasoning_gym_task_and_its_held_out_prompts(
     tmp_path: Path, model: Path
 ) -> None:
-    from advest.experiments import main
+    from advest.cli import experiment as main
 
     out = tmp_path / "values"
     task = ["--data", "reasoning_gym:chain_sum", "--reward", "reasoning_gym"]
@@ -77,7 +77,7 @@ def test_values_takes_a_reasoning_gym_task_and_its_held_out_prompts(
 def test_values_resumes_the_finished_problems_and_refuses_other_settings(
     tmp_path: Path, model: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from advest.experiments import main
+    from advest.cli import experiment as main
 
     out = tmp_path / "values"
     argv = ["values", "--quick", "--model", str(model), "--out", str(out)]

@@ -130,7 +130,7 @@ def test_advest_list_shows_it(copy: Path) -> None:
 
 def test_advest_check_judges_it(copy: Path) -> None:
     out = _run(copy, "-m", "advest.cli", "check", "advest.fast.group:throwaway")
-    assert "| centred | yes (N = 2, 3, 8) |" in out
+    assert "| centred | yes (N = 2, 3, 8); searched: yes |" in out
     assert "N=3: yes, E[ĝ] = 2·∇J" in out
 
 

@@ -29,8 +29,8 @@ def test_a_checkout_without_symlinks_builds_a_complete_wheel_and_sdist(tmp_path:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert set(MUST) <= names, sorted(set(MUST) - names)
     for pkg in PACKAGES:  # every module of every package, none lost
-        for module in (ROOT / pkg).glob("*.py"):
-            assert f"advest/{pkg}/{module.name}" in names, module
+        for module in (ROOT / pkg).rglob("*.py"):  # subpackages too (oracle/search/)
+            assert f"advest/{module.relative_to(ROOT).as_posix()}" in names, module
     with tarfile.open(sdist) as tar:
         inside = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     expected = [
