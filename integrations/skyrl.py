@@ -81,9 +81,9 @@ class Estimator:
         chosen = peers.setting(config, "advest_shaping")
         options = peers.setting(config, "advest_shaping_options")
         keys = ("trainer.algorithm.advest_shaping", "trainer.algorithm.advest_shaping_options")
-        if chosen is None:
+        if chosen is None and self.shaping is not None:
             chosen, keys = self.shaping, ("register(shaping=...)", keys[1])
-        if options is None:
+        if options is None and self.shaping_options:
             options, keys = dict(self.shaping_options), (keys[0], "register(shaping_options=...)")
         return peers.shaped(chosen, options, keys, self.name)
 
@@ -119,10 +119,10 @@ def register(
     Idempotent: a name already registered with the same ``Estimator`` is left alone; one
     registered with another K or shaping is replaced. Returns the estimators not registered,
     each with the reason."""
-    from skyrl.backends.skyrl_train.utils.ppo_utils import AdvantageEstimatorRegistry
-
     keys = ("register(shaping=...)", "register(shaping_options=...)")
     peers.shaped(shaping, shaping_options, keys)  # refused here, not in a Ray worker
+    from skyrl.backends.skyrl_train.utils.ppo_utils import AdvantageEstimatorRegistry
+
     options = tuple(sorted((str(o), v) for o, v in (shaping_options or {}).items()))
     not_registered = skipped()
     present = set(AdvantageEstimatorRegistry.list_available())
