@@ -9,7 +9,10 @@ verl's advantage-estimator convention (``verl/trainer/ppo/core_algos.py``)::
 with the outcome reward at the last valid token, and the samples of one prompt sharing a uid in
 ``index``, in any order. ``register()`` adds every sequence-level advest estimator to verl's
 registry as ``advest_<name>``, and the multi-turn (episode) ones, whose turns come from the
-response mask's runs of 1s (tool output is 0 there).
+response mask's runs of 1s (tool output is 0 there). The config passed at call time holds
+advest's settings (``OPTIONS``): ``algorithm.advest_k``, and ``algorithm.advest_shaping`` with
+``algorithm.advest_shaping_options``, a reward shaping (``fast.shaping``) applied to each group's
+summed rewards by the response lengths before a sequence-level estimator.
 
 Not registered, and why: verl's ``compute_advantage`` passes an estimator only
 ``token_level_rewards``, ``response_mask``, ``index``, ``config`` (and ``reward_baselines``);
