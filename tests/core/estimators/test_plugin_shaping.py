@@ -152,3 +152,13 @@ def test_skyrls_estimator_with_a_shaping_pickles_and_compares_by_value() -> None
     assert pickle.loads(pickle.dumps(made)) == made
     assert hash(made) == hash(skyrl.Estimator("grpo", None, "gr3", (("alpha", 0.5),)))
     assert made != skyrl.Estimator("grpo", None, "gr3", (("alpha", 1.0),))
+
+
+def test_trls_command_line_takes_the_shaping_and_its_options_as_json() -> None:
+    from transformers import HfArgumentParser
+
+    argv = ["--output_dir", "unused", "--use_cpu", "--bf16", "false", "--report_to", "none"]
+    argv += ["--activation_checkpointing", "false"]
+    argv += ["--advest_shaping", "gr3", "--advest_shaping_options", '{"alpha": 0.25}']
+    (config,) = HfArgumentParser(AdvestGRPOConfig).parse_args_into_dataclasses(argv)
+    assert shaping_of(config, "rloo") == shaping.GR3(alpha=0.25)
