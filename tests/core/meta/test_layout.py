@@ -95,11 +95,11 @@ def test_a_reversed_import_fails_the_contract(tmp_path: Path) -> None:
     # contract, training imports only fast and spec, can catch it).
     hyperparams.write_text(kept)
     with (tmp_path / "training" / "metrics.py").open("a") as f:
-        f.write("\nimport advest.oracle.report  # planted\n")
+        f.write("\nimport advest.oracle.reports.report  # planted\n")
     broken = lint()
     assert broken.returncode == 1
     assert "training imports only fast and spec BROKEN" in broken.stdout
-    assert "advest.training.metrics -> advest.oracle.report" in broken.stdout
+    assert "advest.training.metrics -> advest.oracle.reports.report" in broken.stdout
 
 
 def test_spec_imports_only_the_standard_library_and_torch_in_tolerances() -> None:
