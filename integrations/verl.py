@@ -1,5 +1,5 @@
 """advest inside verl (tested against verl 0.9.1); verl's estimators inside ``advest check`` are
-``advest.oracle.verl``.
+``advest.oracle.conventions.verl``.
 
 verl's advantage-estimator convention (``verl/trainer/ppo/core_algos.py``)::
 

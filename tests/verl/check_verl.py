@@ -17,7 +17,7 @@ from advest import oracle
 from advest.fast import by_group, group, registry, shaping
 from advest.fast import gdpo as gdpo_fast
 from advest.integrations import verl as integration
-from advest.oracle import verl as verl_oracle
+from advest.oracle.conventions import verl as verl_oracle
 from tests.peer_batch import multi_turn, shuffled, turn_rloo_by_uid
 
 

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 import torch
 
-from advest.oracle import episodes, grouped, report
-from advest.oracle.harness import Guard, Plain
-from advest.oracle.properties import Finding
-from advest.oracle.rows import RowCall
+from advest.oracle.conventions.harness import Guard, Plain
+from advest.oracle.conventions.rows import RowCall
+from advest.oracle.properties import episodes, grouped
+from advest.oracle.properties.sequence import Finding
+from advest.oracle.reports import report
+from advest.oracle.reports.token_report import bind
 from advest.oracle.search import Budget, plain, rows, search, tokens
 from advest.oracle.search import episodes as search_episodes
-from advest.oracle.token_report import bind
 
 from . import search_plants as plants
 

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from advest.cli import main
-from advest.oracle import OracleError, check, schema
+from advest.oracle import OracleError, check
+from advest.oracle.reports import schema
 from advest.testing import EstimatorMismatch, assert_estimator
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -100,7 +100,7 @@ def test_the_copy_imports_its_own_advest(copy: Path) -> None:
 
 def test_the_catalogue_derives_a_row_with_the_declared_claims(copy: Path) -> None:
     code = (
-        "from advest.oracle.catalogue import rows\n"
+        "from advest.oracle.reports.catalogue import rows\n"
         "(row,) = rows('throwaway')\n"
         "print(row.kind, row.centred, row.exact_zero_on_flat, row.pg_scale(5, 1),"
         " row.reference.__module__)"
