@@ -207,7 +207,7 @@ def test_every_derived_list_picks_up_an_estimator_of_each_kind(tmp_path: Path) -
 import json
 from advest.fast import registry
 from advest.integrations import peers, skyrl, verl
-from advest.oracle import catalogue, token_report
+from advest.oracle.reports import catalogue, token_report
 names = ["throwaway_token", "throwaway_multi", "throwaway_history", "throwaway_episode"]
 print(json.dumps({
     "kinds": [registry.entry(n).kind for n in names],
