@@ -24,6 +24,8 @@ from advest.oracle.inputs.tolerance import _batches
 from advest.oracle.properties import episodes, shaping
 from advest.oracle.properties.order import order_preserving
 from advest.oracle.reports import schema
+from advest.oracle.search import Budget
+from advest.oracle.search.shaping import checked
 
 BUGS = [*PLAIN_BUGS, *SHAPING_BUGS]
 """Every reproduced bug: the estimators' (scripts/gallery_bugs.py) and the shapings'
@@ -41,7 +43,8 @@ with a group id per row (`scripts/gallery_flat_bugs.py`, `advest check --convent
 for the bugs of multi-turn episodes, as estimators of the episode kind
 (`scripts/gallery_episode_bugs.py`, judged by the episode oracle of spec/episode.md), and, for
 the bugs of reward shaping, as a trainer's shaped advantage on rewards and lengths
-(`scripts/gallery_shaping_bugs.py`, judged by the shaping family, `oracle/properties/shaping.py`).
+(`scripts/gallery_shaping_bugs.py`, judged by the shaping family, `oracle/properties/shaping.py`,
+then searched).
 `advest check` (family `outcome`, N = 2 and 4, float32) runs on both, with `order preserving`
 (oracle/properties/order.py), and the table names the verdicts that differ.
 
@@ -55,7 +58,7 @@ def _report(fn: Est, convention: str) -> dict[str, object]:
     if convention == "episode":  # multi-turn episodes: the episode oracle's rows
         return schema.document(episodes.report(cast(episodes.EpisodeEstimator, fn)))
     if convention == "shaping":  # a trainer's shaped advantage: the shaping family
-        return schema.document(shaping.check(cast(shaping.Target, fn), advantages=True))
+        return schema.document(checked(cast(shaping.Target, fn), Budget()))
     how = cast(Convention, convention)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the buggy twins warn (std of one sample), on purpose

@@ -213,9 +213,9 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
         elif options["family"] == "episode":  # the episode oracle: oracle/properties/episodes.py
             findings = _episode_report(fn, options.get("one_turn"), options["budget"])
         elif options["family"] == "shaping":  # a shaped advantage (rewards, lengths)
-            from ..properties.shaping import check as check_shaping
+            from ..search.shaping import checked
 
-            findings = check_shaping(fn, advantages=True)
+            findings = checked(fn, options["budget"])
         else:
             findings = check(fn, convention=convention, **options)
     except OutOfScope as error:

@@ -99,9 +99,9 @@ def assert_estimator(
 
         findings = _episode_report(fn, one_turn, budget)
     elif family == "shaping":  # a trainer's shaped advantage, fn(rewards, lengths)
-        from ..properties.shaping import check as check_shaping
+        from ..search.shaping import checked
 
-        findings = check_shaping(fn, advantages=True)
+        findings = checked(fn, budget)
     else:
         objective = cast(Objective, family)
         findings = check(
