@@ -245,7 +245,7 @@ def main(argv: list[str]) -> int:
                 left = (time.monotonic() - start) / done * (total - done)
                 print(f"[{done}/{total} runs] {task} {arm} seed {seed}; ~{left / 60:.0f} min left",
                       flush=True)  # fmt: skip
-    from advest.experiments import real_report  # imported at the end: a long run
+    from . import report as real_report  # imported at the end: a long run
     # picks up the report as it is when the runs finish
 
     real_report.write(args.out_path)

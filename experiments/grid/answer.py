@@ -9,9 +9,11 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
-from advest.experiments.grid_report import (
+from ..stats import NO_DIFFERENCE
+from .report import (
     DESIGN_ARMS,
     PLANNED_SEEDS,
+    Proved,
     QUESTION,
     at_ceiling,
     cell,
@@ -24,10 +26,9 @@ from advest.experiments.grid_report import (
     rests_on,
     start_table,
 )
-from advest.experiments.grid_series import series_of
-from advest.experiments.grid_stats import (
+from .series import series_of
+from .stats import (
     MIN_SEEDS,
-    NO_DIFFERENCE,
     REFERENCE,
     compare,
     corrected,
@@ -35,7 +36,7 @@ from advest.experiments.grid_stats import (
 
 
 def lead(
-    grid: dict[str, Any], rows: list[tuple[str, str]], bandit: dict[str, Any] | None
+    grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None
 ) -> list[str]:
     """The page's answer, from the Holm-corrected pass@8 verdicts of one design: the real
     model's grid once every design arm has its ``PLANNED_SEEDS`` seeds, else the embedded
@@ -59,7 +60,7 @@ def lead(
     if not found:  # the runs compared only arms outside the declared family
         return []
     found, replicated = _replicated(grid, name, found, k)
-    said = _verdicts(found, k, rows, bandit) + _among(runs, found, k) + replicated
+    said = _verdicts(found, k, proofs, bandit) + _among(runs, found, k) + replicated
     said += _real(grid, name) + _notes(grid, name, k)
     model = grid[name]["design"]["model"] or "the embedded tiny model"
     seeds, prompts = max(c["seeds"] for c in found.values()), len(grid[name]["held_out"])
@@ -76,7 +77,7 @@ def lead(
     return [QUESTION, "", f"{on}, " + "; ".join(said) + "." + also, ""]
 
 
-def _verdicts(found: dict[str, Any], k: int, rows: list[tuple[str, str]],
+def _verdicts(found: dict[str, Any], k: int, proofs: Proved,
               bandit: dict[str, Any] | None) -> list[str]:  # fmt: skip
     """The answer's clauses from the corrected verdicts at pass@k."""
     by = {v: [a for a, c in found.items() if c["verdict"] == v] for v in ("above", "below")}
@@ -92,7 +93,7 @@ def _verdicts(found: dict[str, Any], k: int, rows: list[tuple[str, str]],
             said.append(f"use `{REFERENCE}`" + (" or an arm with no measured difference from it"
                                                  if same else ""))  # fmt: skip
     if same:
-        basis = "; ".join(f"`{a}`: {rests_on(a, rows, bandit)}" for a in same)
+        basis = "; ".join(f"`{a}`: {rests_on(a, proofs, bandit)}" for a in same)
         said.append(f"no measured difference between `{REFERENCE}` and {_each(same)}, so a "
                     f"choice among them rests not on this grid but on: {basis}")  # fmt: skip
     waiting = [a for a in found if a not in {*by["above"], *by["below"], *same}]
