@@ -19,11 +19,12 @@ from typing import Any
 
 import torch
 
+from advest.fast import registry
+
 from . import fit as cost_fit
 from . import measure as cost_measure
 from . import ranks as cost_ranks
 from .report import Results, device_fits, page, plot
-from advest.fast import registry
 
 COMMAND = "advest experiment cost"
 
@@ -113,8 +114,13 @@ def parser() -> Any:
 
     p = new_parser("advest experiment cost", __doc__ or "")
     p.add_argument("--device", type=str, default="cpu", help="cpu or cuda")
-    p.add_argument("--scale", type=str, choices=sorted(cost_measure.SCALES), default="full",
-                   help="the sizes: full (the docs' table), quick, tiny (runs the code only)")  # fmt: skip
+    p.add_argument(
+        "--scale",
+        type=str,
+        choices=sorted(cost_measure.SCALES),
+        default="full",
+        help="the sizes: full (the docs' table), quick, tiny (runs the code only)",
+    )
     switch(p, "quick", False, "the same as --scale quick")
     p.add_argument("--only", type=str, nargs="+", default=None, help="these estimators")
     switch(p, "ranks", False, "measure the collectives' cost too (about a minute)")

@@ -173,7 +173,6 @@ def plot(results: Results, path: Path) -> None:
     plt.close(fig)
 
 
-
 def ranks_section(found: dict[str, Any] | None, command: str) -> list[str]:
     """The page's lines on the collectives' cost (none before a measurement)."""
     if found is None:
@@ -213,5 +212,3 @@ def ranks_section(found: dict[str, Any] | None, command: str) -> list[str]:
             cells += [f"{r['share_ms']:.3f}", f"{r['collective_ms']:.3f}", f"{added:+.3f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""]
-
-

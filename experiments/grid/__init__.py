@@ -37,8 +37,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .report import DESIGN_ARMS
 from advest.training.settings import RLConfig
+
+from .report import DESIGN_ARMS
 
 ARMS: dict[str, dict[str, Any]] = {
     "grpo": {"estimator": "grpo"},
@@ -358,5 +359,7 @@ def main(argv: list[str], finished_run: Finished | None = None) -> int:
               f"~{left / 60:.0f} min left", flush=True)  # fmt: skip
         if finished_run is not None:
             files = [path, results / "design.json", results / "before.json"]
-            finished_run(files, f"grid {args.design}: {arm} seed {seed} finished (per-prompt counts)")
+            finished_run(
+                files, f"grid {args.design}: {arm} seed {seed} finished (per-prompt counts)"
+            )
     return 0

@@ -13,8 +13,8 @@ from ..stats import NO_DIFFERENCE
 from .report import (
     DESIGN_ARMS,
     PLANNED_SEEDS,
-    Proved,
     QUESTION,
+    Proved,
     at_ceiling,
     cell,
     designs,
@@ -35,9 +35,7 @@ from .stats import (
 )
 
 
-def lead(
-    grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None
-) -> list[str]:
+def lead(grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None) -> list[str]:
     """The page's answer, from the Holm-corrected pass@8 verdicts of one design: the real
     model's grid once every design arm has its ``PLANNED_SEEDS`` seeds, else the embedded
     model's (of its designs that have compared an arm: one where some arm ended above the

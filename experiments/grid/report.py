@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from ..stats import ALPHA, NO_DIFFERENCE, REPS, paired_bootstrap, pass_at
 from . import designs as declared
 from . import series as grid_series
-from ..stats import ALPHA, NO_DIFFERENCE, REPS, paired_bootstrap, pass_at
 from .stats import FLAT, REFERENCE, compare, corrected, from_start, levels
 
 DESIGN_ARMS = ("grpo", "maxpo", "pkpo_sloo")
@@ -315,9 +315,7 @@ def one(name: str, info: dict[str, Any], runs: dict[str, Any], proofs: Proved,
     return out + start_line(moved) + ceiling_line(runs) + level_line(runs)
 
 
-def section(
-    grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None
-) -> list[str]:
+def section(grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None) -> list[str]:
     """The page's lines for every design in ``grid`` (``load``), the designs of one series
     (one set of runs at several step counts) under one heading; none when there is none."""
     out: list[str] = []

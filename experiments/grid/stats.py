@@ -58,7 +58,6 @@ def differences(runs: dict[str, dict[int, Any]], arm: str, k: int, ref: str = RE
     return np.array(rows).reshape(len(seeds), -1)
 
 
-
 def compare(runs: dict[str, dict[int, Any]], arm: str, k: int, ref: str = REFERENCE
             ) -> dict[str, Any]:  # fmt: skip
     """``arm`` against ``ref`` at pass@k: seeds, mean difference, interval, two-sided bootstrap
@@ -87,7 +86,6 @@ def corrected(found: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
         word = ("above" if c["mean"] > 0 else "below") if rejected[key] else NO_DIFFERENCE
         out[key] = {**c, "p_holm": adjusted[key], "verdict_95": c["verdict"], "verdict": word}
     return out
-
 
 
 def levels(records: list[dict[str, Any]]) -> str:

@@ -24,9 +24,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from . import kae as values_kae
-from .kae import sample_state
-from .paired import mse_rows
 from advest.experiments.stats import cluster_bootstrap
 from advest.fast import registry
 from advest.fast.detokenize import texts_and_offsets
@@ -36,6 +33,10 @@ from advest.training.policy import load_policy, rollout_forward
 from advest.training.prompts import token_ids as prompt_ids
 from advest.training.rollout import Rollout, plan
 from advest.training.scoring import Scorer
+
+from . import kae as values_kae
+from .kae import sample_state
+from .paired import mse_rows
 
 TOKEN_BASELINES = ("numca", "hista")
 

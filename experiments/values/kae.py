@@ -161,12 +161,13 @@ def summarise(rows: list[dict[str, Any]], mc: int, reps: int, seed: int) -> dict
             prompts = np.array([r["prompt"] for r in got])
             err = {c: (np.array([r[c] for r in got]) - truth) ** 2 for c in ("group_mean", k)}
             d = err[k] - err["group_mean"]
+            ci = {c: list(cluster_bootstrap(e, prompts, reps, seed)) for c, e in err.items()}
             entry[k] = {
                 "rows": len(got),
                 "iterations": sorted({r["iteration"] + 1 for r in got}),
-                **{c: {"mse": float(e.mean()), "mse_95ci": list(cluster_bootstrap(e, prompts, reps, seed))}
-                   for c, e in err.items()},
-                "difference": {"mean": float(d.mean()), "ci": list(cluster_bootstrap(d, prompts, reps, seed))},
+                **{c: {"mse": float(e.mean()), "mse_95ci": ci[c]} for c, e in err.items()},
+                "difference": {"mean": float(d.mean()),
+                               "ci": list(cluster_bootstrap(d, prompts, reps, seed))},
             }  # fmt: skip
         out["by_n"][f"n={n}"] = entry
     return out
