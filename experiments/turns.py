@@ -37,14 +37,15 @@ SETTINGS: dict[str, Any] = {
 trainer's defaults otherwise (lr 3e-4; at 1e-3 a first try lost held-out pass@1)."""
 
 
-def run(seeds: int, out: Path) -> dict[str, Any]:
-    """Every arm × seed; returns the results document (per-prompt counts of every run)."""
+def run(seeds: int, out: Path, model: str | None = None) -> dict[str, Any]:
+    """Every arm × seed of ``model`` (None: the embedded one); returns the results document
+    (per-prompt counts of every run)."""
     from advest.training.train import train
 
     runs: dict[str, dict[str, Any]] = {arm: {} for arm in ARMS}
     for arm in ARMS:
         for seed in range(seeds):
-            cfg = RLConfig(**SETTINGS, estimator=arm, seed=seed, out=str(out))
+            cfg = RLConfig(**SETTINGS, model=model, estimator=arm, seed=seed, out=str(out))
             folder = train(cfg, {"enable_progress_bar": False}, name=f"{arm}-seed{seed}")
             counts = json.loads((folder / "passk_counts.json").read_text())
             runs[arm][str(seed)] = {label: counts[label] for label in sorted(counts)}
@@ -122,12 +123,13 @@ def parser() -> Any:
     p.add_argument("--seeds", type=int, default=4, help="seeds per estimator")
     p.add_argument("--out", type=str, default="runs/turns", help="run folders (not kept)")
     p.add_argument("--steps", type=int | None, default=None, help="replace the design's steps")
+    p.add_argument("--model", type=str | None, default=None, help="checkpoint (default: embedded)")
     switch(p, "quick", False, "2 seeds, 2 steps, 4 held-out prompts × 4 samples: a smoke run")
     return p
 
 
 def main(argv: Sequence[str]) -> int:
-    """``advest experiment turns [--seeds N] [--steps N] [--out DIR] [--quick]``."""
+    """``advest experiment turns [--seeds N] [--steps N] [--model M] [--out DIR] [--quick]``."""
     from advest.parsing import fail
 
     args = parser().parse_args(list(argv))
@@ -139,7 +141,7 @@ def main(argv: Sequence[str]) -> int:
     if args.steps is not None:
         SETTINGS["steps"] = args.steps
     out = Path(args.out)
-    doc = run(args.seeds, out)
+    doc = run(args.seeds, out, args.model)
     out.mkdir(parents=True, exist_ok=True)
     (out / "turns.json").write_text(json.dumps(doc, indent=1) + "\n")
     (out / "summary.md").write_text(render(doc) + "\n")
