@@ -1,5 +1,5 @@
 """The answer at the top of ``docs/choosing.md``: which design answers the page's question, and
-the sentence it gives, chosen from Holm-corrected verdicts only (``grid_report.found_of``: an
+the sentence it gives, chosen from Holm-corrected verdicts only (``report.found_of``: an
 uncorrected 95% interval never puts an arm in the answer). The arms the answer names are
 compared with each other too (Holm over their pairs), and a design declared after its data
 were seen is called exploratory until its declared replication has run."""

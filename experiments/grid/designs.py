@@ -7,7 +7,7 @@ says so (``seen_before``, ``kind``) and is ``exploratory`` until a replication
 counts (or one sweep), and the page shows them as one design.
 
 The family of comparisons that the page corrects is read from the declaration: every arm in
-``compared`` minus ``reference`` at every pass@k in ``ks``; ``grid_stats.corrected`` applies
+``compared`` minus ``reference`` at every pass@k in ``ks``; ``stats.corrected`` applies
 Holm's correction to it."""
 
 from __future__ import annotations

@@ -7,13 +7,13 @@ eq. 1) on one (seed, prompt). The interval is a bootstrap that resamples seeds, 
 (one resample of the prompts for every seed drawn, as the prompts are shared); an arm is
 "above" or "below" the reference only when Holm's correction over the design's declared family
 of comparisons (``designs``: every compared arm at every k) rejects no difference, and "no
-measured difference" otherwise (the statistics: ``grid_stats``); no equivalence margin is
+measured difference" otherwise (the statistics: ``stats``); no equivalence margin is
 declared for these comparisons, so none is called a tie. Every sentence of the conclusion is
 chosen from these corrected verdicts, and where no difference is measured the section names
 what a choice rests on instead. Designs of one ``series`` (one set of runs at several step
 counts) are shown as one design.
 
-``advest.experiments.grid.write_page()`` rewrites ``docs/choosing.md``.
+``scripts/choosing.py --repo .`` writes this section into ``docs/choosing.md``.
 """
 
 from __future__ import annotations

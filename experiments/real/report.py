@@ -247,7 +247,7 @@ def merge(out: Path, parts: list[Path]) -> None:
 
 
 if __name__ == "__main__":
-    # real_report OUT: rewrite OUT's report; real_report OUT PART...: merge the parts into OUT
+    # report OUT: rewrite OUT's report; report OUT PART...: merge the parts into OUT
     if len(sys.argv) > 2:
         merge(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]])
     write(Path(sys.argv[1]))

@@ -8,7 +8,7 @@ seeing the continuations: the group mean (own return included: the paper's V̂_a
 leave-one-out mean, Numca, Hista (b = R_i − A_{i,t}). Scores: MSE, noise-corrected MSE, Spearman,
 and the spread of (V̂ − group mean) as the collapse diagnostic, with bootstrap 95% intervals over
 problems; every state's row is kept. Also KAE's claim on a policy trained between iterations
-(``experiments/values_kae.py``).
+(``experiments/values/kae.py``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The cost-growth table (docs/cost.md): the page is what ``experiments/cost/report.py`` renders
 (``scripts/cost.py``) from the committed measurements (``docs/results/cost.json``) and the
 registry, every registered estimator is measured along each of its axes, and none grows faster
-than the order its registry entry states. Nothing here times anything: the committed numbers are fitted, and a planted faster
-growth in a copy of them is flagged (the slow tier measures a planted O(G²) estimator)."""
+than the order its registry entry states. Nothing here times anything: the committed numbers
+are fitted, and a planted faster growth in a copy of them is flagged (the slow tier measures a
+planted O(G²) estimator)."""
 
 from __future__ import annotations
 
