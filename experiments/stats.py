@@ -8,6 +8,7 @@ Notation: ``S`` seeds, ``P`` prompts (or problems), ``R`` bootstrap resamples.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import comb
 from typing import Any
 
@@ -95,6 +96,12 @@ def holm_adjusted(ps: dict[Any, float]) -> dict[Any, float]:
         run = max(run, min(1.0, (m - i) * ps[key]))
         out[key] = run
     return out
+
+
+def cell(v: Sequence[float], sign: str = "") -> str:
+    """An estimate and its interval, ``(mean, lo, hi)``, as ``mean [lo, hi]`` at three decimals
+    (``sign="+"``: signed, as a difference is written)."""
+    return f"{v[0]:{sign}.3f} [{v[1]:{sign}.3f}, {v[2]:{sign}.3f}]"
 
 
 def verdict(lo: float, hi: float, words: tuple[str, str] = ("above", "below")) -> str:

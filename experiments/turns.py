@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from advest.experiments.stats import paired_bootstrap, pass_at, verdict
+from advest.experiments.stats import cell, paired_bootstrap, pass_at, verdict
 from advest.training.config import RLConfig
 
 ARMS = ("turn_rloo", "rloo")
@@ -83,8 +83,7 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _interval(x: Sequence[float]) -> str:
-    mean, lo, hi = x
-    return f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}] ({verdict(lo, hi)})"
+    return f"{cell(x, '+')} ({verdict(x[1], x[2])})"
 
 
 def render(doc: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ from advest.experiments.grid import report as grid_report
 from advest.experiments.grid import series as grid_series
 from advest.experiments.grid import stats as grid_stats
 from advest.experiments.real import ARMS
+from advest.experiments.stats import cell
 from advest.experiments.values import kae as values_kae
 from advest.experiments.values import paired as values_paired
 from advest.experiments.values.paired import mse_rows
@@ -54,9 +55,6 @@ def load(results: Path) -> dict[str, Any]:
     for name, info in grid.items():
         info["declaration"] = declared.get(name)
     return {**found, "grid": grid, "designs": declared}
-
-
-cell = grid_report.cell  # "mean [lo, hi]"
 
 
 def values_table(values: dict[str, Any]) -> str:

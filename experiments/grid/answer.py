@@ -9,14 +9,13 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
-from ..stats import NO_DIFFERENCE
+from ..stats import NO_DIFFERENCE, cell
 from .report import (
     DESIGN_ARMS,
     PLANNED_SEEDS,
     QUESTION,
     Proved,
     at_ceiling,
-    cell,
     designs,
     found_of,
     ks_of,

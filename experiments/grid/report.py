@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import ALPHA, NO_DIFFERENCE, REPS, paired_bootstrap, pass_at
+from ..stats import ALPHA, NO_DIFFERENCE, REPS, cell, paired_bootstrap, pass_at
 from . import designs as declared
 from . import series as grid_series
 from .stats import FLAT, REFERENCE, compare, corrected, from_start, levels
@@ -43,10 +43,6 @@ def clipped(records: list[dict[str, Any]]) -> str:
     norms = [g for r in records for g in r["grad_norm"]]
     bound = sum(g > r["max_grad_norm"] for r in records for g in r["grad_norm"])
     return f"{float(np.median(norms)):.3f}; clipped on {bound} of {len(norms)} steps"
-
-
-def cell(v: Sequence[float], sign: str = "") -> str:
-    return f"{v[0]:{sign}.3f} [{v[1]:{sign}.3f}, {v[2]:{sign}.3f}]"
 
 
 def _task(d: dict[str, Any]) -> str:

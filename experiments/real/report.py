@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from advest.experiments.stats import pass_at
+from advest.experiments.stats import cell, pass_at
 
 Results = dict[str, dict[str, list[dict[str, Any]]]]
 """task → arm → one record per seed (``real.Record``: ``before``/``after`` passes per prompt)."""
@@ -115,10 +115,6 @@ def on_common_seeds(results: Results) -> tuple[Results, dict[str, list[int]]]:
         cut[task] = {a: [r for r in runs if int(r["seed"]) in shared] for a, runs in arms.items()}
         seeds[task] = shared
     return cut, seeds
-
-
-def cell(v: list[float]) -> str:
-    return f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
 
 
 def table(summary: dict[str, Any], ks: tuple[int, ...] = (1, 8, 64)) -> str:

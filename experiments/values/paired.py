@@ -13,16 +13,15 @@ import numpy as np
 
 from advest.experiments.stats import REPS, cluster_bootstrap, verdict
 
-MSE_HEAD = (
-    "| MSE vs V_MC [95% CI] | noise-corrected MSE [95% CI] | Spearman | spread (V̂ − group mean) |"
-)
-
 
 def mse_rows(first: str, estimators: dict[str, Any]) -> list[str]:
     """The values benchmark's table, one row per baseline: MSE against V_MC with its bootstrap
     interval, the noise-corrected MSE, Spearman's ρ and the spread against the group mean.
     ``first`` heads the name column."""
-    lines = [f"| {first} {MSE_HEAD}", "|---|---|---|---|---|"]
+    head = (
+        "MSE vs V_MC [95% CI] | noise-corrected MSE [95% CI] | Spearman | spread (V̂ − group mean)"
+    )
+    lines = [f"| {first} | {head} |", "|---|---|---|---|---|"]
     for name, v in estimators.items():
         lo, hi = v["mse_95ci"]
         got = v.get("mse_noise_corrected_95ci")  # absent in a record made before it was kept
