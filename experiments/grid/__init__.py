@@ -275,7 +275,7 @@ def _device() -> str:
 
 
 def parser() -> Any:
-    from advest.parsing import new_parser
+    from advest.parsing import new_parser, switch
 
     p = new_parser("advest experiment grid", __doc__ or "")
     p.add_argument("--design", type=str, choices=list(DESIGNS), default="smollm2")
@@ -290,10 +290,14 @@ def parser() -> Any:
     p.add_argument("--steps", type=int | None, default=None, help="replace the design's steps")
     p.add_argument("--eval_prompts", type=int | None, default=None, help="replace its prompts")
     p.add_argument("--eval_samples", type=int | None, default=None, help="replace its samples")
+    switch(p, "quick", False, "the embedded design, grpo, one seed, 2 steps, 4 × 4 held-out")
     return p
 
 
 def design_of(args: Any) -> Design:
+    if args.quick:  # a smoke run, in a folder of its own (``main``): no grid's files touched
+        args.design, args.arms, args.seeds = "embedded", ["grpo"], 1
+        args.steps, args.eval_prompts, args.eval_samples = 2, 4, 4
     d = DESIGNS[args.design]
     given = {k: getattr(args, k) for k in ("model", "steps", "eval_prompts", "eval_samples")}
     d = replace(d, **{k: v for k, v in given.items() if v is not None})
@@ -332,8 +336,8 @@ def main(argv: list[str], finished_run: Finished | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    results = Path(args.results) / args.design
-    runs = Path(args.runs) / args.design
+    folder = f"{args.design}_quick" if args.quick else args.design
+    results, runs = Path(args.results) / folder, Path(args.runs) / folder
     paths = {"data": runs / "data", "runs": runs / "runs"}
     before = prepare(d, results, paths["data"])
     plan = [(s, a) for s in range(args.first_seed, args.first_seed + args.seeds) for a in args.arms]

@@ -27,9 +27,8 @@ def commands(model: str) -> dict[str, list[str]]:
     """Each experiment's smallest run, every output at its default place (under the folder).
     ``real`` needs its real model (the tiny one cannot hold a reasoning-gym prompt), so one arm
     and seed, one step of one prompt and one held-out prompt × 2 samples of 4 tokens (about a
-    minute; ``--quick``'s two arms and steps took over eight on two busy cores); ``grid`` one
-    arm and seed of the embedded design for two steps; ``cost`` two estimators at the sizes
-    that only run the code."""
+    minute; ``--quick``'s two arms and steps took over eight on two busy cores); ``cost`` two
+    estimators at the sizes that only run the code (``--quick`` measures every one)."""
     tiny = ["--model", model]
     return {
         "bandit": ["--quick"],
@@ -37,8 +36,7 @@ def commands(model: str) -> dict[str, list[str]]:
         "values": ["--quick", *tiny],
         "real": ["--arms", "grpo", "--seeds", "1", "--steps", "1", "--prompts", "1",
                  "--tokens", "4", "--eval_prompts", "1", "--samples", "2"],
-        "grid": ["--design", "embedded", "--arms", "grpo", "--seeds", "1", "--steps", "2",
-                 "--eval_prompts", "4", "--eval_samples", "4", *tiny],
+        "grid": ["--quick", *tiny],
         "turns": ["--quick", *tiny],
         "cost": ["--scale", "tiny", "--only", "grpo", "maxpo"],
     }  # fmt: skip
