@@ -52,14 +52,6 @@ def bootstrap_all(
     return table.mean(axis=(1, 2)), lo, hi
 
 
-def bootstrap(
-    counts: list[list[int]], samples: int, k: int, reps: int = 2000
-) -> tuple[float, float, float]:
-    """pass@k (one k) with its interval, as ``bootstrap_all``."""
-    m, lo, hi = bootstrap_all(counts, samples, reps)
-    return float(m[k - 1]), float(lo[k - 1]), float(hi[k - 1])
-
-
 def level_off(curves: list[list[float]], window: int = WINDOW) -> dict[str, Any]:
     """When training pass@1 (``curves[s][t]``: pass@1 of step t's own samples in seed s) stops
     rising: the first window j whose mean no later window exceeds by two standard errors of
