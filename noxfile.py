@@ -101,8 +101,10 @@ def _side(venv: Venv) -> None:
         # In CI (``CI`` set) pip keeps no cache and the environment goes once its tests pass:
         # SkyRL's (a CUDA torch, 5.6 GB) came after verl's (2.1 GB) and the oldest TRL's
         # (1.6 GB) and once ran a CI disk out of space ("No space left on device").
+        # PIP_NO_COMPILE: pip byte-compiles every installed file (torch's and ray's thousands);
+        # the tests import a fraction of them, which Python compiles as it loads them
         ci = bool(os.environ.get("CI"))
-        no_cache = {"PIP_NO_CACHE_DIR": "1"} if ci else {}
+        no_cache = {"PIP_NO_CACHE_DIR": "1", "PIP_NO_COMPILE": "1"} if ci else {}
         session.install(TORCH, env=no_cache)
         session.install("-e", f".[{venv.extra}]", env=no_cache)
         python = str(Path(session.bin) / "python")

@@ -17,10 +17,10 @@ REMOVED_IN = "0.4.0"
 
 MOVED = {
     "advest.fast.bench": "advest.oracle.bench",
-    "advest.spec.catalogue": "advest.oracle.catalogue",
+    "advest.spec.catalogue": "advest.oracle.reports.catalogue",
     "advest.spec.oracle": "advest.oracle",
     "advest.training.bench": "advest.experiments.cost.tokens",
-    "advest.training.demo": "advest.oracle.demo",
+    "advest.training.demo": "advest.oracle.reports.demo",
     "advest.training.parsing": "advest.parsing",
     "advest.training.experiments": "advest.experiments",
     "advest.training.experiments.bandit": "advest.experiments.bandit",

@@ -74,7 +74,7 @@ def run_bench(ns: Any) -> int:
     """Both benchmarks: the oracle's (sequence level), then the token level against the
     trainer's forward pass."""
     from advest.experiments.cost.tokens import run as run_tokens
-    from advest.oracle.commands import run_bench as run_sequences
+    from advest.oracle.reports.commands import run_bench as run_sequences
 
     code = run_sequences(ns)
     run_tokens(T=64 if ns.quick else 256, repeats=3 if ns.quick else 5)
@@ -142,13 +142,15 @@ COMMANDS = (
     Command("list", "every registered estimator: family, inputs, K domain, cost, spec page",
             "advest.cli:list_parser", "advest.cli:run_list"),
     Command("demo", "the max@K estimators side by side on one group, exact and fast",
-            "advest.oracle.commands:demo_parser", "advest.oracle.commands:run_demo"),
+            "advest.oracle.reports.commands:demo_parser",
+            "advest.oracle.reports.commands:run_demo"),
     Command("bench", "estimator benchmarks that print numbers and ratios",
-            "advest.oracle.commands:bench_parser", "advest.cli:run_bench"),
+            "advest.oracle.reports.commands:bench_parser", "advest.cli:run_bench"),
     Command("prove", "run the machine-checked proofs and print the claims",
             "advest.proofs.command:prove_parser", "advest.proofs.command:run_prove"),
     Command("check", "report the properties of any advantage estimator (MODULE:FUNCTION)",
-            "advest.oracle.commands:check_parser", "advest.oracle.commands:run_check"),
+            "advest.oracle.reports.commands:check_parser",
+            "advest.oracle.reports.commands:run_check"),
 )  # fmt: skip
 """Every subcommand of ``advest``, in the order ``advest --help`` lists them."""
 

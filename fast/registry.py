@@ -31,7 +31,7 @@ it, ``fast/<family>.py``, with its twin ``reference/<family>.py`` and its page
 behaviour), its tolerance class against the exact reference, the order of its cost
 (``spec.cost``) and the variants of its options that are tested. The test catalogue, the
 tolerances, the scales, the list of families, the docs, the cost-growth table and the mutation
-map are derived from it (``oracle/catalogue.py``,
+map are derived from it (``oracle/reports/catalogue.py``,
 ``tests/core/oracle/test_catalogue.py``).
 
 An estimator returns ``[B, G]`` (sequence level, broadcast to tokens) or ``[B, G, T]``, or an

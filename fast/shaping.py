@@ -37,7 +37,7 @@ KEEPS = ("centred", "pass_over_fail", "finite", "per_group")
 
 Transform = Callable[[Tensor, Tensor], Tensor]
 """What ``by_group(..., shaping=...)`` takes: any ``(rewards [B, G], lengths [B, G]) -> [B, G]``
-that works per group, a user's function included (``oracle/shaping.py`` checks one)."""
+that works per group, a user's function included (``oracle/properties/shaping.py`` checks one)."""
 
 
 class Shaping(Protocol):

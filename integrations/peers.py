@@ -9,7 +9,7 @@ across steps. A new estimator needs no edit here: its entry decides.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from torch import Tensor
 from advest.fast import calling, registry
 from advest.fast.episode import turns_from_tokens
 from advest.fast.flat import by_group
+from advest.fast.shaping import SHAPINGS, Transform, shaping
 
 WHAT = {
     "token_ids": "token ids",
@@ -113,19 +114,55 @@ def setting(config: Any, key: str, default: Any = None) -> Any:
     return getattr(config, key, default)
 
 
+def shaped(chosen: Any, options: Any, keys: tuple[str, str], name: str = "") -> Transform | None:
+    """The reward shaping a peer's settings name (``fast.shaping``; None: none): ``chosen`` a
+    shaping's name (None or "": none), ``options`` its options (a mapping of numbers, or None).
+    Refused naming ``keys``, the two settings as the user writes them (e.g.
+    ``algorithm.advest_shaping``, ``algorithm.advest_shaping_options``): an unknown name or
+    option, options without a shaping, and, for the estimator ``name`` when given, an episode
+    estimator (it reads each turn's reward, not the one reward a shaping transforms)."""
+    key, options_key = keys
+    if options is not None and not isinstance(options, Mapping):
+        raise ValueError(f"{options_key} takes a mapping of option to number; got {options!r}")
+    given = {str(option): value for option, value in (options or {}).items()}
+    if chosen is None or chosen == "":
+        if given:
+            names = ", ".join(sorted(SHAPINGS))
+            raise ValueError(f"{options_key} is set but {key} is not; {key} names one of: {names}")
+        return None
+    if name and registry.entry(name).kind == "episode":
+        raise ValueError(
+            f"{key}={chosen}: advest_{name} is an episode estimator, which reads each turn's "
+            "reward; a shaping transforms a response's one reward by its length, so it has no "
+            f"meaning here. Leave {key} unset, or use a sequence-level estimator"
+        )
+    for option, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{options_key}: {option} takes a number; got {value!r}")
+    try:
+        return shaping(str(chosen), **given)
+    except KeyError as error:
+        raise ValueError(f"{key}: {str(error).strip(chr(34))}") from None
+    except ValueError as error:
+        raise ValueError(f"{options_key}: {error}") from None
+
+
 def per_token(
     plan: calling.Plan,
     token_level_rewards: Tensor,
     response_mask: Tensor,
     index: Sequence[Any] | Any,
     peer: str,
+    shaping: Transform | None = None,
 ) -> Tensor:
     """The advantages ``[bs, T]`` of verl's and SkyRL's convention (rewards on tokens, a response
     mask, a uid per row), zero on padding: a sequence estimator on each row's summed reward (the
     outcome sits on one token) and its response length, broadcast to its tokens; an episode
     estimator on the turns of a multi-turn row (the mask's runs of 1s, each turn's reward the
     sum of the rewards on its tokens and the observation tokens after it). A row with no
-    response token is no sample; groups of any size and ids (``fast.flat.by_group``)."""
+    response token is no sample; groups of any size and ids (``fast.flat.by_group``).
+    ``shaping`` (``shaped``) transforms each group's summed rewards by the response lengths
+    before a sequence estimator sees them."""
     lengths = response_mask.sum(dim=-1)  # [bs]
     valid = lengths.cpu() > 0
     scores = token_level_rewards.sum(dim=-1)  # [bs]
@@ -133,7 +170,10 @@ def per_token(
     if plan.entry.kind == "episode":
         turn_rewards, turn_ids = turns_from_tokens(token_level_rewards, response_mask)
         fields = {"turn_rewards": turn_rewards, "turn_ids": turn_ids}
-    out = by_group(plan, scores, index, valid=valid, peer=f"{peer} batch", label="uid", **fields)
+    where = f"{peer} batch"
+    out = by_group(
+        plan, scores, index, valid=valid, peer=where, label="uid", shaping=shaping, **fields
+    )
     if out.dim() == 1:
         out = out.unsqueeze(-1)  # one advantage per response, on each of its tokens
     return out * response_mask

@@ -16,7 +16,8 @@ the driver into a named Ray actor, and a worker's ``AdvantageEstimatorRegistry.g
 unpickles what it lacks. So ``register()`` must run in the driver before ``initialize_ray``;
 the workers then import this module when they unpickle an estimator, and need advest installed
 but no code of the user's. Each registered estimator is an ``Estimator``, a frozen dataclass
-pickled by reference to this module, which carries its name and the K given to ``register``.
+pickled by reference to this module, which carries its name and the K and reward shaping given
+to ``register``.
 
 Registered: every stateless advest estimator whose inputs SkyRL passes (rewards, response
 lengths, K), as ``advest_<name>``. The rest, with the reason, are ``register()``'s return value.
@@ -24,7 +25,7 @@ lengths, K), as ``advest_<name>``. The rest, with the reason, are ``register()``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ import numpy as np
 from torch import Tensor
 
 from advest.fast import calling, registry
+from advest.fast.shaping import Transform
 
 from . import peers
 
@@ -45,10 +47,15 @@ def skipped() -> dict[str, str]:
 @dataclass(frozen=True)
 class Estimator:
     """advest's ``name`` in SkyRL's advantage-estimator convention; ``k`` is the K of a max@K
-    estimator unless the algorithm config passed at call time has an ``advest_k``."""
+    estimator unless the algorithm config passed at call time has an ``advest_k``; ``shaping``
+    (a ``fast.shaping`` name) and ``shaping_options`` (its options, as sorted items: hashable
+    and picklable) shape the rewards before the estimator, unless the config has an
+    ``advest_shaping`` (``advest_shaping_options``)."""
 
     name: str
     k: int | None = None
+    shaping: str | None = None
+    shaping_options: tuple[tuple[str, float], ...] = ()
 
     # SkyRL passes values, gamma, lambd and any later additions to every estimator by keyword:
     # accepting **kwargs is SkyRL's own convention.
@@ -64,8 +71,21 @@ class Estimator:
         """(advantages, returns), both ``[bs, T]``: one advantage per response, on its valid
         tokens (zero on padding), the same tensor twice as in SkyRL's outcome estimators."""
         estimator = calling.plan(self._with_std(grpo_norm_by_std), k=self._k(config))
-        out = peers.per_token(estimator, token_level_rewards, response_mask, index, "SkyRL")
+        batch = (token_level_rewards, response_mask, index)
+        out = peers.per_token(estimator, *batch, "SkyRL", shaping=self._shaping(config))
         return out, out
+
+    def _shaping(self, config: Any) -> Transform | None:
+        """The config's ``advest_shaping`` (``advest_shaping_options``) where it has one, else
+        ``register``'s; refused naming where it was set."""
+        chosen = peers.setting(config, "advest_shaping")
+        options = peers.setting(config, "advest_shaping_options")
+        keys = ("trainer.algorithm.advest_shaping", "trainer.algorithm.advest_shaping_options")
+        if chosen is None and self.shaping is not None:
+            chosen, keys = self.shaping, ("register(shaping=...)", keys[1])
+        if options is None and self.shaping_options:
+            options, keys = dict(self.shaping_options), (keys[0], "register(shaping_options=...)")
+        return peers.shaped(chosen, options, keys, self.name)
 
     def _k(self, config: Any) -> int | None:
         how = (
@@ -82,24 +102,35 @@ class Estimator:
         return peers.with_std(self.name, bool(grpo_norm_by_std), option, f"advest_{self.name}")
 
 
-def register(k: int | None = None) -> dict[str, str]:
+def register(
+    k: int | None = None,
+    shaping: str | None = None,
+    shaping_options: Mapping[str, float] | None = None,
+) -> dict[str, str]:
     """Add advest's estimators to SkyRL's ``AdvantageEstimatorRegistry`` as ``advest_<name>``.
 
     Call it in the driver before SkyRL's ``initialize_ray`` (whose ``sync_registries`` hands
     them to every Ray worker) and before ``validate_cfg`` (which checks the configured name).
     ``k`` is the K of the max@K estimators (a config field ``advest_k`` overrides it at call
-    time). Idempotent: a name already registered with the same ``Estimator`` is left alone; one
-    registered with another K is replaced. Returns the estimators not registered, each with the
-    reason."""
+    time). ``shaping`` names a reward shaping (``fast.shaping``: gr3, overlong, length_penalty,
+    efficiency) applied before every sequence-level estimator, with ``shaping_options`` (a
+    config field ``advest_shaping``, ``advest_shaping_options``, overrides each); an unknown
+    name or option is refused here, and an episode estimator refuses a shaping at its call.
+    Idempotent: a name already registered with the same ``Estimator`` is left alone; one
+    registered with another K or shaping is replaced. Returns the estimators not registered,
+    each with the reason."""
+    keys = ("register(shaping=...)", "register(shaping_options=...)")
+    peers.shaped(shaping, shaping_options, keys)  # refused here, not in a Ray worker
     from skyrl.backends.skyrl_train.utils.ppo_utils import AdvantageEstimatorRegistry
 
+    options = tuple(sorted((str(o), v) for o, v in (shaping_options or {}).items()))
     not_registered = skipped()
     present = set(AdvantageEstimatorRegistry.list_available())
     for name in registry.names():
         if name in not_registered:
             continue
         k_ = int(k) if k is not None and "k" in registry.entry(name).inputs else None
-        estimator, key = Estimator(name, k_), f"advest_{name}"
+        estimator, key = Estimator(name, k_, shaping, options), f"advest_{name}"
         if key in present:
             if AdvantageEstimatorRegistry.get(key) == estimator:
                 continue

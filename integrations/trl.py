@@ -12,7 +12,10 @@ Usage::
 
 Every sequence-level advest estimator can be named (families ``maxk`` and ``group``, and the
 history estimator ``kae``); K is the setting ``advest_k`` (``--advest_k`` on TRL's command line,
-which parses config dataclasses). TRL's ``scale_rewards`` is honoured where it has a meaning:
+which parses config dataclasses). ``advest_shaping`` names a reward shaping applied to each group's
+rewards by the completions' lengths (completion-mask sums) before the estimator (``fast.shaping``:
+``gr3``, ``overlong``, ``length_penalty``, ``efficiency``), with ``advest_shaping_options`` (a dict,
+or its JSON on the command line). TRL's ``scale_rewards`` is honoured where it has a meaning:
 with ``advest_estimator="grpo"`` it picks the GRPO variant (``"group"``: ``grpo``, ``"none"``:
 ``dr_grpo``, ``"batch"``: ``grpo_batch_std``); any other estimator decides the whole advantage,
 and a ``scale_rewards`` other than the default ``"group"`` is refused with a message.
@@ -67,6 +70,7 @@ from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer
 
 from advest.fast import calling, registry
+from advest.fast.shaping import Transform
 
 from . import peers
 
@@ -90,13 +94,27 @@ class AdvestGRPOConfig(GRPOConfig):
             "help": "K of a max@K / pass@K estimator (required by those, refused by others)."
         },
     )
+    advest_shaping: str | None = field(
+        default=None,
+        metadata={
+            "help": "reward shaping by completion length before the estimator: gr3, overlong, "
+            "length_penalty or efficiency (none by default)."
+        },
+    )
+    advest_shaping_options: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={"help": "options of advest_shaping, as a dict or JSON: '{\"alpha\": 0.5}'."},
+    )
 
 
 class Advantage:
     """One advest estimator resolved once per run (``fast.calling.plan``): ``rewards [B, G]``
-    (+ ``lengths [B, G]`` for OPO, ``prompt_ids [B]`` for kae) -> advantages ``[B, G]``."""
+    (+ ``lengths [B, G]`` for OPO, ``prompt_ids [B]`` for kae) -> advantages ``[B, G]``; with
+    ``shaping`` (``fast.shaping``), of the rewards shaped by the lengths."""
 
-    def __init__(self, name: str, k: int | None, group_size: int) -> None:
+    def __init__(
+        self, name: str, k: int | None, group_size: int, shaping: Transform | None = None
+    ) -> None:
         entry = registry.entry(name)
         reason = peers.TRL.why_not(name)
         if reason:
@@ -111,7 +129,7 @@ class Advantage:
             raise ValueError(f"advest_estimator={name!r} is a max@K estimator: set advest_k")
         if not entry.needs_k and k is not None:
             raise ValueError(f"advest_k={k} is set but advest_estimator={name!r} takes no K")
-        self.name, self.entry, self.k = name, entry, k
+        self.name, self.entry, self.k, self.shaping = name, entry, k, shaping
         self.plan = calling.plan(name, k=k)
         if not entry.stateful:
             # Fail at construction, with the estimator's own message, if K does not fit G.
@@ -133,6 +151,8 @@ class Advantage:
 
     def __call__(self, rewards: Tensor, lengths: Tensor, prompt_ids: Tensor) -> Tensor:
         """rewards, lengths: ``[B, G]``; prompt_ids: ``[B]`` -> ``[B, G]``."""
+        if self.shaping is not None:  # each group's rewards by its lengths, before the baseline
+            rewards = self.shaping(rewards, lengths)
         source = {"rewards": rewards, "lengths": lengths, "prompt_ids": prompt_ids}
         return self.plan.per_sample(source)
 
@@ -145,9 +165,24 @@ def with_scale_rewards(name: str, scale_rewards: Any) -> str:
     return peers.with_std(name, scale_rewards, option, f"advest_estimator={name!r}")
 
 
-def advantage_fn(name: str, k: int | None, group_size: int) -> Advantage:
+def advantage_fn(
+    name: str, k: int | None, group_size: int, shaping: Transform | None = None
+) -> Advantage:
     """The callable ``AdvestGRPOTrainer`` uses, for use outside TRL (e.g. to compare)."""
-    return Advantage(name, k, group_size)
+    return Advantage(name, k, group_size, shaping)
+
+
+def shaping_of(config: AdvestGRPOConfig, name: str) -> Transform | None:
+    """``advest_shaping`` with ``advest_shaping_options`` (a dict or its JSON), refused naming
+    the setting (``peers.shaped``)."""
+    options = config.advest_shaping_options
+    if isinstance(options, str):
+        try:
+            options = json.loads(options)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"advest_shaping_options is not JSON: {error}") from None
+    keys = ("advest_shaping", "advest_shaping_options")
+    return peers.shaped(config.advest_shaping, options, keys, name)
 
 
 class AdvestGRPOTrainer(GRPOTrainer):
@@ -171,11 +206,12 @@ class AdvestGRPOTrainer(GRPOTrainer):
         G = self.num_generations  # GRPOConfig's __post_init__ has filled it in
         assert G is not None
         name = with_scale_rewards(config.advest_estimator, config.scale_rewards)
-        self.advest = Advantage(name, config.advest_k, G)
+        shaping = shaping_of(config, name)
+        self.advest = Advantage(name, config.advest_k, G, shaping)
         G_eval = getattr(self, "num_generations_eval", None) or G
         if config.eval_strategy != "no" and G_eval != G:
             try:  # the estimator's own domain check at the evaluation group size
-                Advantage(name, config.advest_k, G_eval)
+                Advantage(name, config.advest_k, G_eval, shaping)
             except ValueError as error:
                 raise ValueError(
                     f"num_generations_eval={G_eval}: {error}; raise num_generations_eval or "

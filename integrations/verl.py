@@ -1,5 +1,5 @@
 """advest inside verl (tested against verl 0.9.1); verl's estimators inside ``advest check`` are
-``advest.oracle.verl``.
+``advest.oracle.conventions.verl``.
 
 verl's advantage-estimator convention (``verl/trainer/ppo/core_algos.py``)::
 
@@ -9,7 +9,10 @@ verl's advantage-estimator convention (``verl/trainer/ppo/core_algos.py``)::
 with the outcome reward at the last valid token, and the samples of one prompt sharing a uid in
 ``index``, in any order. ``register()`` adds every sequence-level advest estimator to verl's
 registry as ``advest_<name>``, and the multi-turn (episode) ones, whose turns come from the
-response mask's runs of 1s (tool output is 0 there).
+response mask's runs of 1s (tool output is 0 there). The config passed at call time holds
+advest's settings (``OPTIONS``): ``algorithm.advest_k``, and ``algorithm.advest_shaping`` with
+``algorithm.advest_shaping_options``, a reward shaping (``fast.shaping``) applied to each group's
+summed rewards by the response lengths before a sequence-level estimator.
 
 Not registered, and why: verl's ``compute_advantage`` passes an estimator only
 ``token_level_rewards``, ``response_mask``, ``index``, ``config`` (and ``reward_baselines``);
@@ -36,6 +39,7 @@ from torch import Tensor
 
 from advest.fast import calling, registry
 from advest.fast.flat import groups, located
+from advest.fast.shaping import Transform
 
 from . import peers
 
@@ -47,6 +51,17 @@ SKIPPED: dict[str, str] = peers.VERL.cannot_run()
 def _k(config: Any, default: int | None, name: str) -> int | None:
     how = "set algorithm.advest_k in verl's config, or call advest.integrations.verl.register(k=K)"
     return peers.k_for(name, peers.setting(config, "advest_k"), default, how)
+
+
+SHAPING_KEYS = ("algorithm.advest_shaping", "algorithm.advest_shaping_options")
+"""verl's settings of the reward shaping before an ``advest_*`` estimator (``fast.shaping``)."""
+
+
+def shaping_setting(name: str, config: Any) -> Transform | None:
+    """The shaping ``algorithm.advest_shaping`` names, with ``algorithm.advest_shaping_options``
+    (None: none), for ``advest_<name>``; refused naming the key (``peers.shaped``)."""
+    chosen = peers.setting(config, "advest_shaping")
+    return peers.shaped(chosen, peers.setting(config, "advest_shaping_options"), SHAPING_KEYS, name)
 
 
 def with_std_setting(name: str, config: Any) -> str:
@@ -61,7 +76,8 @@ def with_std_setting(name: str, config: Any) -> str:
 def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tensor]]:
     """advest's ``name`` with verl's calling convention: a sequence-level estimator on each
     response's summed reward, or an episode estimator on a multi-turn row's turns (the response
-    mask's runs of 1s; ``peers.per_token``)."""
+    mask's runs of 1s; ``peers.per_token``). The config passed at call time may name a reward
+    shaping (``algorithm.advest_shaping``, ``shaping_setting``), applied before the estimator."""
     reason = peers.VERL.why_not(name)
     if reason:
         raise ValueError(f"advest_{name} cannot run inside verl: {reason}")
@@ -77,7 +93,9 @@ def adapter(name: str, k: int | None = None) -> Callable[..., tuple[Tensor, Tens
     ) -> tuple[Tensor, Tensor]:
         K = _k(config, k if k is not None else _DEFAULT_K.get("k"), name)
         estimator = calling.plan(with_std_setting(name, config), k=K)
-        out = peers.per_token(estimator, token_level_rewards, response_mask, index, "verl")
+        shaping = shaping_setting(name, config)
+        batch = (token_level_rewards, response_mask, index)
+        out = peers.per_token(estimator, *batch, "verl", shaping=shaping)
         return out, out
 
     advantage.__name__ = f"advest_{name}"
@@ -111,7 +129,7 @@ def register(k: int | None = None) -> dict[str, str]:
     return dict(SKIPPED)
 
 
-OPTIONS = ("advest_k",)
+OPTIONS = ("advest_k", "advest_shaping", "advest_shaping_options")
 """The ``algorithm.advest_*`` keys the adapters read (added with Hydra's ``+``)."""
 
 
@@ -122,9 +140,11 @@ def check_config(config: Any) -> None:
     It dry-runs the adapter verl would call on a batch of the configured shape
     (``data.train_batch_size`` prompts × ``actor_rollout_ref.rollout.n`` samples, distinct
     rewards), the way ``advest train`` checks its own settings: K outside the estimator's range
-    for G, ``norm_adv_by_std_in_grpo`` where it has no meaning, a name advest does not have.
+    for G, ``norm_adv_by_std_in_grpo`` where it has no meaning, a name advest does not have, a
+    shaping or shaping option advest does not have (or a shaping before an episode estimator).
     An ``algorithm.advest_*`` key that no adapter reads (a typo) is refused too. Estimators
-    not named ``advest_*`` are verl's business and pass untouched."""
+    not named ``advest_*`` are verl's business and pass untouched, except that a shaping set
+    for one is refused: verl's own estimators never read it."""
     algorithm = peers.setting(config, "algorithm", None)
     name = str(peers.setting(algorithm, "adv_estimator", ""))
     keys = [str(key) for key in (algorithm.keys() if hasattr(algorithm, "keys") else ())]
@@ -134,6 +154,7 @@ def check_config(config: Any) -> None:
             f"algorithm.{unknown[0]} is not an advest setting; advest reads {', '.join(OPTIONS)}"
         )
     if not name.startswith("advest_"):
+        _no_shaping_for_verls_own(algorithm, name)
         return
     own = name.removeprefix("advest_")
     if own not in registry.names():
@@ -145,6 +166,7 @@ def check_config(config: Any) -> None:
         advantage = _ADAPTERS.get(own) or adapter(own)
     except ValueError as error:
         raise ValueError(f"algorithm.adv_estimator={name}: {error}") from None
+    shaping_setting(own, algorithm)  # refused naming its key, before the dry run
     rollout = peers.setting(peers.setting(config, "actor_rollout_ref", None), "rollout", None)
     G = int(peers.setting(rollout, "n", 1))
     B = max(1, int(peers.setting(peers.setting(config, "data", None), "train_batch_size", 1)))
@@ -157,7 +179,21 @@ def check_config(config: Any) -> None:
         settings = f"actor_rollout_ref.rollout.n={G}"
         if "k" in registry.entry(own).inputs:
             settings += f", algorithm.advest_k={peers.setting(algorithm, 'advest_k', None)}"
+        if peers.setting(algorithm, "advest_shaping"):
+            settings += f", {SHAPING_KEYS[0]}={peers.setting(algorithm, 'advest_shaping')}"
         raise ValueError(f"algorithm.adv_estimator={name} ({settings}): {error}") from None
+
+
+def _no_shaping_for_verls_own(algorithm: Any, name: str) -> None:
+    """A shaping set for verl's own estimator ``name`` would be silently ignored: refused."""
+    if peers.setting(algorithm, "advest_shaping") or peers.setting(
+        algorithm, "advest_shaping_options"
+    ):
+        raise ValueError(
+            f"{SHAPING_KEYS[0]} shapes the rewards of advest's estimators; "
+            f"algorithm.adv_estimator={name} is verl's own, which never reads it. Use an "
+            "advest_* estimator, or leave the shaping unset"
+        )
 
 
 def _gdpo_keys(

@@ -10,23 +10,18 @@ runs. Every check runs in the estimator's own dtype (``dtype``) and again in flo
 estimator accepts float64 rewards; the tolerance follows the dtype and the rewards' spread
 (``allowance``, stated in spec/oracle.md).
 
-One module per role; the names below are the public API (``oracle.check``, ``oracle.table``):
-
-* ``calling``: calling conventions and adapters (``load``, ``resolve_signature``, ``Plain``,
-  ``Guard``, ``Watch``, ``check_output``);
-* ``tolerance``: the tolerance rule and the test batches;
-* ``properties`` and ``unbiased``: the property checks, each returning a ``Finding``;
-* ``report``: which checks run at which N and dtype (``check``), the verdict table and JSON;
-* ``cli``: the ``advest check`` command, with its child process and ``--timeout``.
-* token level (``--family token``): ``token_trees`` (exact token trees and the rollout fields
-  built from them), ``tokens`` (advest's and verl's token-level conventions), ``token_checks``
-  and ``token_padding`` (the checks), ``token_report`` (``check_tokens`` and its table).
+Five rooms, each below the next in the import contract (pyproject.toml): ``inputs`` (the
+allowance and the explicit batches, exact token and episode trees), ``conventions`` (how an
+estimator is called: ``[B, G]``, flat rows with ids, tokens, verl, SkyRL), ``properties`` (each
+property a function returning a ``Finding``), ``search`` (every property searched over its input
+domain with hypothesis, each "no" with its shrunk input) and ``reports`` (``check``, the table,
+the JSON schema, the command line, ``assert_estimator``). The names below are the public API
+(``oracle.check``, ``oracle.table``).
 """
 
 from __future__ import annotations
 
-from .cli import TIMEOUT_S, add_arguments, command, run_in_child
-from .harness import (
+from .conventions.harness import (
     Convention,
     Estimator,
     Guard,
@@ -39,7 +34,8 @@ from .harness import (
     load,
     resolve_signature,
 )
-from .properties import (
+from .inputs.tolerance import DTYPES, LENGTH_T, USABLE, allowance, rule, sample_lengths
+from .properties.sequence import (
     NON_FINITE,
     Finding,
     accuracy,
@@ -52,10 +48,10 @@ from .properties import (
     shift_invariant,
     singleton,
 )
-from .report import accuracy_only, as_json, check, default_ns, validate
-from .tolerance import DTYPES, LENGTH_T, USABLE, allowance, rule, sample_lengths
-from .unbiased import BANDIT_MAX_ROWS, BANDITS, unbiasedness
-from .verdicts import table
+from .properties.unbiased import BANDIT_MAX_ROWS, BANDITS, unbiasedness
+from .reports.cli import TIMEOUT_S, add_arguments, command, run_in_child
+from .reports.report import accuracy_only, as_json, check, default_ns, validate
+from .reports.verdicts import table
 
 __all__ = [
     "BANDITS",

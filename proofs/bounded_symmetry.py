@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import z3
 
-from advest.oracle.catalogue import CATALOGUE
+from advest.oracle.reports.catalogue import CATALOGUE
 
 from .bounded_base import _all_equal, _defs, _params, _q, _rewards
 from .definitions import defined, per_sample

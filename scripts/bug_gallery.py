@@ -17,11 +17,15 @@ from gallery_bugs import BUGS as PLAIN_BUGS
 from gallery_bugs import Bug, Est
 from gallery_shaping_bugs import SHAPING_BUGS
 
-from advest.oracle import check, episodes, schema, shaping
-from advest.oracle.harness import Convention, Guard, Watch
-from advest.oracle.order import order_preserving
-from advest.oracle.rows import RowsAsPlain, row_call
-from advest.oracle.tolerance import _batches
+from advest.oracle import check
+from advest.oracle.conventions.harness import Convention, Guard, Watch
+from advest.oracle.conventions.rows import RowsAsPlain, row_call
+from advest.oracle.inputs.tolerance import _batches
+from advest.oracle.properties import episodes, shaping
+from advest.oracle.properties.order import order_preserving
+from advest.oracle.reports import schema
+from advest.oracle.search import Budget
+from advest.oracle.search.shaping import checked
 
 BUGS = [*PLAIN_BUGS, *SHAPING_BUGS]
 """Every reproduced bug: the estimators' (scripts/gallery_bugs.py) and the shapings'
@@ -39,9 +43,10 @@ with a group id per row (`scripts/gallery_flat_bugs.py`, `advest check --convent
 for the bugs of multi-turn episodes, as estimators of the episode kind
 (`scripts/gallery_episode_bugs.py`, judged by the episode oracle of spec/episode.md), and, for
 the bugs of reward shaping, as a trainer's shaped advantage on rewards and lengths
-(`scripts/gallery_shaping_bugs.py`, judged by the shaping family, `oracle/shaping.py`).
+(`scripts/gallery_shaping_bugs.py`, judged by the shaping family, `oracle/properties/shaping.py`,
+then searched).
 `advest check` (family `outcome`, N = 2 and 4, float32) runs on both, with `order preserving`
-(oracle/order.py), and the table names the verdicts that differ.
+(oracle/properties/order.py), and the table names the verdicts that differ.
 
 | bug | tracker | verdicts that tell buggy from fixed |
 |---|---|---|
@@ -53,14 +58,15 @@ def _report(fn: Est, convention: str) -> dict[str, object]:
     if convention == "episode":  # multi-turn episodes: the episode oracle's rows
         return schema.document(episodes.report(cast(episodes.EpisodeEstimator, fn)))
     if convention == "shaping":  # a trainer's shaped advantage: the shaping family
-        return schema.document(shaping.check(cast(shaping.Target, fn), advantages=True))
+        return schema.document(checked(cast(shaping.Target, fn), Budget()))
     how = cast(Convention, convention)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the buggy twins warn (std of one sample), on purpose
         findings = check(fn, "outcome", ns=NS, float64=False, convention=how)
         rows = None if how == "plain" else RowsAsPlain(row_call(fn, how, Guard(), 2))
         plain: Est = fn if rows is None else rows
-        for n in NS:  # the property check's report does not run yet (oracle/order.py says why)
+        # the property check's report does not run yet (oracle/properties/order.py says why)
+        for n in NS:
             batches = [(name, r.float()) for name, r in _batches(n, binary=False)]
             found = order_preserving(Watch(lambda r, _=None: plain(r)), batches, torch.float32)
             found.dtype, found.n = "float32", n

@@ -1,7 +1,7 @@
 """The multi-turn bugs of the gallery (scripts/bug_gallery.py), each beside its fixed twin, as
 estimators of the episode kind: ``fn(turn_rewards [B, G, K], turn_ids [B, G, T]) -> [B, G, T]``
-(spec/episode.md). The episode oracle (``advest.oracle.episodes``) judges both; the registered
-``turn_rloo`` is the fixed twin where a bug is a wrong baseline."""
+(spec/episode.md). The episode oracle (``advest.oracle.properties.episodes``) judges both; the
+registered ``turn_rloo`` is the fixed twin where a bug is a wrong baseline."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Shaping bugs that shipped in review: each a trainer's shaped advantage,
 ``fn(rewards [B, G], lengths [B, G]) -> advantages [B, G]``, beside its fixed twin; each pair
 reproduces the thread's arithmetic, not the trainer's plumbing. scripts/bug_gallery.py judges
-both with the oracle's shaping family (``oracle/shaping.py``, the shaped-advantage form)."""
+both with the oracle's shaping family (``oracle/properties/shaping.py``, the shaped-advantage
+form)."""
 
 from __future__ import annotations
 

@@ -190,10 +190,10 @@ def verdicts(name: str, plain: Any = None, peer: str = "verl") -> dict[str, tupl
     """{column: (verdict, evidence)} for ``peer``'s ``name`` through its own dispatch (verl's
     ``compute_advantage``, SkyRL's ``compute_advantages_and_returns``), or the ``[B, G]``
     callable ``plain`` (TRL's transcriptions)."""
-    from advest.oracle import skyrl, verl
-    from advest.oracle.harness import Guard
-    from advest.oracle.report import _coupling, trainer_rows
-    from advest.oracle.rows import PlainRows, RowsAsPlain, row_call
+    from advest.oracle.conventions import skyrl, verl
+    from advest.oracle.conventions.harness import Guard
+    from advest.oracle.conventions.rows import PlainRows, RowsAsPlain, row_call
+    from advest.oracle.reports.report import _coupling, trainer_rows
 
     through = {"verl": verl.dispatched, "skyrl": skyrl.dispatched}[peer]
     rows = PlainRows(plain) if plain is not None else row_call(through(name), peer, Guard(), 2)  # type: ignore[arg-type]

@@ -209,7 +209,7 @@ def _page_child(conn: Any, target: str, options: dict[str, Any]) -> None:
     float32 (float64 beside it), then bfloat16's accuracy; ``("ok", (findings, bf16))`` with
     bf16 the findings or the one-line reason it could not be checked, or an error kind."""
     from advest.oracle import OracleError, OutOfScope, accuracy_only, check
-    from advest.oracle.cli import load_target
+    from advest.oracle.reports.cli import load_target
 
     try:
         fn, forced = load_target(target)
@@ -266,7 +266,7 @@ def _unbiased(findings: list[Any]) -> str:
 
 def row(name: str, target: str) -> tuple[dict[str, str], dict[str, str]]:
     """The page's cells for one estimator, and the oracle's evidence behind each."""
-    from advest.oracle.token_report import counterexamples, searched_cell
+    from advest.oracle.reports.token_report import counterexamples, searched_cell
 
     kind, payload = _findings(target)
     if kind != "ok":
@@ -369,7 +369,8 @@ INTRO = [
     "tolerance rule of [the oracle](spec/oracle.md); `float32` and `bfloat16`: the estimator in",
     "that dtype against itself in float64 on the same rewards; `G = 1`: groups of one sample;",
     "`ranks`: the estimator on shards of one batch on 2 gloo processes, against one call on the",
-    "whole batch (oracle/ranks.py; verl computes advantages on its driver over the whole batch);",
+    "whole batch (oracle/properties/ranks.py; verl computes advantages on its driver over the",
+    "whole batch);",
     "`searched`: the search over each property's whole input domain (every group size, id,",
     "masked row and reward value), after the explicit inputs;",
     "`all-equal`: groups of equal rewards beside varied ones. verl's estimators are called with",

@@ -110,8 +110,8 @@ def token_section(strict: bool = True) -> list[str]:
     """The section's lines: one table, verl's rows then advest's (``ADVEST``), and a reason for
     each "no"; ValueError (``strict``) when a "no" has no reason or a reason no "no"."""
     from advest.fast import registry
-    from advest.oracle.token_report import ADVEST, COLUMNS, cell, safe_check, verdict_table
-    from advest.oracle.verl import verl_estimator
+    from advest.oracle.conventions.verl import verl_estimator
+    from advest.oracle.reports.token_report import ADVEST, COLUMNS, cell, safe_check, verdict_table
 
     rows: list[tuple[str, Any]] = [
         (f"verl:{name}", safe_check(verl_estimator(name), convention="verl"))

@@ -2,8 +2,8 @@
 that the tests check, the proofs cite and the spec pages state in words.
 
 Pure (no advest import): the registry declares one ``Claims`` per estimator (and one per
-variant of its keyword options); the catalogue (``oracle/catalogue.py``) turns each into a test
-row. Each field is checked by the test named beside it.
+variant of its keyword options); the catalogue (``oracle/reports/catalogue.py``) turns each into
+a test row. Each field is checked by the test named beside it.
 """
 
 from __future__ import annotations

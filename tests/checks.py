@@ -12,8 +12,8 @@ from fractions import Fraction
 
 import torch
 
-from advest.oracle.catalogue import Row
-from advest.oracle.catalogue import tolerance_entry as entry
+from advest.oracle.reports.catalogue import Row
+from advest.oracle.reports.catalogue import tolerance_entry as entry
 from advest.spec.tolerances import ScaleRule, output_floor
 
 Batch = list[list[Fraction]]

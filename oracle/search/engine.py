@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from hypothesis import HealthCheck, Phase, Verbosity, configuration, given, seed, settings
 from hypothesis.strategies import SearchStrategy
 
-from ..properties import Finding
+from ..properties.sequence import Finding
 from . import database
 
 Case = TypeVar("Case")

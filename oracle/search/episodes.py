@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import strategies as st
 from torch import Tensor
 
-from .. import episodes as ep
-from ..properties import Finding
+from ..properties import episodes as ep
+from ..properties.sequence import Finding
 from .database import register
 from .engine import Budget, Failure, Searched, quiet, search
 from .values import garbage, group, shown, tensor_literal
@@ -121,7 +121,7 @@ def _padding(est: ep.EpisodeEstimator) -> Callable[[Episodes], Failure | None]:
 def _explicit(
     est: ep.EpisodeEstimator, row: Callable[..., Any]
 ) -> Callable[[Episodes], Failure | None]:
-    """A row of ``oracle.episodes`` (``own_future``, ...) judged on the drawn groups."""
+    """A row of ``oracle.properties.episodes`` (``own_future``, ...) judged on the drawn groups."""
 
     def check(case: Episodes) -> Failure | None:
         try:

@@ -13,8 +13,8 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from ..harness import Estimator, OracleError
-from ..tolerance import allowance, sample_lengths
+from ..conventions.harness import Estimator, OracleError
+from ..inputs.tolerance import allowance, sample_lengths
 from .database import register
 from .engine import Failure, Searched, quiet
 from .values import exact, group, shown, tensor_literal

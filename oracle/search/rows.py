@@ -1,9 +1,9 @@
 """The searched properties of an estimator on flat rows with a group id per row (the ``flat``,
-``verl``, ``skyrl``, ``nemo_rl`` and ``prime_rl`` conventions, through ``oracle.rows.RowCall``):
-its domain is every batch of 1..4 groups of accepted sizes up to the largest N asked, ragged
-where the convention allows, rows interleaved, ids of every kind trainers use, and masked rows
-(inside a group, or a whole group of them) holding anything: NaN, ±inf, huge numbers, where the
-convention carries a masked row's reward (``flat``, ``nemo_rl``)."""
+``verl``, ``skyrl``, ``nemo_rl`` and ``prime_rl`` conventions, through
+``oracle.conventions.rows.RowCall``): its domain is every batch of 1..4 groups of accepted sizes up
+to the largest N asked, ragged where the convention allows, rows interleaved, ids of every kind
+trainers use, and masked rows (inside a group, or a whole group of them) holding anything: NaN,
+±inf, huge numbers, where the convention carries a masked row's reward (``flat``, ``nemo_rl``)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from ..harness import OracleError
-from ..rows import RowCall, TokenRows, labellings
+from ..conventions.harness import OracleError
+from ..conventions.rows import RowCall, TokenRows, labellings
 from .database import register
 from .engine import Failure, Searched, quiet
 from .values import exact, garbage, group, shown, tensor_literal
@@ -308,7 +308,7 @@ def domain(est: RowCall, g_hi: int, dtype: torch.dtype, findings: Sequence[Any] 
     negative rewards are taken; dirty masked rows where the convention carries a masked row's
     reward (not verl's and SkyRL's, whose padding holds 0); ragged batches unless the explicit
     row found them refused."""
-    from ..grouped import accepted_sizes
+    from ..properties.grouped import accepted_sizes
 
     with quiet():
         sizes = accepted_sizes(est, g_hi, dtype) or [g_hi]

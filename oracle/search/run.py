@@ -8,10 +8,10 @@ import warnings
 
 import torch
 
-from ..harness import Estimator, Objective
-from ..properties import Finding
-from ..rows import RowCall
-from ..tolerance import _dtype_name
+from ..conventions.harness import Estimator, Objective
+from ..conventions.rows import RowCall
+from ..inputs.tolerance import _dtype_name
+from ..properties.sequence import Finding
 from . import plain, rows
 from .engine import Budget, search
 

@@ -14,10 +14,10 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from ..harness import OracleError
-from ..token_checks import allowed
-from ..token_trees import TREES, Layout, Seq, inputs
-from ..tokens import FLOATS, TokenEstimator, cast
+from ..conventions.harness import OracleError
+from ..conventions.tokens import FLOATS, TokenEstimator, cast
+from ..inputs.token_trees import TREES, Layout, Seq, inputs
+from ..properties.token_checks import allowed
 from .database import register
 from .engine import Failure, Searched, quiet
 from .values import garbage, group, shown, tensor_literal

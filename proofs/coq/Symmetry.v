@@ -8,7 +8,7 @@
      on x at s(i);
    * ties (P3): if x_i = x_j, every estimator gives i and j the same value;
    * shift rules (I14): if y_i = x_i + c, each estimator moves by c times the catalogue's
-     shift(N, K) (oracle/catalogue.py): 1 for EI and b at K = 1 (else 0), K/N for PKPO's s,
+     shift(N, K) (oracle/reports/catalogue.py): 1 for EI and b at K = 1 (else 0), K/N for PKPO's s,
      −K/(N(N−1)) for sloo, K/N for sloo−1 at K = 1 (else 0), 0 for Δ, EI − b, Bagirov centred and
      ei_l1o.
 
@@ -326,7 +326,7 @@ have := permutation_equivariance K i xmx xmx xs; rewrite tpermL.
 by case=> -[? ? ? ? ?] [? ? ? ?]; split; split.
 Qed.
 
-(* I14: adding c to every reward moves each estimator by c · shift(N, K) (oracle/catalogue.py);
+(* I14: adding c to every reward moves each estimator by c · shift(N, K) (oracle/reports/catalogue.py);
    tang_passk is ei at K = N. *)
 Theorem shift_rules x y c mx my K i :
   (0 < K)%N -> (K <= n)%N -> is_max x mx -> is_max y my -> (forall j : 'I_n, y j = x j + c) ->

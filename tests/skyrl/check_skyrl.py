@@ -18,7 +18,7 @@ from skyrl.backends.skyrl_train.utils import ppo_utils
 from skyrl.train.config import AlgorithmConfig, SkyRLTrainConfig, make_config
 from skyrl.train.utils.utils import validate_cfg
 
-from advest.fast import registry
+from advest.fast import by_group, registry, shaping
 from advest.integrations import skyrl as integration
 from tests.peer_batch import multi_turn, shuffled, turn_rloo_by_uid
 
@@ -127,6 +127,50 @@ def test_k_comes_from_an_advest_k_field_of_skyrls_config() -> None:
     torch.testing.assert_close(out[:, 0], direct, rtol=0, atol=0)
     out2 = _skyrl("advest_maxpo", tlr, mask, uids)  # SkyRL's own config: register's K
     torch.testing.assert_close(out2[:, 0], registry.get("maxpo")(rewards, 2).reshape(-1)[perm])
+
+
+def _shaped_grpo(tlr: torch.Tensor, mask: torch.Tensor, uids: list[str]) -> torch.Tensor:
+    """``[bs, T]``: advest's grpo of the rows' summed rewards shaped by gr3 (α = 0.5) by their
+    response lengths, per uid (``by_group``): what a shaped ``advest_grpo`` must give."""
+    made = shaping.shaping("gr3", alpha=0.5)
+    want = by_group("grpo", tlr.sum(-1), uids, shaping=made, lengths=mask.sum(-1))
+    assert not torch.equal(want, by_group("grpo", tlr.sum(-1), uids))  # the shaping acts here
+    return want[:, None] * mask
+
+
+def test_a_shaping_given_to_register_reaches_skyrls_compute_advantages_and_returns() -> None:
+    tlr, mask, uids, _, _ = _batch(4, 5, 8, seed=9)
+    want = _shaped_grpo(tlr, mask, uids)
+    integration.register(k=2, shaping="gr3", shaping_options={"alpha": 0.5})
+    try:
+        out = _skyrl("advest_grpo", tlr, mask, uids)
+    finally:
+        integration.register(k=2)  # the other tests' estimators: no shaping
+    torch.testing.assert_close(out, want, rtol=0, atol=0)
+
+
+@dataclass
+class ShapingAlgorithmConfig(AlgorithmConfig):
+    """SkyRL's documented way to add a config field: subclass the algorithm config."""
+
+    advest_shaping: str | None = None
+
+
+def test_a_shaping_comes_from_an_advest_shaping_field_of_skyrls_config() -> None:
+    integration.register(k=2)
+    Config = make_config(algorithm_cls=ShapingAlgorithmConfig)
+    cfg = Config.from_cli_overrides(
+        [
+            "trainer.algorithm.advantage_estimator=advest_grpo",
+            "trainer.algorithm.advest_shaping=gr3",
+        ]
+    )
+    algorithm = cfg.trainer.algorithm
+    assert algorithm.advest_shaping == "gr3"
+    tlr, mask, uids, _, _ = _batch(4, 5, 8, seed=9)
+    want = _shaped_grpo(tlr, mask, uids)  # gr3's default α is 0.5
+    out = _skyrl(algorithm.advantage_estimator, tlr, mask, uids, config=algorithm)
+    torch.testing.assert_close(out, want, rtol=0, atol=0)
 
 
 def test_a_max_at_k_estimator_without_k_says_where_k_goes() -> None:

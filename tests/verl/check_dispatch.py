@@ -12,10 +12,10 @@ import torch
 # imported at collection, where verl's own import-time deprecation warnings are not errors
 from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: F401
 
-from advest.oracle.grouped import describe, grouped_findings
-from advest.oracle.harness import Guard
-from advest.oracle.rows import row_call
-from advest.oracle.verl import dispatched
+from advest.oracle.conventions.harness import Guard
+from advest.oracle.conventions.rows import row_call
+from advest.oracle.conventions.verl import dispatched
+from advest.oracle.properties.grouped import describe, grouped_findings
 
 
 def _rows(name: str, **algorithm: object) -> dict[str, object]:

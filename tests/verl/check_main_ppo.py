@@ -116,8 +116,13 @@ def test_main_ppo_with_advest_maxpo_starts_on_cpu_up_to_verls_gpu_requirement(
             ("algorithm.adv_estimator=advest_maxpo", "algorithm.adv_estimator=advest_maxp"),
             "algorithm.adv_estimator=advest_maxp: advest has no estimator 'maxp'",
         ),
+        (
+            ("+algorithm.advest_k=2", "+algorithm.advest_shaping=gr4"),
+            "algorithm.advest_shaping: unknown shaping 'gr4'; valid: efficiency, gr3, "
+            "length_penalty, overlong",
+        ),
     ],
-    ids=["k-outside-range", "typo-in-key", "unknown-name"],
+    ids=["k-outside-range", "typo-in-key", "unknown-name", "unknown-shaping"],
 )
 def test_main_ppo_refuses_advest_settings_when_the_config_is_read(
     model: str, tmp_path: Path, change: tuple[str, str], message: str

@@ -4,6 +4,8 @@ estimators through ``advest check``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -12,10 +14,10 @@ from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
 from advest import oracle
+from advest.fast import by_group, group, registry, shaping
 from advest.fast import gdpo as gdpo_fast
-from advest.fast import group, registry
 from advest.integrations import verl as integration
-from advest.oracle import verl as verl_oracle
+from advest.oracle.conventions import verl as verl_oracle
 from tests.peer_batch import multi_turn, shuffled, turn_rloo_by_uid
 
 
@@ -315,6 +317,42 @@ def test_norm_adv_by_std_in_grpo_is_honoured_by_grpo_and_refused_by_the_others()
         ValueError, match="norm_adv_by_std_in_grpo=False has no meaning for advest_maxpo"
     ):
         compute_advantage(data, "advest_maxpo", config=AlgoConfig(norm_adv_by_std_in_grpo=False))
+
+
+def _hydra_config(*more: str) -> Any:
+    """verl's trainer config as ``main_ppo``'s Hydra reads it, with ``more`` overrides."""
+    from hydra import compose, initialize_config_module
+
+    base = ["algorithm.adv_estimator=advest_grpo", "actor_rollout_ref.rollout.n=5"]
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        return compose("ppo_trainer", overrides=[*base, "data.train_batch_size=4", *more])
+
+
+def test_a_shaping_in_verls_algorithm_config_reaches_advest_grpo_through_its_registry() -> None:
+    """``+algorithm.advest_shaping=gr3 +algorithm.advest_shaping_options={alpha:0.5}`` on verl's
+    command line: ``check_config`` accepts it, and the algorithm node verl's trainer passes to
+    ``compute_advantage`` makes ``advest_grpo`` the estimator of the shaped rewards (each
+    group's summed rewards by the response lengths), exactly ``by_group(..., shaping=...)``; a
+    bad option is refused naming its key before any worker starts."""
+    integration.register(k=2)
+    cfg = _hydra_config(
+        "+algorithm.advest_shaping=gr3", "+algorithm.advest_shaping_options={alpha:0.5}"
+    )
+    integration.check_config(cfg)
+    data, _, _ = _batch(4, 5, 8, seed=9)
+    tlr, mask = data.batch["token_level_rewards"], data.batch["response_mask"]
+    uids = data.non_tensor_batch["uid"]
+    out = compute_advantage(data, "advest_grpo", config=cfg.algorithm).batch["advantages"]
+    made = shaping.shaping("gr3", alpha=0.5)
+    want = by_group("grpo", tlr.sum(-1), uids, shaping=made, lengths=mask.sum(-1))
+    torch.testing.assert_close(out, want[:, None] * mask, rtol=0, atol=0)
+    plain = by_group("grpo", tlr.sum(-1), uids)
+    assert not torch.allclose(want, plain)  # the shaping changed the advantages
+    bad = _hydra_config(
+        "+algorithm.advest_shaping=gr3", "+algorithm.advest_shaping_options={beta:1}"
+    )
+    with pytest.raises(ValueError, match=r"^algorithm.advest_shaping_options: shaping 'gr3' takes"):
+        integration.check_config(bad)
 
 
 # -- GDPO: advest's gdpo (convention="verl-0.9.1") against verl's own gdpo ----------------------

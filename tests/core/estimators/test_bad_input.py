@@ -12,7 +12,7 @@ import torch
 import advest.fast.group
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
-from advest.oracle.catalogue import CATALOGUE, Row
+from advest.oracle.reports.catalogue import CATALOGUE, Row
 from advest.reference import group as reference_group
 
 

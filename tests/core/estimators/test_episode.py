@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from advest.fast import episode as fast
 from advest.fast import registry
-from advest.oracle.catalogue import EPISODE_NAMES
-from advest.oracle.episodes import batch
+from advest.oracle.properties.episodes import batch
+from advest.oracle.reports.catalogue import EPISODE_NAMES
 from advest.reference import episode as ref
 
 REWARDS = st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.0, 1e6, 1e6 + 1e-7, 3.0])

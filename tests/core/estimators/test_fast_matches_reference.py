@@ -9,7 +9,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from advest.oracle.catalogue import CATALOGUE, Row
+from advest.oracle.reports.catalogue import CATALOGUE, Row
 from advest.reference import maxk_closed
 from advest.spec.tolerances import output_floor
 from tests.checks import assert_close, assert_matches_reference, bound, evaluate

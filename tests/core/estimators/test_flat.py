@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import advest
 from advest.cli import main
 from advest.fast import by_group
-from advest.oracle.cli import parse_algorithm
+from advest.oracle.reports.cli import parse_algorithm
 
 
 @given(

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import advest.reference.gdpo as ref
 import advest.reference.group as rg
 from advest.fast import gdpo as fst
-from advest.oracle.catalogue import tolerance_entry as entry
+from advest.oracle.reports.catalogue import tolerance_entry as entry
 from advest.reference._exact import std
 from advest.spec.tolerances import output_floor
 

@@ -23,7 +23,7 @@ from advest.fast.hista import (
     pool_hidden,
 )
 from advest.fast.hista import hista as fast_hista
-from advest.oracle.catalogue import tolerance
+from advest.oracle.reports.catalogue import tolerance
 from advest.reference.hista import _weights, block_distances, min_distance, pool, state_values
 from advest.reference.hista import hista as ref_hista
 

@@ -19,7 +19,7 @@ import advest.reference.group as rg
 import advest.reference.maxk as rm
 from advest import fast
 from advest.fast import maxk_dense
-from advest.oracle.catalogue import tolerance
+from advest.oracle.reports.catalogue import tolerance
 from advest.reference._exact import mean
 from advest.spec.tolerances import output_floor
 from tests.strategies import batches

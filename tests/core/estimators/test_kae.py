@@ -18,7 +18,7 @@ import advest.reference.group  # noqa: F401  (binds the submodule used as refere
 from advest import fast, reference
 from advest.fast import registry
 from advest.fast.kae import KAE
-from advest.oracle.catalogue import tolerance_entry as entry
+from advest.oracle.reports.catalogue import tolerance_entry as entry
 from advest.reference._exact import std
 from advest.reference.kae import EPS, kae_group, kernel_weight
 from advest.reference.kae import KAE as RefKAE

@@ -35,8 +35,8 @@ import torch
 
 import advest.reference.maxk as rm
 from advest.fast import registry
-from advest.oracle.catalogue import CATALOGUE, Row
-from advest.oracle.catalogue import tolerance_entry as entry
+from advest.oracle.reports.catalogue import CATALOGUE, Row
+from advest.oracle.reports.catalogue import tolerance_entry as entry
 from advest.reference._exact import std
 from advest.spec.tolerances import output_floor
 from tests.maxk_paths import Path, forced_path

@@ -19,7 +19,7 @@ from advest.fast import registry
 from advest.fast.detokenize import decode_with_offsets, texts_and_offsets
 from advest.fast.numca import _extract
 from advest.fast.numca import numca as fast_numca
-from advest.oracle.catalogue import tolerance
+from advest.oracle.reports.catalogue import tolerance
 from advest.reference.numca import baselines, join_tokens, milestones, numbers
 from advest.reference.numca import numca as ref_numca
 from advest.spec.tolerances import output_floor

@@ -10,7 +10,7 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from advest.oracle.catalogue import CATALOGUE, Row
+from advest.oracle.reports.catalogue import CATALOGUE, Row
 from tests import checks
 from tests.strategies import batches, lengths_for
 

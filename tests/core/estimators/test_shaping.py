@@ -1,7 +1,7 @@
 """Reward shaping: each transform's fast form equals its exact reference (hypothesis), keeps the
-invariants it declares (``oracle/shaping.py``), and each invariant's check fails on a planted
-transform that breaks it; ``by_group(..., shaping=...)`` is the estimator on the shaped groups,
-and never reads a masked row."""
+invariants it declares (``oracle/properties/shaping.py``), and each invariant's check fails on a
+planted transform that breaks it; ``by_group(..., shaping=...)`` is the estimator on the shaped
+groups, and never reads a masked row."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from torch import Tensor
 
 from advest.fast import by_group, shaping
-from advest.oracle import shaping as oracle
+from advest.oracle.properties import shaping as oracle
 from advest.reference import shaping as ref
 
 G = 4

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from advest.fast import calling, registry, signal
-from advest.oracle.catalogue import reference_of
+from advest.oracle.reports.catalogue import reference_of
 
 K = 2
 G = 4

@@ -19,8 +19,8 @@ import advest.fast.maxk
 import advest.fast.maxrl  # noqa: F401  (binds the submodules patched below)
 from advest import fast
 from advest.fast import registry
-from advest.oracle.catalogue import CATALOGUE, Row
-from advest.oracle.catalogue import tolerance_entry as entry
+from advest.oracle.reports.catalogue import CATALOGUE, Row
+from advest.oracle.reports.catalogue import tolerance_entry as entry
 from advest.spec.tolerances import output_floor
 from tests.checks import assert_matches_reference, evaluate, rounded
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import advest.reference.maxk as rm
-from advest.oracle.catalogue import CATALOGUE, Row
+from advest.oracle.reports.catalogue import CATALOGUE, Row
 from advest.reference._exact import mean
 from advest.spec import bandit
 

@@ -81,7 +81,7 @@ def test_calling_every_estimator_loads_neither_the_references_nor_the_catalogue(
         m
         for m in loaded
         if m.startswith(("advest.reference", "advest.proofs", "advest.training"))
-        or m in ("advest.oracle.catalogue", "advest.oracle")
+        or m in ("advest.oracle.reports.catalogue", "advest.oracle")
     ]
     assert not offenders, f"the production path loaded {offenders}"
 

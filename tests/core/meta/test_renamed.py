@@ -11,7 +11,7 @@ import pytest
 @pytest.mark.parametrize(
     ("module", "name", "new"),
     [
-        ("advest.oracle.calling", "load", "advest.oracle.harness"),
+        ("advest.oracle.calling", "load", "advest.oracle.conventions.harness"),
         ("advest.proofs.coq", "THEOREMS", "advest.proofs.coq_check"),
         ("advest.oracle", "Family", "advest.oracle.Objective"),
         ("advest.training.train", "parser", "advest.training.command"),
@@ -33,7 +33,8 @@ def test_an_old_name_still_resolves_and_warns(module: str, name: str, new: str) 
 def test_the_old_names_are_the_new_objects() -> None:
     import warnings
 
-    from advest.oracle import Objective, harness
+    from advest.oracle import Objective
+    from advest.oracle.conventions import harness
     from advest.training import command
 
     with warnings.catch_warnings():

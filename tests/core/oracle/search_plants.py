@@ -101,3 +101,21 @@ def maxrl_silent_at_one(rewards: Tensor) -> Tensor:
 
     a = maxrl_unbiased(rewards)
     return torch.zeros_like(a) if rewards.shape[-1] == 1 else a
+
+
+def _gr3(rewards: Tensor, lengths: Tensor, mean: Tensor) -> Tensor:
+    """GR³'s r / (1 + α·L/L̄), α = 0.5, L̄ floored away from 0 (all-zero lengths: r)."""
+    return rewards / (1 + 0.5 * lengths / mean.clamp_min(1e-12))
+
+
+def gr3(rewards: Tensor, lengths: Tensor) -> Tensor:
+    """A shaping: GR³ with each group's mean length."""
+    return _gr3(rewards, lengths, lengths.mean(-1, keepdim=True))
+
+
+def gr3_bessel_mean(rewards: Tensor, lengths: Tensor) -> Tensor:
+    """The same, the mean written as a sum over G − 1 times (G − 1)/G: equal for G ≥ 2 (the
+    explicit inputs have G = 4), 0·inf = NaN for a group of one."""
+    G = rewards.shape[-1]
+    mean = lengths.sum(-1, keepdim=True) / (G - 1) * ((G - 1) / G)
+    return _gr3(rewards, lengths, mean)

@@ -14,7 +14,7 @@ import advest.fast.group
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
 from advest.fast import registry
-from advest.oracle.catalogue import (
+from advest.oracle.reports.catalogue import (
     CATALOGUE,
     EPISODE_NAMES,
     FAMILIES,

@@ -1,4 +1,4 @@
-"""The episode oracle (oracle/episodes.py; spec/episode.md): each row passes a correct
+"""The episode oracle (oracle/properties/episodes.py; spec/episode.md): each row passes a correct
 estimator and fails a planted one, and the four multi-turn bugs trainers shipped are told apart
 from their fixed twins by the rows the issue threads describe."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from advest.fast import episode, registry
-from advest.oracle import episodes
-from advest.oracle.episode_trees import WORLDS
-from advest.oracle.episode_trees import episodes as enumerate_episodes
+from advest.oracle.inputs.episode_trees import WORLDS
+from advest.oracle.inputs.episode_trees import episodes as enumerate_episodes
+from advest.oracle.properties import episodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
 from gallery_episode_bugs import (
@@ -111,7 +111,7 @@ def test_advest_check_family_episode_end_to_end(
     twin, and a bad --one_turn refused by name (exit 2)."""
     import argparse
 
-    from advest.oracle.cli import add_arguments, command
+    from advest.oracle.reports.cli import add_arguments, command
 
     monkeypatch.chdir(Path(__file__).resolve().parents[3] / "scripts")
     parser = argparse.ArgumentParser()

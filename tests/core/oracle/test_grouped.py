@@ -1,6 +1,7 @@
-"""The oracle's grouped input model (oracle/rows.py, oracle/grouped.py, oracle/extremes.py):
-every verdict row fails a planted estimator and passes a correct one, and every registered
-estimator, called on flat rows through ``advest.fast.by_group``, gets the rows it claims."""
+"""The oracle's grouped input model (oracle/conventions/rows.py, oracle/properties/grouped.py,
+oracle/properties/extremes.py): every verdict row fails a planted estimator and passes a correct
+one, and every registered estimator, called on flat rows through ``advest.fast.by_group``, gets
+the rows it claims."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ import torch
 from torch import Tensor
 
 from advest.fast import by_group
-from advest.oracle.catalogue import CATALOGUE, Row
-from advest.oracle.extremes import low_precision, magnitude
-from advest.oracle.grouped import describe, grouped_findings
-from advest.oracle.harness import Guard
-from advest.oracle.rows import GroupList, NemoRows, RowCall, labellings
+from advest.oracle.conventions.harness import Guard
+from advest.oracle.conventions.rows import GroupList, NemoRows, RowCall, labellings
+from advest.oracle.properties.extremes import low_precision, magnitude
+from advest.oracle.properties.grouped import describe, grouped_findings
+from advest.oracle.reports.catalogue import CATALOGUE, Row
 from advest.testing import EstimatorMismatch, assert_estimator
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -182,7 +183,7 @@ def test_an_unknown_family_or_convention_is_refused_by_name() -> None:
 def test_the_rows_of_verls_convention_fail_their_planted_twins() -> None:
     """verl PR 6497 (whitened over tokens: other lengths move the advantages) and verl PR 7893
     (``norm_adv_by_std_in_grpo=False`` never reaches the estimator), in verl's convention."""
-    from advest.oracle.rows import TokenRows
+    from advest.oracle.conventions.rows import TokenRows
 
     def rows(fn: Callable[..., Any]) -> dict[str, Any]:
         return describe(grouped_findings(TokenRows(fn, Guard(), 2, skyrl=False), 4, torch.float32))

@@ -19,7 +19,7 @@ import advest.fast._maxk_core
 import advest.fast._weights
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
-from advest.oracle.catalogue import CATALOGUE, Row, rows
+from advest.oracle.reports.catalogue import CATALOGUE, Row, rows
 from tests.checks import assert_matches_reference
 
 G1 = [[Fraction(x) for x in (3, 1, 4, 1, 5)], [Fraction(x) for x in (0, 0, 1, 2, 2)]]

@@ -1,5 +1,5 @@
-"""The oracle's "split over ranks" row (oracle/ranks.py): a user's estimator on shards of a batch
-over 2 to 4 gloo processes, against one process holding it all."""
+"""The oracle's "split over ranks" row (oracle/properties/ranks.py): a user's estimator on shards
+of a batch over 2 to 4 gloo processes, against one process holding it all."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from advest.oracle import ranks
+from advest.oracle.properties import ranks
 
 
 def _group_mean(rewards: Tensor, index: Tensor) -> Tensor:
@@ -111,7 +111,7 @@ def test_a_bad_world_size_is_refused_naming_the_argument() -> None:
 def test_advest_check_on_flat_rows_shows_the_split_over_ranks_row() -> None:
     """``advest check --convention flat``'s row: a per-rank whitening is named, a group-local
     estimator passes with each group on one rank."""
-    from advest.oracle import report
+    from advest.oracle.reports import report
 
     from . import search_plants as plants
 

@@ -14,13 +14,15 @@ from typing import Any
 import pytest
 import torch
 
-from advest.oracle import episodes, grouped, report
-from advest.oracle.harness import Guard, Plain
-from advest.oracle.properties import Finding
-from advest.oracle.rows import RowCall
+from advest.oracle.conventions.harness import Guard, Plain
+from advest.oracle.conventions.rows import RowCall
+from advest.oracle.properties import episodes, grouped
+from advest.oracle.properties.sequence import Finding
+from advest.oracle.reports import report
+from advest.oracle.reports.token_report import bind
 from advest.oracle.search import Budget, plain, rows, search, tokens
 from advest.oracle.search import episodes as search_episodes
-from advest.oracle.token_report import bind
+from advest.oracle.search import shaping as search_shaping
 
 from . import search_plants as plants
 
@@ -155,6 +157,26 @@ def test_a_property_named_for_a_defect_reads_no_when_it_holds_and_yes_when_found
     coupled = coupling(batch_whitened)
     assert coupled.verdict == "yes: a group's advantages depend on the other groups"
     assert coupled.counterexample is not None
+
+
+def test_a_shaping_whose_nan_is_at_a_group_of_one_is_found_and_reproduces() -> None:
+    """The explicit shaping inputs have G = 4; the search draws groups of 1..8 and finds the
+    0·inf of a mean written over G − 1; the correct twin passes every searched invariant."""
+    found = _by_prop([f for f in search_shaping.checked(plants.gr3_bessel_mean, BUDGET, False)
+                      if f.searched])  # fmt: skip
+    finite = found["finite"]
+    assert finite.verdict == "no: non-finite output" and finite.counterexample is not None
+    names = _pasted(finite.counterexample["input"], plants.gr3_bessel_mean)
+    assert names["rewards"].shape[-1] == 1  # shrunk to a group of one
+    assert not bool(names["A"].isfinite().all())
+    fixed = search_shaping.checked(plants.gr3, BUDGET, False)
+    assert {f.prop for f in fixed if f.searched} == {
+        "finite",
+        "centred",
+        "pass_over_fail",
+        "per_group",
+    }
+    assert all(f.verdict == "yes" for f in fixed), [(f.prop, f.evidence) for f in fixed]
 
 
 def test_the_same_budget_gives_the_same_findings_and_another_seed_may_differ() -> None:

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from advest.cli import main
-from advest.oracle import OracleError, check, schema
+from advest.oracle import OracleError, check
+from advest.oracle.reports import schema
 from advest.testing import EstimatorMismatch, assert_estimator
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -23,14 +24,21 @@ import estimators  # noqa: E402  (the user's project, not a package of ours)
 EXPECT = {"centred": "yes", "couples groups": "no", "finite output": "yes"}
 
 
+def _grpo_bessel(rewards: torch.Tensor) -> torch.Tensor:
+    """The user's grpo as first written: a Bessel std with no case for a group of one."""
+    mean = rewards.mean(-1, keepdim=True)
+    return (rewards - mean) / (rewards.std(-1, keepdim=True) + 1e-6)
+
+
 def test_the_search_finds_the_users_nan_for_a_group_of_one_with_its_input() -> None:
-    """The user's grpo divides by a Bessel std: NaN for a group of one, which no explicit input
-    holds (they start at N = 2); the search finds it and names the input."""
+    """Bessel's std of one sample is NaN, which no explicit input holds (they start at N = 2);
+    the search finds it and names the input; the user's fixed grpo passes."""
     with pytest.raises(EstimatorMismatch) as caught:
-        assert_estimator(estimators.grpo, expect=EXPECT, ns=[2])
+        assert_estimator(_grpo_bessel, expect=EXPECT, ns=[2])
     message = str(caught.value)
     assert "finite output [float32]: expected 'yes', measured 'no: non-finite output'" in message
     assert "rewards = torch.tensor([0.0], dtype=torch.float32).reshape(1, 1)" in message
+    assert_estimator(estimators.grpo, expect=EXPECT, ns=[2])
 
 
 def test_a_correct_estimator_passes_and_a_broken_one_fails_naming_each_verdict() -> None:

@@ -15,11 +15,11 @@ from torch import Tensor
 
 from advest.fast.group import dr_grpo, rloo
 from advest.fast.ktae import ktae
-from advest.oracle import token_checks as find
-from advest.oracle import token_padding as pad
-from advest.oracle.harness import Guard
-from advest.oracle.token_report import check_tokens
-from advest.oracle.tokens import Declared, TokenEstimator, VerlTokens
+from advest.oracle.conventions.harness import Guard
+from advest.oracle.conventions.tokens import Declared, TokenEstimator, VerlTokens
+from advest.oracle.properties import token_checks as find
+from advest.oracle.properties import token_padding as pad
+from advest.oracle.reports.token_report import check_tokens
 
 F64 = torch.float64
 
@@ -244,7 +244,7 @@ def test_the_whole_report_couples_and_marks_copies() -> None:
 def test_spec_oracle_md_shows_the_token_table_the_oracle_computes_now() -> None:
     from pathlib import Path
 
-    from advest.oracle.token_report import advest_table
+    from advest.oracle.reports.token_report import advest_table
 
     page = (Path(__file__).resolve().parents[3] / "spec" / "oracle.md").read_text()
     shown = page.split("<!-- token-table -->\n")[1].split("\n<!-- /token-table -->")[0]
@@ -258,7 +258,7 @@ def test_advest_check_family_token_reports_a_later_token_baseline(
     import argparse
     from pathlib import Path
 
-    from advest.oracle.cli import add_arguments, command
+    from advest.oracle.reports.cli import add_arguments, command
 
     monkeypatch.chdir(Path(__file__).resolve().parents[3])
     parser = argparse.ArgumentParser()
@@ -279,7 +279,7 @@ def test_extra_padding_and_padding_values_fail_for_estimators_that_read_the_padd
 
 
 def test_coupled_groups_and_input_changes_are_reported() -> None:
-    from advest.oracle.token_report import coupling
+    from advest.oracle.reports.token_report import coupling
 
     assert coupling(declared(batch_scaled)).verdict == "yes: judged one group per batch"
     assert coupling(declared(rloo_tokens)).verdict == "no"

@@ -18,7 +18,7 @@ from jsonargparse import ActionYesNo
 from advest import cli
 from advest.experiments import bandit
 from advest.fast import registry
-from advest.oracle.catalogue import CATALOGUE
+from advest.oracle.reports.catalogue import CATALOGUE
 from advest.training import command
 from advest.training.config import RLConfig
 

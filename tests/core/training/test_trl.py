@@ -12,7 +12,7 @@ from datasets import Dataset
 from transformers import LlamaConfig, LlamaForCausalLM
 from trl import GRPOConfig, GRPOTrainer
 
-from advest.fast import registry
+from advest.fast import by_group, registry, shaping
 from advest.integrations.trl import AdvestGRPOConfig, AdvestGRPOTrainer
 from advest.training import embedded
 
@@ -58,7 +58,8 @@ class Recorder:
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         out = super()._generate_and_score_completions(inputs)
-        self.generated.append({k: out[k].clone() for k in ("prompt_ids", "completion_ids")})
+        keys = ("prompt_ids", "completion_ids", "completion_mask")
+        self.generated.append({k: out[k].clone() for k in keys})
         return out
 
     def compute_loss(self, model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
@@ -158,6 +159,29 @@ def test_trl_trains_with_advests_advantages(tmp_path: Path, estimator: str, k: i
     )
 
 
+def test_trl_trains_with_advests_advantages_of_the_shaped_rewards(tmp_path: Path) -> None:
+    """``advest_shaping``: the loss gets ``by_group`` of the rewards shaped by each completion's
+    length (its completion-mask sum), exactly. rloo is not scale-invariant, so GR³ changes its
+    advantages even where every completion has the same length."""
+    options = {"alpha": 1.0}
+    settings = {"advest_shaping": "gr3", "advest_shaping_options": options}
+    trainer, rewards_seen = _train(tmp_path, "rloo", None, **settings)
+    made = shaping.shaping("gr3", **options)
+    differs = False
+    for generated, rewards, fed in zip(trainer.generated, rewards_seen, trainer.fed, strict=True):
+        lengths = generated["completion_mask"].sum(1)  # [B·G] in the reward function's order
+        index = torch.arange(len(rewards)) // G
+        expected = by_group("rloo", rewards, index, shaping=made, lengths=lengths)
+        differs |= not torch.equal(expected, by_group("rloo", rewards, index))
+        by_row: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = {}
+        for row, value in zip(_rows(generated), expected.tolist(), strict=True):
+            assert by_row.setdefault(row, value) == value
+        used = fed["advantages"]
+        want = torch.tensor([by_row[row] for row in _rows(fed)], dtype=used.dtype)
+        torch.testing.assert_close(used, want, rtol=0, atol=0)
+    assert differs, "the shaping changed no advantage: the test cannot tell it was applied"
+
+
 def test_trls_own_advantage_is_advests_grpo_with_eps_1e_4(tmp_path: Path) -> None:
     """TRL's formula, through TRL's own trainer: (r − mean)/(std_ddof=1 + 1e-4) per group, i.e.
     ``grpo(rewards, eps=1e-4)``; no convention option is needed to match it."""
@@ -199,6 +223,10 @@ def test_misconfiguration_is_refused_before_training(tmp_path: Path) -> None:
         build(advest_estimator="gdpo")
     with pytest.raises(ValueError, match="K=5"):
         build(advest_estimator="maxpo", advest_k=5)  # K > G
+    with pytest.raises(ValueError, match=r"^advest_shaping: unknown shaping 'gr4'"):
+        build(advest_estimator="grpo", advest_shaping="gr4")
+    with pytest.raises(ValueError, match=r"^advest_shaping_options: shaping 'gr3' takes"):
+        build(advest_estimator="grpo", advest_shaping="gr3", advest_shaping_options='{"b": 1}')
 
 
 def test_evaluation_with_fewer_generations_than_k_is_refused_when_built(tmp_path: Path) -> None:

@@ -100,7 +100,7 @@ def test_the_copy_imports_its_own_advest(copy: Path) -> None:
 
 def test_the_catalogue_derives_a_row_with_the_declared_claims(copy: Path) -> None:
     code = (
-        "from advest.oracle.catalogue import rows\n"
+        "from advest.oracle.reports.catalogue import rows\n"
         "(row,) = rows('throwaway')\n"
         "print(row.kind, row.centred, row.exact_zero_on_flat, row.pg_scale(5, 1),"
         " row.reference.__module__)"
@@ -207,7 +207,7 @@ def test_every_derived_list_picks_up_an_estimator_of_each_kind(tmp_path: Path) -
 import json
 from advest.fast import registry
 from advest.integrations import peers, skyrl, verl
-from advest.oracle import catalogue, token_report
+from advest.oracle.reports import catalogue, token_report
 names = ["throwaway_token", "throwaway_multi", "throwaway_history", "throwaway_episode"]
 print(json.dumps({
     "kinds": [registry.entry(n).kind for n in names],

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from advest.oracle import report
-from advest.oracle.cli import _episode_report
+from advest.oracle.reports import report
+from advest.oracle.reports.cli import _episode_report
 
 ROOT = Path(__file__).resolve().parents[3]
 PLANTS = ROOT / "tests" / "core" / "oracle"
@@ -93,7 +93,7 @@ def test_the_whole_check_finds_each_planted_bug_only_by_searching(
 
     fn = getattr(plants, name)
     if family == "token":
-        from advest.oracle.token_report import check_tokens
+        from advest.oracle.reports.token_report import check_tokens
 
         findings = check_tokens(fn)
     elif family == "episode":

@@ -14,14 +14,14 @@ import torch
 from torch import Tensor
 
 from advest.fast import by_group, registry
-from advest.oracle import episodes
-from advest.oracle.harness import Guard, Plain
-from advest.oracle.properties import Finding
-from advest.oracle.rows import RowCall
+from advest.oracle.conventions.harness import Guard, Plain
+from advest.oracle.conventions.rows import RowCall
+from advest.oracle.properties import episodes
+from advest.oracle.properties.sequence import Finding
+from advest.oracle.properties.token_padding import padding_rows
+from advest.oracle.reports.token_report import bind
 from advest.oracle.search import Budget, plain, rows, search, tokens
 from advest.oracle.search import episodes as search_episodes
-from advest.oracle.token_padding import padding_rows
-from advest.oracle.token_report import bind
 from advest.spec.scales import zero
 
 BUDGET = Budget(examples=12)

@@ -2,7 +2,7 @@
 imports ``MODULE:FUNCTION``; ``resolve_signature`` decides where K goes; ``Plain`` calls
 ``fn(rewards [B, G], ...)`` on copies (``Guard`` records changes to them) and checks the output
 (``check_output``); ``Watch`` records outputs that are not finite. verl's convention is
-``advest.oracle.verl.VerlCall``."""
+``advest.oracle.conventions.verl.VerlCall``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol, get_args
 
 from torch import Tensor
 
-from .tolerance import sample_lengths
+from ..inputs.tolerance import sample_lengths
 
 Objective = Literal["outcome", "maxk", "maxrl"]
 """What an estimator is judged against (``advest check --family``): the mean reward, max@K, or
@@ -23,14 +23,14 @@ estimator); the old name ``Family`` resolves from ``advest.oracle`` with a Depre
 
 Convention = Literal["plain", "verl", "flat", "skyrl", "nemo_rl", "prime_rl"]
 """How the oracle calls an estimator: ``plain`` on ``[B, G]``; the others on flat rows with a
-group id per row, as trainers hold them (``oracle.rows``)."""
+group id per row, as trainers hold them (``oracle.conventions.rows``)."""
 
 CONVENTIONS: tuple[Convention, ...] = get_args(Convention)
 """Every calling convention: ``advest check --convention``'s choices, ``advest.testing``'s."""
 FAMILIES: tuple[str, ...] = (*get_args(Objective), "token", "episode", "shaping")
 """What ``advest check --family`` and ``assert_estimator(family=)`` judge: the objectives of
 sequence estimators, then token-level estimators (exact token trees), episode estimators and
-reward shapings (``oracle.shaping``: a transform's declared invariants)."""
+reward shapings (``oracle.properties.shaping``: a transform's declared invariants)."""
 
 
 class OracleError(ValueError):

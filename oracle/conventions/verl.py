@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..inputs.tolerance import LENGTH_T, sample_lengths
 from .harness import OracleError, OutOfScope, check_output
-from .tolerance import LENGTH_T, sample_lengths
 
 
 def verl_estimator(name: str) -> Callable[..., Any]:

@@ -12,8 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .harness import OracleError
-from .properties import Finding
+from ..conventions.harness import OracleError
+from ..properties.sequence import Finding
 
 SCHEMA = "advest-check"
 VERSION = 1

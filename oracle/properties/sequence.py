@@ -1,6 +1,6 @@
 """The property checks, one function per property, each returning a ``Finding``:
 centring, shift / scale / permutation behaviour, the relation to ``canonical`` (max@K) and the
-behaviour on bad input. Unbiasedness by exact enumeration is ``oracle.unbiased``."""
+behaviour on bad input. Unbiasedness by exact enumeration is ``oracle.properties.unbiased``."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from torch import Tensor
 import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
 
-from .harness import Estimator, OracleError
-from .tolerance import _excess, _verdict, allowance, sample_lengths
+from ..conventions.harness import Estimator, OracleError
+from ..inputs.tolerance import _excess, _verdict, allowance, sample_lengths
 
 
 @dataclass

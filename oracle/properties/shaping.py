@@ -25,7 +25,7 @@ from torch import Tensor
 from advest.fast import by_group
 from advest.fast.shaping import KEEPS
 
-from .properties import Finding
+from .sequence import Finding
 
 Target = Callable[[Tensor, Tensor], Tensor]
 G = 4
@@ -56,11 +56,11 @@ def advantages_of(fn: Target, advantages: bool) -> Target:
         return fn
 
     def composed(rewards: Tensor, lengths: Tensor) -> Tensor:
-        B = rewards.shape[0]
-        index = torch.arange(B).repeat_interleave(G)  # [N]
+        B, size = rewards.shape  # any group size: the search draws 1..8
+        index = torch.arange(B).repeat_interleave(size)  # [N]
         flat = by_group(ESTIMATOR, rewards.reshape(-1), index, shaping=fn,
                         lengths=lengths.reshape(-1))  # fmt: skip
-        return flat.view(B, G)
+        return flat.view(B, size)
 
     return composed
 
@@ -69,10 +69,14 @@ def _first(bad: Tensor) -> int:
     return int(bad.nonzero()[0, 0])
 
 
-def finite(fn: Target, advantages: bool = False) -> Finding:
+Batches = list[tuple[Tensor, Tensor]]
+"""``(rewards [B, G], lengths [B, G])`` pairs: ``inputs()``, or one input the search drew."""
+
+
+def finite(fn: Target, advantages: bool = False, batches: Batches | None = None) -> Finding:
     """Finite rewards and lengths ≥ 0 (all-zero lengths and costs included) give finite
     output: no division by a quantity that can be zero."""
-    for rewards, lengths in inputs():
+    for rewards, lengths in inputs() if batches is None else batches:
         out = fn(rewards, lengths)
         bad = ~torch.isfinite(out).all(-1)
         if bool(bad.any()):
@@ -82,10 +86,10 @@ def finite(fn: Target, advantages: bool = False) -> Finding:
     return Finding("finite", "yes", "finite on every input")
 
 
-def centred(fn: Target, advantages: bool = False) -> Finding:
+def centred(fn: Target, advantages: bool = False, batches: Batches | None = None) -> Finding:
     """With a centred estimator after the shaping, each group's advantages sum to zero."""
     worst = 0.0
-    for rewards, lengths in inputs():
+    for rewards, lengths in inputs() if batches is None else batches:
         a = advantages_of(fn, advantages)(rewards, lengths)
         total = a.sum(-1).abs()
         if not bool(torch.isfinite(total).all()):
@@ -98,10 +102,10 @@ def centred(fn: Target, advantages: bool = False) -> Finding:
     return Finding("centred", "yes", f"max |Σ_i A_i| = {worst:.2g}")
 
 
-def pass_over_fail(fn: Target, advantages: bool = False) -> Finding:
+def pass_over_fail(fn: Target, advantages: bool = False, batches: Batches | None = None) -> Finding:
     """Within a group of rewards in {0, 1}, a passing sample never gets a lower advantage than
     a failing one."""
-    for rewards, lengths in inputs():
+    for rewards, lengths in inputs() if batches is None else batches:
         a = advantages_of(fn, advantages)(rewards, lengths)
         passing, failing = rewards == 1, rewards == 0
         low = torch.where(passing, a, torch.inf).amin(-1)
@@ -117,10 +121,10 @@ def pass_over_fail(fn: Target, advantages: bool = False) -> Finding:
     return Finding("pass_over_fail", "yes", "every pass at or above every fail")
 
 
-def per_group(fn: Target, advantages: bool = False) -> Finding:
+def per_group(fn: Target, advantages: bool = False, batches: Batches | None = None) -> Finding:
     """A group's output depends on that group alone: each group of a batch gives what it gives
     alone (so masking and regrouping by ``by_group`` see the same)."""
-    for rewards, lengths in inputs():
+    for rewards, lengths in inputs() if batches is None else batches:
         together = fn(rewards, lengths)
         for b in range(rewards.shape[0]):
             alone = fn(rewards[b : b + 1], lengths[b : b + 1])[0]
@@ -133,7 +137,7 @@ def per_group(fn: Target, advantages: bool = False) -> Finding:
     return Finding("per_group", "yes", "every group as alone")
 
 
-CHECKS: dict[str, Callable[[Target, bool], Finding]] = {
+CHECKS: dict[str, Callable[[Target, bool, Batches | None], Finding]] = {
     "finite": finite,
     "centred": centred,
     "pass_over_fail": pass_over_fail,
@@ -142,8 +146,9 @@ CHECKS: dict[str, Callable[[Target, bool], Finding]] = {
 
 
 def check(fn: Target, keeps: tuple[str, ...] = KEEPS, *, advantages: bool = False) -> list[Finding]:
-    """The findings of ``fn`` for each invariant it declares (``keeps``), in ``KEEPS`` order."""
+    """The findings of ``fn`` for each invariant it declares (``keeps``), in ``KEEPS`` order, on
+    the explicit inputs (``oracle.search.shaping`` then searches each that held)."""
     unknown = sorted(set(keeps) - set(KEEPS))
     if unknown:
         raise ValueError(f"unknown invariants {unknown}; valid: {', '.join(KEEPS)}")
-    return [CHECKS[name](fn, advantages) for name in KEEPS if name in keeps]
+    return [CHECKS[name](fn, advantages, None) for name in KEEPS if name in keeps]

@@ -11,11 +11,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .harness import OracleError
-from .properties import Finding
+from ..conventions.harness import OracleError
+from ..conventions.tokens import TokenEstimator, cast
+from ..inputs.token_trees import TREES, Layout, Seq, enumerate_groups, inputs
+from .sequence import Finding
 from .token_checks import _excess, allowed
-from .token_trees import TREES, Layout, Seq, enumerate_groups, inputs
-from .tokens import TokenEstimator, cast
 
 LAYOUTS: list[tuple[str, Layout, bool]] = [
     ("left padding", "left", False),

@@ -12,10 +12,7 @@ from torch import Tensor
 
 from advest.spec.bounds import Bound
 
-from . import properties as find
-from .extremes import low_precision, magnitude
-from .grouped import grouped_findings
-from .harness import (
+from ..conventions.harness import (
     Convention,
     Estimator,
     Guard,
@@ -25,12 +22,23 @@ from .harness import (
     Watch,
     resolve_signature,
 )
-from .properties import NON_FINITE, Finding
-from .rows import PlainRows, RowCall, RowsAsPlain, row_call
-from .search.engine import Budget
-from .search.run import searched
-from .tolerance import COUPLED, DTYPES, _batches, _cast, _dtype_name, allowance, sample_lengths
-from .unbiased import unbiasedness
+from ..conventions.rows import PlainRows, RowCall, RowsAsPlain, row_call
+from ..inputs.tolerance import (
+    COUPLED,
+    DTYPES,
+    _batches,
+    _cast,
+    _dtype_name,
+    allowance,
+    sample_lengths,
+)
+from ..properties import sequence as find
+from ..properties.extremes import low_precision, magnitude
+from ..properties.grouped import grouped_findings
+from ..properties.sequence import NON_FINITE, Finding
+from ..properties.unbiased import unbiasedness
+from ..search.engine import Budget
+from ..search.run import searched
 
 DEFAULT_BUDGET = Budget()
 """The search every check runs unless told otherwise (``advest check --examples``, ``--seed``)."""
@@ -246,10 +254,10 @@ def check(
 
 
 def over_ranks(rows: RowCall, world: int = 2) -> Finding:
-    """The "split over ranks" row (``oracle.ranks``): the estimator on shards of one batch on
-    ``world`` gloo processes, whole groups per rank and groups split across ranks, against one
-    call on the whole batch."""
-    from .ranks import split_over_ranks
+    """The "split over ranks" row (``oracle.properties.ranks``): the estimator on shards of one
+    batch on ``world`` gloo processes, whole groups per rank and groups split across ranks, against
+    one call on the whole batch."""
+    from ..properties.ranks import split_over_ranks
 
     # the ids as a list, as trainers hold them (verl keys a dict by each id: a tensor element is
     # a new key every time)
@@ -282,7 +290,7 @@ def _bind(
     algorithm: dict[str, Any] | None = None,
 ) -> Estimator:
     if convention == "verl":
-        from .verl import VerlCall
+        from ..conventions.verl import VerlCall
 
         return VerlCall(fn, guard, k=k, algorithm=algorithm)
     if convention != "plain":

@@ -10,9 +10,9 @@ from torch import Tensor
 
 from advest.spec import bandit
 
-from .harness import Estimator, OracleError
-from .properties import Finding
-from .tolerance import allowance
+from ..conventions.harness import Estimator, OracleError
+from ..inputs.tolerance import allowance
+from .sequence import Finding
 
 ZERO_C = 1e-6
 """An expected estimate whose c (E[ĝ] = c·∇J) is 0 within an error bound below this is 0: the

@@ -7,12 +7,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..conventions.harness import CONVENTIONS, FAMILIES, Convention, OracleError, OutOfScope, load
+from ..inputs.tolerance import DTYPES, rule
+from ..properties.sequence import NON_FINITE, Finding
+from ..search import Budget, add_search_arguments
 from . import schema
-from .harness import CONVENTIONS, FAMILIES, Convention, OracleError, OutOfScope, load
-from .properties import NON_FINITE, Finding
 from .report import check
-from .search import Budget, add_search_arguments
-from .tolerance import DTYPES, rule
 from .verdicts import evidence_line, table
 
 TIMEOUT_S = 300.0
@@ -151,12 +151,12 @@ def load_target(
     (``dispatch``: reached through verl's ``compute_advantage``, as its trainer reaches it), or
     ``"skyrl"`` for ``skyrl:NAME`` (through SkyRL's ``compute_advantages_and_returns``)."""
     if target.startswith("verl:"):
-        from .verl import dispatched, verl_estimator
+        from ..conventions.verl import dispatched, verl_estimator
 
         name = target.removeprefix("verl:")
         return (dispatched(name) if dispatch else verl_estimator(name)), "verl"
     if target.startswith("skyrl:"):  # SkyRL's estimators: always through its dispatch
-        from . import skyrl
+        from ..conventions import skyrl
 
         return skyrl.dispatched(target.removeprefix("skyrl:")), "skyrl"
     if dispatch:
@@ -204,18 +204,18 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
     convention = forced or convention
     conn.send(("stage", f"calling {target} (the checks)"))
     try:
-        if options["family"] == "token":  # the token oracle: oracle/token_report.py
+        if options["family"] == "token":  # the token oracle: oracle/reports/token_report.py
             from .token_report import check_tokens
 
             findings = check_tokens(
                 fn, convention=convention, extends=options.get("extends"), budget=options["budget"]
             )
-        elif options["family"] == "episode":  # the episode oracle: oracle/episodes.py
+        elif options["family"] == "episode":  # the episode oracle: oracle/properties/episodes.py
             findings = _episode_report(fn, options.get("one_turn"), options["budget"])
         elif options["family"] == "shaping":  # a shaped advantage (rewards, lengths)
-            from .shaping import check as check_shaping
+            from ..search.shaping import checked
 
-            findings = check_shaping(fn, advantages=True)
+            findings = checked(fn, options["budget"])
         else:
             findings = check(fn, convention=convention, **options)
     except OutOfScope as error:
@@ -233,8 +233,8 @@ def _child(conn: Any, target: str, options: dict[str, Any]) -> None:
 def _episode_report(fn: Any, one_turn: str | None, budget: Budget | None) -> list[Finding]:
     from advest.fast import registry
 
-    from .episodes import report
-    from .search.episodes import searched as searched_episodes
+    from ..properties.episodes import report
+    from ..search.episodes import searched as searched_episodes
 
     if one_turn is not None and one_turn not in registry.names():
         valid = ", ".join(n for n in registry.names() if registry.entry(n).kind == "sequence")

@@ -11,15 +11,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from . import token_checks as find
-from . import token_padding as pad
-from .harness import Convention, Guard, OracleError
-from .properties import Finding
+from ..conventions.harness import Convention, Guard, OracleError
+from ..conventions.tokens import Declared, TokenEstimator, VerlTokens, cast
+from ..inputs.token_trees import TREES, enumerate_groups, inputs
+from ..properties import token_checks as find
+from ..properties import token_padding as pad
+from ..properties.sequence import Finding
+from ..search.engine import Budget, search
+from ..search.tokens import properties as searched
 from .report import DEFAULT_BUDGET
-from .search.engine import Budget, search
-from .search.tokens import properties as searched
-from .token_trees import TREES, enumerate_groups, inputs
-from .tokens import Declared, TokenEstimator, VerlTokens, cast
 
 GROUP_SIZES = (2, 3)
 """G for every check: 2 and 3 rollouts (3375 groups of the 15-response tree at G = 3)."""

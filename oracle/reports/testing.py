@@ -13,10 +13,10 @@ from typing import Any, cast
 
 from advest.spec.bounds import Bound
 
-from .harness import CONVENTIONS, FAMILIES, Objective
-from .properties import Finding
+from ..conventions.harness import CONVENTIONS, FAMILIES, Objective
+from ..properties.sequence import Finding
+from ..search import Budget
 from .report import DEFAULT_BUDGET, check
-from .search import Budget
 
 DEFAULT_EXPECT: dict[str, dict[str, str]] = {
     **{family: {"centred": "yes", "finite output": "yes"} for family in FAMILIES},
@@ -99,9 +99,9 @@ def assert_estimator(
 
         findings = _episode_report(fn, one_turn, budget)
     elif family == "shaping":  # a trainer's shaped advantage, fn(rewards, lengths)
-        from .shaping import check as check_shaping
+        from ..search.shaping import checked
 
-        findings = check_shaping(fn, advantages=True)
+        findings = checked(fn, budget)
     else:
         objective = cast(Objective, family)
         findings = check(

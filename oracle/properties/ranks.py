@@ -2,8 +2,8 @@
 under data parallelism, does it need a collective, or does it need each group on one rank?
 
 The estimator is a callable on flat rows, ``fn(rewards [N], index [N]) -> [N]`` (the ``flat``
-convention of ``oracle.rows``). ``split_over_ranks`` starts a gloo process group of 2 to 4
-processes on the CPU (the default group, so an estimator that reduces over
+convention of ``oracle.conventions.rows``). ``split_over_ranks`` starts a gloo process group of
+2 to 4 processes on the CPU (the default group, so an estimator that reduces over
 ``torch.distributed`` itself, as slime's whitening does, runs its own collectives), calls the
 estimator on each rank's shard of one batch, and compares the shards' advantages, put back
 together, with one call on the whole batch in this process (no process group). Two layouts:

@@ -22,10 +22,10 @@ from torch import Tensor
 
 from advest.spec.bounds import Bound
 
+from ..conventions.rows import RowCall
+from ..inputs.tolerance import COUPLED, allowance
 from .grouped import CALL_ERRORS, accepted_sizes
-from .properties import Finding
-from .rows import RowCall
-from .tolerance import COUPLED, allowance
+from .sequence import Finding
 
 NEAR = 2.0**-7
 """The smallest step above 1 in bfloat16: ``[1, 1, 1, 1 + 2⁻⁷]`` is OpenRLHF PR 1334's group."""

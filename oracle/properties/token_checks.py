@@ -14,10 +14,10 @@ from torch import Tensor
 
 from advest.fast import calling
 
-from .properties import Finding
-from .token_trees import EOS, TREES, Seq, Tree, enumerate_groups, inputs
-from .tokens import TokenEstimator, cast
-from .tolerance import _verdict, allowance
+from ..conventions.tokens import TokenEstimator, cast
+from ..inputs.token_trees import EOS, TREES, Seq, Tree, enumerate_groups, inputs
+from ..inputs.tolerance import _verdict, allowance
+from .sequence import Finding
 from .unbiased import _simplest
 
 
@@ -41,7 +41,7 @@ def _excess(err: Tensor, bound: Tensor) -> float:
 def unbiasedness(est: TokenEstimator, G: int, dtype: torch.dtype) -> Finding:
     """E[Σ_i Σ_t A_{i,t} ∇log π(y_{i,t}|y_{i,<t})] = c·∇J over every group of G rollouts of
     every tree, with one c for all trees? The bound propagates each advantage's allowance
-    through the enumeration; a bias is called only beyond it (as ``oracle.unbiased``)."""
+    through the enumeration; a bias is called only beyond it (as ``oracle.properties.unbiased``)."""
     ratios, residuals, deltas = [], [], []
     for tree in TREES:
         groups, r, prob, index = enumerate_groups(tree, G)

@@ -19,8 +19,16 @@ from fractions import Fraction
 import torch
 from torch import Tensor
 
-from .episode_trees import WORLDS, Episode, Point, World, episodes, objective_gradient, tokens
-from .properties import Finding
+from ..inputs.episode_trees import (
+    WORLDS,
+    Episode,
+    Point,
+    World,
+    episodes,
+    objective_gradient,
+    tokens,
+)
+from .sequence import Finding
 
 EpisodeEstimator = Callable[[Tensor, Tensor], Tensor]
 Group = list[tuple[list[float], list[int]]]

@@ -1,6 +1,6 @@
-"""The verdict rows of the grouped input model (``oracle.rows``): what trainers' data does to an
-estimator that the ``[B, G]`` rows cannot see. Each row is a ``Finding`` whose evidence holds the
-input that decided it:
+"""The verdict rows of the grouped input model (``oracle.conventions.rows``): what trainers' data
+does to an estimator that the ``[B, G]`` rows cannot see. Each row is a ``Finding`` whose evidence
+holds the input that decided it:
 
 * ids relabelled: any relabelling of the group ids leaves the advantages unchanged;
 * row order: permuting the rows permutes the advantages;
@@ -10,7 +10,7 @@ input that decided it:
 * dropped groups: removing a group changes nothing of the others.
 
 The magnitude bound and low-precision rows, which apply to ``[B, G]`` estimators too, are
-``oracle.extremes``. Rewards lie on a 1/8 grid in [0, 1], exact in every dtype.
+``oracle.properties.extremes``. Rewards lie on a 1/8 grid in [0, 1], exact in every dtype.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .harness import OracleError
-from .properties import Finding
-from .rows import RowCall, TokenRows, _lengths, labellings
-from .tolerance import allowance
+from ..conventions.harness import OracleError
+from ..conventions.rows import RowCall, TokenRows, _lengths, labellings
+from ..inputs.tolerance import allowance
+from .sequence import Finding
 
 CALL_ERRORS = (Exception,)
 """What an estimator may raise on a batch it cannot handle (verl PR 7150's negative uids raised
@@ -220,7 +220,7 @@ def std_option(est: RowCall, sizes: list[int], dtype: torch.dtype) -> Finding:
     what = "std division off"
     if not isinstance(est, TokenRows):
         return Finding(what, "not applicable", "the convention has no algorithm config")
-    from .verl import algo_config
+    from ..conventions.verl import algo_config
 
     r, ids = batch(sizes, seed=7, binary=est.binary)
     r = r.to(dtype)

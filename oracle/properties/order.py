@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .harness import Estimator
-from .properties import Finding
-from .tolerance import allowance
+from ..conventions.harness import Estimator
+from ..inputs.tolerance import allowance
+from .sequence import Finding
 
 
 def order_preserving(

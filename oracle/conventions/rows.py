@@ -1,6 +1,6 @@
 """The oracle's grouped input model: an estimator called on flat rows with a group id per row, as
-trainers hold their data (``oracle.grouped`` judges it). Every convention below is adapted to
-one call, ``RowCall``::
+trainers hold their data (``oracle.properties.grouped`` judges it). Every convention below is
+adapted to one call, ``RowCall``::
 
     call(rewards [N], ids (one per row: list or numpy array), valid [N] bool or None) -> [N]
 
@@ -30,8 +30,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..inputs.tolerance import LENGTH_T
 from .harness import Estimator, Guard, OracleError, OutOfScope, check_output
-from .tolerance import LENGTH_T
 
 RowConvention = Literal["flat", "verl", "skyrl", "nemo_rl", "prime_rl"]
 ROW_CONVENTIONS: tuple[RowConvention, ...] = get_args(RowConvention)
@@ -90,7 +90,7 @@ class RowCall:
 
 
 class TokenRows(RowCall):
-    """verl's and SkyRL's convention on flat rows (``advest.oracle.verl`` supplies the call)."""
+    """verl's and SkyRL's convention on flat rows (``conventions.verl`` supplies the call)."""
 
     def __init__(
         self,

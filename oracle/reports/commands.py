@@ -82,7 +82,7 @@ def run_bench(ns: Any) -> int:
     one (``advest.experiments.bench_tokens``), which needs the trainer's model."""
     import torch
 
-    from .bench import run
+    from ..bench import run
 
     if ns.repeats < 1:
         raise ValueError(f"--repeats must be at least 1; got {ns.repeats}")

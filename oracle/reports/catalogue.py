@@ -183,8 +183,8 @@ HISTORY_CATALOGUE: list[TokenRow] = _token_rows("history")
 """Every stateful sequence-level estimator (a class whose instance keeps history across calls)."""
 
 EPISODE_NAMES: list[str] = [e.name for e in registry.entries() if e.kind == "episode"]
-"""The multi-turn estimators: judged by the episode oracle (``oracle/episodes.py``) on episodes,
-against their entry's ``one_turn`` estimator on one-turn episodes."""
+"""The multi-turn estimators: judged by the episode oracle (``oracle/properties/episodes.py``)
+on episodes, against their entry's ``one_turn`` estimator on one-turn episodes."""
 
 FAMILIES = registry.families()
 """Every family: one module of that name in reference/ and fast/, one page ``spec/<family>.md``."""
