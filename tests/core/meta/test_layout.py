@@ -24,7 +24,7 @@ MUST = (
     "advest/reference/maxk.py",
     "advest/spec/maxk.md",
     "advest/spec/golden/maxk.json",
-    "advest/oracle/report.py",
+    "advest/oracle/reports/report.py",
     "advest/proofs/coq/Sorted.v",
     "advest/experiments/real/__init__.py",
     "advest/experiments/grid/report.py",
