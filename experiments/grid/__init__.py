@@ -39,22 +39,7 @@ from typing import Any
 
 from advest.training.settings import RLConfig
 
-from .report import DESIGN_ARMS
-
-ARMS: dict[str, dict[str, Any]] = {
-    "grpo": {"estimator": "grpo"},
-    "maxpo": {"estimator": "maxpo", "k": 4},
-    "pkpo_sloo": {"estimator": "pkpo_sloo", "k": 4},
-    "chen_passk": {"estimator": "chen_passk", "k": 4},
-    "kae": {"estimator": "kae"},
-    "rloo": {"estimator": "rloo"},
-    "maxpo_k8": {"estimator": "maxpo", "k": 8, "group_size": 16},
-    "pkpo_sloo_k8": {"estimator": "pkpo_sloo", "k": 8, "group_size": 16},
-    # dynamic sampling: grpo on groups with signal, drawn until the step has them
-    "grpo_filter": {"estimator": "grpo", "filter_groups": True},
-}
-"""Arm → estimator settings. The first three are the design; the others run as the budget
-allows (``--arms``), in the order given."""
+from .designs import ARMS, DESIGN_ARMS
 
 NO_CLIP = 1e9
 """``max_grad_norm`` of every run: far above any gradient norm, so clipping never binds and

@@ -10,8 +10,8 @@ from itertools import combinations
 from typing import Any
 
 from ..stats import NO_DIFFERENCE, cell
+from .designs import DESIGN_ARMS
 from .report import (
-    DESIGN_ARMS,
     PLANNED_SEEDS,
     QUESTION,
     Proved,

@@ -26,10 +26,9 @@ import numpy as np
 from ..stats import ALPHA, NO_DIFFERENCE, REPS, cell, paired_bootstrap, pass_at
 from . import designs as declared
 from . import series as grid_series
+from .designs import DESIGN_ARMS
 from .stats import FLAT, REFERENCE, compare, corrected, from_start, levels
 
-DESIGN_ARMS = ("grpo", "maxpo", "pkpo_sloo")
-"""The design's arms; others count as planned once a run of theirs exists."""
 KS = (1, 4, 8)
 """pass@k compared: pass@1, pass@K at the K = 4 that maxpo and pkpo_sloo optimise, and the
 pass@8 that the page's question asks about."""
