@@ -19,7 +19,7 @@ MOVED = {
     "advest.fast.bench": "advest.oracle.bench",
     "advest.spec.catalogue": "advest.oracle.reports.catalogue",
     "advest.spec.oracle": "advest.oracle",
-    "advest.training.bench": "advest.experiments.bench_tokens",
+    "advest.training.bench": "advest.experiments.cost.tokens",
     "advest.training.demo": "advest.oracle.reports.demo",
     "advest.training.parsing": "advest.parsing",
     "advest.training.experiments": "advest.experiments",

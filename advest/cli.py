@@ -73,7 +73,7 @@ def run_list(ns: Any) -> int:
 def run_bench(ns: Any) -> int:
     """Both benchmarks: the oracle's (sequence level), then the token level against the
     trainer's forward pass."""
-    from advest.experiments.bench_tokens import run as run_tokens
+    from advest.experiments.cost.tokens import run as run_tokens
     from advest.oracle.reports.commands import run_bench as run_sequences
 
     code = run_sequences(ns)
@@ -120,6 +120,8 @@ EXPERIMENTS = (
             "advest.experiments.grid:parser", "advest.experiments.grid:main", True),
     Command("turns", "two-turn episodes: a turn-level against an episode-level estimator",
             "advest.experiments.turns:parser", "advest.experiments.turns:main", True),
+    Command("cost", "time and peak memory of every estimator as G, K, B, T grow, against its order",
+            "advest.experiments.cost:parser", "advest.experiments.cost:main", True),
 )  # fmt: skip
 EXPERIMENTS_DOC = """Each writes its settings, metrics, plots and a summary under the folder
 its --out names, and has a --quick smoke mode."""

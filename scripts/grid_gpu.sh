@@ -8,10 +8,10 @@
 #   SEEDS=10 JOBS=10 bash scripts/grid_gpu.sh OUT [DESIGN] [grid flags...]
 #
 # OUT: the results folder (OUT/DESIGN/ARM/seedK.json, logs in OUT/logs). DESIGN: smollm2
-# (default), the real-model grid smollm2_products12, or any design of experiments/grid.py. Further flags go to every process (e.g. --model, --steps). A finished
+# (default), the real-model grid smollm2_products12, or any design of experiments/grid/__init__.py. Further flags go to every process (e.g. --model, --steps). A finished
 # run is skipped when the script runs again with the same OUT. Then, in the repository: copy
 # OUT/DESIGN to docs/results/grid/DESIGN-gpu (not beside the CPU runs: a seed's arms must share
-# a device) and regenerate the page (advest.experiments.grid.write_page).
+# a device) and regenerate the page (python scripts/choosing.py --repo .).
 set -euo pipefail
 OUT=${1:?usage: grid_gpu.sh OUT [DESIGN] [grid flags...]}
 DESIGN=${2:-smollm2}

@@ -16,8 +16,8 @@
 # folder (OUT/real: metrics.json, summary.json, passk.csv, summary.md, passk.png; OUT/values:
 # metrics.json, summary.md; logs beside them). WHEELS: optional folder of wheels to install
 # offline first (reasoning-gym and its dependencies, gguf for a .gguf MODEL).
-# Then, on a machine with the repository: python -m advest.experiments.choosing
-#   --real OUT/real --values OUT/values   (rewrites docs/choosing.md and the README block).
+# Then, on a machine with the repository: python scripts/choosing.py --repo .
+#   --values OUT/values   (rewrites docs/choosing.md and the README blocks).
 set -euo pipefail
 MODEL=${1:?usage: real_gpu.sh MODEL OUT [WHEELS]}
 OUT=${2:?usage: real_gpu.sh MODEL OUT [WHEELS]}
@@ -57,4 +57,4 @@ pids+=($!)
 failed=0
 for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
 echo "grid done in $(( $(date +%s) - start )) s; $failed process(es) failed (see $OUT/parts/*.log)"
-python3 -m advest.experiments.real_report "$OUT/real" "$OUT"/parts/*/
+python3 -m advest.experiments.real.report "$OUT/real" "$OUT"/parts/*/

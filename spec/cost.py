@@ -1,7 +1,7 @@
 """An estimator's stated cost: the order of the time of one call in the sizes of its inputs.
 
 Each registry entry states one (``fast/registry.py``, ``cost=``; a default per kind), its spec
-page repeats it in a "Cost" table, and the cost-growth table (``experiments/cost.py``,
+page repeats it in a "Cost" table, and the cost-growth table (``experiments/cost/``,
 docs/cost.md) measures every estimator against it. Written as a sum of products of sizes:
 
     order   := term (" + " term)*

@@ -1,17 +1,19 @@
-"""The README's bandit bullets (``experiments/bandit_lines.py``) are read from
+"""The README's bandit bullets (``scripts/bandit_lines.py``) are read from
 ``docs/results/bandit*.json``, and their words follow the numbers: a moved ratio or slope moves
 the word (the README as a whole is checked against ``choosing.render`` in test_choosing.py)."""
 
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 
 import pytest
 
-from advest.experiments import bandit_lines, choosing
-
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "scripts"))
+import bandit_lines  # noqa: E402
+import choosing  # noqa: E402
 
 
 @pytest.mark.parametrize(

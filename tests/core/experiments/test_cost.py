@@ -1,47 +1,54 @@
-"""The cost-growth table (docs/cost.md): the page is what ``experiments/cost.py`` renders from the
-committed measurements (``docs/results/cost.json``) and the registry, every registered estimator
-is measured along each of its axes, and none grows faster than the order its registry entry
-states. Nothing here times anything: the committed numbers are fitted, and a planted faster
-growth in a copy of them is flagged (the slow tier measures a planted O(G²) estimator)."""
+"""The cost-growth table (docs/cost.md): the page is what ``experiments/cost/report.py`` renders
+(``scripts/cost.py``) from the committed measurements (``docs/results/cost.json``) and the
+registry, every registered estimator is measured along each of its axes, and none grows faster
+than the order its registry entry states. Nothing here times anything: the committed numbers
+are fitted, and a planted faster growth in a copy of them is flagged (the slow tier measures a
+planted O(G²) estimator)."""
 
 from __future__ import annotations
 
 import copy
 import math
+import sys
 from pathlib import Path
 
 import pytest
 
-from advest.experiments import cost, cost_fit, cost_measure
+from advest.experiments import cost
+from advest.experiments.cost import fit as cost_fit
+from advest.experiments.cost import measure as cost_measure
+from advest.experiments.cost import report
 from advest.fast import registry
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "scripts"))
+import cost as cost_script  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def results() -> cost.Results:
+def results() -> report.Results:
     return cost.load(ROOT / "docs" / "results" / "cost.json")
 
 
-def test_the_page_is_what_the_results_file_renders(results: cost.Results) -> None:
-    assert (ROOT / "docs" / "cost.md").read_text() == cost.page(results), (
-        f"regenerate: {cost.COMMAND} --render"
+def test_the_page_is_what_the_results_file_renders(results: report.Results) -> None:
+    assert (ROOT / "docs" / "cost.md").read_text() == cost_script.page(ROOT), (
+        f"regenerate: {cost_script.COMMAND} --render"
     )
 
 
-def test_a_changed_measurement_changes_the_page(results: cost.Results) -> None:
+def test_a_changed_measurement_changes_the_page(results: report.Results) -> None:
     """The drift test can fail: grpo's times growing by another √G move its slope on the page."""
     moved = copy.deepcopy(results)
     for r in moved["devices"]["cpu"]["estimators"]["grpo"]["G"]:
         r["seconds"] *= r["sizes"]["G"] ** 0.5
-    assert cost.page(moved) != cost.page(results)
+    assert report.page(moved, None, "") != report.page(results, None, "")
 
 
 def test_every_registered_estimator_is_measured_along_each_of_its_axes(
-    results: cost.Results,
+    results: report.Results,
 ) -> None:
     """On the CPU, at the sizes of the docs' table: a new estimator fails here until
-    ``python -m advest.experiments.cost --only NAME`` has measured it."""
+    ``python scripts/cost.py --repo . --only NAME`` has measured it."""
     section = results["devices"]["cpu"]
     assert section["environment"]["scale"] == "full"
     assert set(section["estimators"]) == set(registry.names())
@@ -52,18 +59,18 @@ def test_every_registered_estimator_is_measured_along_each_of_its_axes(
             assert [r["sizes"] for r in rows] == cost_measure.points(e, axis, "full"), e.name
 
 
-def test_no_estimator_grows_faster_than_its_stated_order(results: cost.Results) -> None:
+def test_no_estimator_grows_faster_than_its_stated_order(results: report.Results) -> None:
     """Every committed fit (each device's, each estimator's, each axis's) spans a decade and
     grows, in time and in peak memory, no faster than the registry's stated order plus
     ``cost_fit.MARGIN``."""
     for device, section in results["devices"].items():
-        found = cost.device_fits(section)
+        found = report.device_fits(section)
         assert found and all(f.assessed for f in found), device
         assert cost_fit.exceeding(found) == [], device
 
 
 def test_a_planted_extra_power_of_g_in_the_committed_numbers_is_flagged(
-    results: cost.Results,
+    results: report.Results,
 ) -> None:
     """The check can fail: grpo's committed G axis with every time and every peak multiplied
     by G (one more power of G than measured) exceeds its stated B·G, in time and memory."""
@@ -77,7 +84,7 @@ def test_a_planted_extra_power_of_g_in_the_committed_numbers_is_flagged(
 
 
 def test_an_understated_order_is_flagged_against_the_committed_numbers(
-    results: cost.Results,
+    results: report.Results,
 ) -> None:
     """The registry's statement is what is checked: KTAE's committed G axis against B·G·T (its
     Fisher grid is quadratic in G) exceeds it."""

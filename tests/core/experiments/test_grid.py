@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from advest.experiments import choosing, grid, grid_answer, grid_report, grid_stats
-from advest.experiments.real_report import passk_table
+from advest.experiments import grid, stats
+from advest.experiments.grid import answer as grid_answer
+from advest.experiments.grid import report as grid_report
+from advest.experiments.grid import stats as grid_stats
+from advest.experiments.real.report import passk_table
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "scripts"))
+import choosing  # noqa: E402
 
 
 def _arms(shift: float, seeds: int = 10, prompts: int = 64, n: int = 32) -> dict[str, Any]:
@@ -36,7 +42,7 @@ def test_the_unbiased_pass_at_k_is_the_one_the_real_report_uses() -> None:
     counts = [0, 1, 5, 31, 32]
     table = passk_table([counts], 32)  # [n, S, P]
     for k in (1, 4, 32):
-        assert grid_stats.pass_at(counts, 32, k) == pytest.approx(table[k - 1, 0])
+        assert stats.pass_at(counts, 32, k) == pytest.approx(table[k - 1, 0])
 
 
 @pytest.mark.parametrize(("shift", "word"), [(0.1, "above"), (-0.1, "below")])
@@ -58,9 +64,9 @@ def test_seeds_are_resampled_not_only_prompts() -> None:
     """Seeds that disagree (+0.3 on half, −0.2 on the other half) show no difference, though
     resampling the prompts alone would call the mean of +0.05 a difference."""
     d = np.array([[0.3] * 64 if s % 2 else [-0.2] * 64 for s in range(10)])
-    mean, lo, hi = grid_stats.paired_bootstrap(d)
+    mean, lo, hi = stats.paired_bootstrap(d)
     assert mean == pytest.approx(0.05)
-    assert grid_stats.verdict(lo, hi) == "no measured difference"
+    assert stats.verdict(lo, hi) == "no measured difference"
 
 
 def test_one_seed_is_not_compared() -> None:
@@ -102,9 +108,9 @@ def test_the_words_follow_the_verdicts_and_never_claim_a_tie() -> None:
 def test_the_page_shows_the_grid_as_the_files_render_it() -> None:
     data = choosing.load(ROOT / "docs" / "results")
     rows = choosing.theorems((ROOT / "docs" / "theorems.md").read_text())
-    lines = grid_report.section(data["grid"], rows, data["bandit"])
+    lines = grid_report.section(data["grid"], choosing.proved(rows), data["bandit"])
     page = (ROOT / "docs" / "choosing.md").read_text()
-    assert "\n".join(lines) in page, "regenerate: grid.write_page()"
+    assert "\n".join(lines) in page, "regenerate: python scripts/choosing.py --repo ."
     assert bool(data["grid"]) == ("## The pass/fail grid" in page)
 
 
@@ -114,16 +120,16 @@ def _info(runs: dict[str, Any], design_name: str = "embedded") -> dict[str, Any]
 
 
 def test_the_page_s_answer_is_chosen_by_the_pass_at_8_verdict() -> None:
-    above = "\n".join(grid_answer.lead({"x": _info(_arms(0.1))}, [], None))
+    above = "\n".join(grid_answer.lead({"x": _info(_arms(0.1))}, {}, None))
     assert "`maxpo` is above `grpo`: use it." in above and "pass@8, up to 10 seeds" in above
-    below = "\n".join(grid_answer.lead({"x": _info(_arms(-0.1))}, [], None))
+    below = "\n".join(grid_answer.lead({"x": _info(_arms(-0.1))}, {}, None))
     assert "`maxpo` below `grpo`; use `grpo`." in below
     same = _arms(0.0)
     same["maxpo"] = {s: {**r, "arm": "maxpo"} for s, r in same["grpo"].items()}
-    tied = "\n".join(grid_answer.lead({"x": _info(same)}, [], None))
+    tied = "\n".join(grid_answer.lead({"x": _info(same)}, {}, None))
     assert "no measured difference between `grpo` and `maxpo`" in tied and "tie" not in tied
     assert "rests not on this grid but on: `maxpo`: nothing measured or proved" in tied
-    assert grid_answer.lead({"x": _info(_arms(0.3, seeds=1))}, [], None) == []
+    assert grid_answer.lead({"x": _info(_arms(0.3, seeds=1))}, {}, None) == []
 
 
 def test_of_two_embedded_designs_the_longer_runs_answer() -> None:
@@ -136,10 +142,10 @@ def test_of_two_embedded_designs_the_longer_runs_answer() -> None:
         return d
 
     grid = {"a_short": info(200, 0.1), "b_long": info(1000, -0.1)}
-    said = "\n".join(grid_answer.lead(grid, [], None))
+    said = "\n".join(grid_answer.lead(grid, {}, None))
     assert "`b_long`" in said and "`maxpo` below `grpo`" in said
     grid = {"a_long": info(1000, 0.1), "b_short": info(200, -0.1)}
-    assert "`a_long`" in "\n".join(grid_answer.lead(grid, [], None))
+    assert "`a_long`" in "\n".join(grid_answer.lead(grid, {}, None))
 
 
 def test_a_finished_design_answers_before_a_longer_one_with_a_few_seeds() -> None:
@@ -155,10 +161,10 @@ def test_a_finished_design_answers_before_a_longer_one_with_a_few_seeds() -> Non
     grid = {"long": info(3000, 0.0, 3), "short": info(1000, 0.1, 10)}
     assert grid_answer.finished(grid["short"]["runs"])
     assert not grid_answer.finished(grid["long"]["runs"])
-    said = "\n".join(grid_answer.lead(grid, [], None))
+    said = "\n".join(grid_answer.lead(grid, {}, None))
     assert "grid `short`" in said and "are above `grpo`" in said
     grid["long"] = info(3000, 0.0, 10)
-    assert "grid `long`" in "\n".join(grid_answer.lead(grid, [], None))
+    assert "grid `long`" in "\n".join(grid_answer.lead(grid, {}, None))
 
 
 def _started_at(runs: dict[str, Any], rate: float) -> dict[str, Any]:
@@ -173,13 +179,13 @@ def test_each_arm_is_compared_with_the_starting_weights() -> None:
     assert {found[a][8]["verdict"] for a in found} == {"below"}
     assert table[4].startswith("| `grpo` | ") and table[4].endswith("(below) |")
     assert "(training lowered held-out pass@8 for every arm" in grid_report.start_line(found)[0]
-    said = "\n".join(grid_answer.lead({"x": _info(lost)}, [], None))
+    said = "\n".join(grid_answer.lead({"x": _info(lost)}, {}, None))
     assert "every arm ended below the starting weights' held-out pass@8" in said
     gained = _started_at(_arms(0.1), 0.0)
     found = grid_report.start_table(gained)[1]
     assert grid_report.start_line(found) == ["* **Against the starting weights**, pass@8: "
                                              "above: `grpo` and `maxpo`."]  # fmt: skip
-    assert "starting weights" not in "\n".join(grid_answer.lead({"x": _info(gained)}, [], None))
+    assert "starting weights" not in "\n".join(grid_answer.lead({"x": _info(gained)}, {}, None))
     same = grid_report.start_table(_arms(0.1))[1]  # before = after: no change at all
     assert same["grpo"][8].items() >= {"mean": 0.0, "lo": 0.0, "hi": 0.0, "p": 1.0,
                                        "verdict": "no measured difference"}.items()  # fmt: skip
@@ -197,13 +203,13 @@ def test_a_design_where_training_beat_the_start_answers_before_one_where_it_did_
         return d
 
     grid = {"lost": info(3000, 0.9), "gained": info(1000, 0.0)}
-    assert "grid `gained`" in "\n".join(grid_answer.lead(grid, [], None))
-    said = "\n".join(grid_answer.lead(grid, [], None))
+    assert "grid `gained`" in "\n".join(grid_answer.lead(grid, {}, None))
+    said = "\n".join(grid_answer.lead(grid, {}, None))
     # the other finished design is given in a clause, with its loss against the start
     assert "The other finished grids at pass@8, against `grpo` (Holm-corrected): `lost`: " in said
     assert "`lost`: `maxpo` and `pkpo_sloo` above (every arm below the starting weights)." in said
     grid["gained"] = info(1000, 0.9)  # both lost: the longer runs answer again
-    assert "grid `lost`" in "\n".join(grid_answer.lead(grid, [], None))
+    assert "grid `lost`" in "\n".join(grid_answer.lead(grid, {}, None))
 
 
 def test_a_reference_near_its_ceiling_is_said_to_leave_no_room() -> None:
@@ -222,7 +228,7 @@ def test_a_changed_count_changes_the_grid_section() -> None:
             "held_out": ["p"] * 8, "runs": runs}  # fmt: skip
     moved = copy.deepcopy(info)
     moved["runs"]["maxpo"][0]["after"][0] += 1
-    assert grid_report.section({"x": info}, [], None) != grid_report.section({"x": moved}, [], None)
+    assert grid_report.section({"x": info}, {}, None) != grid_report.section({"x": moved}, {}, None)
 
 
 pytestmark = pytest.mark.filterwarnings(

@@ -7,16 +7,25 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from advest.experiments import choosing, designs, grid_answer, grid_report, grid_series, grid_stats
+from advest.experiments import stats
+from advest.experiments.grid import answer as grid_answer
+from advest.experiments.grid import designs, pilot
+from advest.experiments.grid import report as grid_report
+from advest.experiments.grid import series as grid_series
+from advest.experiments.grid import stats as grid_stats
 from tests.core.experiments.test_grid import _arms, _info
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "scripts"))
+import choosing  # noqa: E402
+
 FAMILY = ["chen_passk", "kae", "maxpo", "pkpo_sloo"]
 
 
@@ -36,42 +45,42 @@ def test_holm_rejects_step_down_and_its_adjusted_p_values_agree() -> None:
     ps = {"a": 0.001, "b": 0.011, "c": 0.03, "d": 0.04}
     # 0.001 <= 0.05/4, 0.011 <= 0.05/3, 0.03 > 0.05/2: stop there; d (0.04 <= 0.05) is not
     # rejected either, though it would be on its own
-    assert grid_stats.holm(ps) == {"a": True, "b": True, "c": False, "d": False}
-    adjusted = grid_stats.holm_adjusted(ps)
+    assert stats.holm(ps) == {"a": True, "b": True, "c": False, "d": False}
+    adjusted = stats.holm_adjusted(ps)
     assert adjusted == pytest.approx({"a": 0.004, "b": 0.033, "c": 0.06, "d": 0.06})
     rng = np.random.default_rng(0)
     for _ in range(200):
         drawn = {str(i): float(p) for i, p in enumerate(rng.uniform(0, 0.1, rng.integers(1, 15)))}
-        rejected, adj = grid_stats.holm(drawn), grid_stats.holm_adjusted(drawn)
-        assert all(rejected[i] == (adj[i] <= grid_stats.ALPHA) for i in drawn)
+        rejected, adj = stats.holm(drawn), stats.holm_adjusted(drawn)
+        assert all(rejected[i] == (adj[i] <= stats.ALPHA) for i in drawn)
 
 
 def test_the_bootstrap_p_value_agrees_with_the_interval() -> None:
     for shift in (0.0, 0.02, 0.05, -0.05):
         c = grid_stats.compare(_arms(shift), "maxpo", 8)
-        assert (c["p"] < 0.05) == (c["verdict"] != grid_stats.NO_DIFFERENCE)
+        assert (c["p"] < 0.05) == (c["verdict"] != stats.NO_DIFFERENCE)
 
 
 def test_a_verdict_that_fails_correction_leaves_the_answer() -> None:
     runs = _planted(0.02)
     raw = grid_stats.compare(runs, "maxpo", 8)
-    assert raw["verdict"] == "above" and raw["p"] > grid_stats.ALPHA / 12  # fails Holm of 12
+    assert raw["verdict"] == "above" and raw["p"] > stats.ALPHA / 12  # fails Holm of 12
     info = {**_info(runs), "declaration": _declared(FAMILY, [1, 4, 8])}
-    said = "\n".join(grid_answer.lead({"x": info}, [], None))
+    said = "\n".join(grid_answer.lead({"x": info}, {}, None))
     assert "`maxpo` is above" not in said
     assert "no measured difference between `grpo` and each of `chen_passk`, `kae`, `maxpo`" in said
     found = grid_report.found_of(runs, info["declaration"])
     assert found["maxpo"][8]["verdict_95"] == "above"
-    assert found["maxpo"][8]["verdict"] == grid_stats.NO_DIFFERENCE
+    assert found["maxpo"][8]["verdict"] == stats.NO_DIFFERENCE
     # the same difference declared as a family of one passes its correction and answers
     info["declaration"] = _declared(["maxpo"], [8])
-    assert "`maxpo` is above `grpo`: use it" in "\n".join(grid_answer.lead({"x": info}, [], None))
+    assert "`maxpo` is above `grpo`: use it" in "\n".join(grid_answer.lead({"x": info}, {}, None))
 
 
 def test_the_answer_s_arms_are_compared_with_each_other() -> None:
     runs = _planted(0.2)
     runs["chen_passk"] = {s: {**r, "arm": "chen_passk"} for s, r in runs["maxpo"].items()}
-    said = "\n".join(grid_answer.lead({"x": _info(runs)}, [], None))
+    said = "\n".join(grid_answer.lead({"x": _info(runs)}, {}, None))
     assert "`chen_passk` and `maxpo` are above `grpo`: use one of them" in said
     assert "compared with each other at pass@8 (Holm over its one pair): `chen_passk` − " in said
     assert "+0.000 [+0.000, +0.000]: no measured difference" in said
@@ -124,11 +133,11 @@ def test_the_answer_keeps_only_the_verdicts_that_replicate() -> None:
         again[arm] = {s + 100: {**r, "seed": s + 100} for s, r in again[arm].items()}
     again["grpo"] = {s + 100: {**r, "seed": s + 100} for s, r in again["grpo"].items()}
     grid = {"x": first, "r": {**_info(again), "declaration": _declared(FAMILY, [8], answers=False)}}
-    said = "\n".join(grid_answer.lead(grid, [], None))
+    said = "\n".join(grid_answer.lead(grid, {}, None))
     assert "grid `x`" in said and "`maxpo` is above" not in said
     assert "not replicated (counted as no measured difference): `maxpo`" in said
     grid["r"] = {**_info(_planted(0.2)), "declaration": _declared(FAMILY, [8], answers=False)}
-    said = "\n".join(grid_answer.lead(grid, [], None))
+    said = "\n".join(grid_answer.lead(grid, {}, None))
     assert "`maxpo` is above `grpo`: use it" in said and "replicated on `r`" in said
 
 
@@ -136,7 +145,7 @@ def test_no_arm_pair_is_left_out_of_the_pairwise_family() -> None:
     runs = _planted(0.2)
     for arm in ("chen_passk", "kae"):
         runs[arm] = {s: {**r, "arm": arm} for s, r in runs["maxpo"].items()}
-    said = "\n".join(grid_answer.lead({"x": _info(runs)}, [], None))
+    said = "\n".join(grid_answer.lead({"x": _info(runs)}, {}, None))
     assert "(Holm over the 3 pairs)" in said
     for a, b in itertools.combinations(["chen_passk", "kae", "maxpo"], 2):
         assert f"`{a}` − `{b}`" in said
@@ -148,24 +157,15 @@ def _pilot(before: int, after: int) -> dict[str, Any]:
 
 
 def test_the_pilot_s_rule_starts_the_grid_only_off_the_ceiling_and_rising() -> None:
-    from advest.experiments import grid_pilot
-
-    rising = grid_pilot.summary(_pilot(1, 4))  # pass@8 0.5 -> 0.9615...: at the ceiling
-    assert rising["after pass@8"] > grid_pilot.CEILING
-    assert grid_pilot.rule(rising)[0] is False
-    ok, why = grid_pilot.rule(grid_pilot.summary(_pilot(0, 1)))  # 0 -> 0.5
+    rising = pilot.summary(_pilot(1, 4))  # pass@8 0.5 -> 0.9615...: at the ceiling
+    assert rising["after pass@8"] > pilot.CEILING
+    assert pilot.rule(rising)[0] is False
+    ok, why = pilot.rule(pilot.summary(_pilot(0, 1)))  # 0 -> 0.5
     assert ok and why == "pass@8 0.000 -> 0.500: rises and stays below 0.9"
-    assert grid_pilot.rule(grid_pilot.summary(_pilot(1, 0)))[0] is False  # falls
-    assert grid_pilot.summary(_pilot(0, 1))["wall minutes"] == 60.0
-
-
-def test_the_pilot_lands_its_files_in_this_repository() -> None:
-    from advest.experiments import grid_pilot
-
-    assert grid_pilot.ROOT.resolve() == ROOT
-    assert (grid_pilot.ROOT / "docs" / "results" / "designs").is_dir()
+    assert pilot.rule(pilot.summary(_pilot(1, 0)))[0] is False  # falls
+    assert pilot.summary(_pilot(0, 1))["wall minutes"] == 60.0
 
 
 def test_runs_of_arms_outside_the_declared_family_give_no_answer() -> None:
     info = {**_info(_arms(0.2)), "declaration": _declared(["pkpo_sloo"], [8])}
-    assert grid_answer.lead({"x": info}, [], None) == []
+    assert grid_answer.lead({"x": info}, {}, None) == []

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from advest.experiments import choosing_data, oracle_runs
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "scripts"))
+import choosing_data  # noqa: E402
+import oracle_runs  # noqa: E402
 
 
 def test_each_arm_is_judged_in_its_family_at_its_own_k(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The real-model experiment's report (``experiments/real_report.py``): pass@k with
+"""The real-model experiment's report (``experiments/real/report.py``): pass@k with
 intervals over prompts, the level-off step, and the files it writes. The runs themselves train
 the real model (``advest experiment real``); here the per-prompt counts are given."""
 
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from advest.experiments.real_report import (
-    bootstrap,
+from advest.experiments.real.report import (
     bootstrap_all,
     level_off,
     on_common_seeds,
@@ -21,9 +20,10 @@ from advest.experiments.real_report import (
 
 
 def test_the_bootstrap_interval_is_of_the_mean_over_prompts() -> None:
-    point, lo, hi = bootstrap([[8, 0, 8, 0]], samples=8, k=1)
+    (point, *_), (lo, *_), (hi, *_) = bootstrap_all([[8, 0, 8, 0]], samples=8)
     assert point == 0.5 and lo < 0.5 < hi and lo >= 0 and hi <= 1
-    assert bootstrap([[4, 4, 4, 4]], samples=8, k=1) == (0.5, 0.5, 0.5)  # no spread, no width
+    same = bootstrap_all([[4, 4, 4, 4]], samples=8)
+    assert [float(x[0]) for x in same] == [0.5, 0.5, 0.5]  # no spread, no width
 
 
 def test_pass_at_k_is_the_unbiased_estimator_for_every_k() -> None:
@@ -70,7 +70,7 @@ def test_the_report_writes_the_table_csv_and_plot_from_the_counts(tmp_path: Path
 
 
 def test_parts_run_side_by_side_merge_into_one_experiment(tmp_path: Path) -> None:
-    from advest.experiments.real_report import merge
+    from advest.experiments.real.report import merge
 
     rec = {"samples": 8, "group_size": 8, "seconds_per_step": 1.0, "train_pass1": [0.5] * 5}
     for seed in (1, 0):
@@ -134,7 +134,7 @@ def test_a_second_command_adds_its_runs_to_the_same_experiment(tmp_path: Path) -
     the earlier results, lists the union of arms and each command's plan; other settings are
     refused."""
     from advest.experiments import real
-    from advest.experiments.real_report import planned_runs
+    from advest.experiments.real.report import planned_runs
 
     def config(arms: list[str], seeds: int, first: int, lr: float = 1e-4) -> dict[str, object]:
         return {"tasks": {"chain_sum": {}}, "arms": {a: {} for a in arms}, "seeds": seeds,

@@ -1,10 +1,11 @@
-"""``advest experiment turns`` (experiments/turns.py): its README block is rendered from
-docs/results/turns.json (a test fails when they drift), and its numbers are what the
+"""``advest experiment turns`` (experiments/turns.py): its README block is its summary table
+rendered from docs/results/turns.json (a test fails when they drift), and its numbers are what the
 per-prompt counts say: the paired differences and their intervals."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,8 @@ import numpy as np
 from advest.experiments import turns
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "scripts"))
+import choosing  # noqa: E402
 
 
 def _doc(first: list[list[int]], second: list[list[int]]) -> dict[str, object]:
@@ -41,17 +44,17 @@ def test_the_second_turns_gain_is_the_paired_difference_of_the_counts() -> None:
     equal = s["turn-level minus episode-level (both turns)"]
     assert equal == (0.0, 0.0, 0.0)  # the arms' counts are equal: nothing between them
     block = turns.render(doc)
-    assert block.startswith(turns.BEGIN) and block.endswith(turns.END)
     assert "| `turn_rloo` | 0.500 | 0.667 | +0.167 [" in block
 
 
 def test_the_readme_block_is_rendered_from_the_results_file() -> None:
     readme = (ROOT / "README.md").read_text()
-    block = readme.split(turns.BEGIN, 1)[1].split(turns.END, 1)[0]
+    begin, end = choosing.TURNS
+    block = readme.split(begin, 1)[1].split(end, 1)[0]
     results = ROOT / "docs" / "results" / "turns.json"
     if not results.exists():  # the block says so until the experiment has run
         assert "not yet run" in block
         return
     doc = json.loads(results.read_text())
-    assert turns.BEGIN + block + turns.END == turns.render(doc)
+    assert block == f"\n{turns.render(doc)}\n"
     assert all(len(doc["runs"][arm]) >= 2 for arm in turns.ARMS)

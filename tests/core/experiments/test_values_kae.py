@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from advest.experiments import values_kae
+from advest.experiments.values import kae as values_kae
 
 
 def _rows(kae_error: float, mean_error: float, iterations: int = 4) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from advest.experiments import values_paired
+from advest.experiments.values import paired as values_paired
 
 
 def _rows(errors: dict[str, list[float]], per_problem: int = 1) -> list[dict[str, Any]]:

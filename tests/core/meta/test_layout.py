@@ -24,9 +24,10 @@ MUST = (
     "advest/reference/maxk.py",
     "advest/spec/maxk.md",
     "advest/spec/golden/maxk.json",
-    "advest/oracle/report.py",
+    "advest/oracle/reports/report.py",
     "advest/proofs/coq/Sorted.v",
-    "advest/experiments/real.py",
+    "advest/experiments/real/__init__.py",
+    "advest/experiments/grid/report.py",
     "advest/integrations/verl_plugin.py",
 )
 
@@ -127,14 +128,16 @@ def test_spec_imports_only_the_standard_library_and_torch_in_tolerances() -> Non
     assert outside == {"tolerances.py": {"torch"}}
 
 
-def test_the_modules_that_write_into_the_repository_find_its_root() -> None:
-    """experiments/ moved up a floor (from training/experiments/): the pages and results they
-    write are found from their own file, so a stale depth would point outside the checkout."""
-    from advest.experiments import choosing, grid
-
-    for module in (choosing, grid):
-        assert module.ROOT.resolve() == ROOT, module.__name__
-        assert (module.ROOT / "docs" / "results").is_dir()
+def test_no_experiment_finds_a_repository_from_its_own_file() -> None:
+    """An installed advest writes only where its user points: what writes the repository's
+    pages takes the repository's path (``scripts/``), so no experiment derives one from where
+    its own file lies (``Path(__file__)...parents``), which installed is site-packages."""
+    found = [
+        p.relative_to(ROOT).as_posix()
+        for p in sorted((ROOT / "experiments").rglob("*.py"))
+        if re.search(r"Path\(__file__\)[^\n]*parents", p.read_text())
+    ]
+    assert found == []
 
 
 def test_the_architecture_page_quotes_imports_that_exist() -> None:

@@ -16,7 +16,9 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from advest.experiments import cost, cost_fit, cost_measure
+from advest.experiments import cost
+from advest.experiments.cost import fit as cost_fit
+from advest.experiments.cost import measure as cost_measure
 from advest.fast import registry
 from advest.fast.maxk import maxpo
 

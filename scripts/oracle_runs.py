@@ -1,6 +1,6 @@
 """Run the oracle (``advest check``) on every estimator of the page "Choosing an estimator" that
 reads rewards alone, each in its own child process, writing ``DEST/ARM.json`` for
-``python -m advest.experiments.choosing --oracle DEST``.
+``python scripts/choosing.py --repo . --oracle DEST``.
 
 What to run is derived, not listed: the arms are the page's (``choosing_facts.ESTIMATORS``, less
 ``READS_MORE``), each arm's estimator and K are the real-model experiment's (``real.ARMS``: K = 8
@@ -8,7 +8,7 @@ for the ``_k8`` arms), and the callable and the oracle's family come from the es
 registry entry (its module; ``maxk`` when it takes K, ``maxrl`` for the MaxRL family, judged
 against its own objective; ``outcome`` otherwise).
 
-``python -m advest.experiments.oracle_runs [DEST]`` (default ``runs/oracle``): about 5 s an
+``python scripts/oracle_runs.py [DEST]`` (default ``runs/oracle``): about 5 s an
 estimator on one core.
 """
 
@@ -18,7 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from advest.experiments.choosing_facts import ESTIMATORS, READS_MORE
+from choosing_facts import ESTIMATORS, READS_MORE
+
 from advest.experiments.real import ARMS
 from advest.fast import registry
 from advest.training.settings import RLConfig
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         print(f"oracle_runs: no report for {', '.join(failed)}", file=sys.stderr)
         return 1
-    print(f"wrote {dest}/<arm>.json; now: python -m advest.experiments.choosing --oracle {dest}")
+    print(f"wrote {dest}/<arm>.json; now: python scripts/choosing.py --repo . --oracle {dest}")
     return 0
 
 

@@ -4,7 +4,7 @@ benchmark, the bandit and the oracle's verdicts, each condensed into one JSON fi
 ``docs/results/`` (small enough to commit; every number in them was written by the experiment
 that measured it).
 
-``python -m advest.experiments.choosing --values DIR --bandit DIR --oracle DIR`` calls
+``python scripts/choosing.py --repo . --values DIR --bandit DIR --oracle DIR`` calls
 ``collect`` and then renders the page; a source not given keeps its file.
 """
 

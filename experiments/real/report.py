@@ -3,7 +3,7 @@ with 95% bootstrap intervals over prompts, the step at which pass@1 levels off, 
 and pass@64 rank the arms; written as ``summary.json``, ``passk.csv``, ``summary.md`` and
 ``passk.png`` next to the experiment's ``metrics.json``.
 
-``python -m advest.experiments.real_report OUT`` rewrites them from ``OUT/metrics.json``
+``python -m advest.experiments.real.report OUT`` rewrites them from ``OUT/metrics.json``
 (an experiment still running included: the report then covers the runs finished so far).
 
 Notation: ``S`` seeds, ``N`` held-out prompts, ``n`` samples per prompt, ``R`` bootstrap
@@ -16,11 +16,12 @@ import csv
 import json
 import statistics
 import sys
-from math import comb
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from advest.experiments.stats import cell, pass_at
 
 Results = dict[str, dict[str, list[dict[str, Any]]]]
 """task → arm → one record per seed (``real.Record``: ``before``/``after`` passes per prompt)."""
@@ -33,13 +34,8 @@ read one step at a time)."""
 def passk_table(counts: list[list[int]], samples: int) -> np.ndarray:
     """``counts[s][i]`` passes of prompt i in seed s → unbiased pass@k ``[n, S, N]`` for
     k = 1..n (Chen et al. 2021, arXiv:2107.03374 eq. 1, exact binomials)."""
-    n = samples
-    out = np.empty((n, len(counts), len(counts[0])))
-    for s, seed in enumerate(counts):
-        for i, c in enumerate(seed):
-            for k in range(1, n + 1):
-                out[k - 1, s, i] = 1 - comb(n - c, k) / comb(n, k)
-    return out
+    return np.array([[pass_at(seed, samples, k) for seed in counts]
+                     for k in range(1, samples + 1)])  # fmt: skip
 
 
 def bootstrap_all(
@@ -54,14 +50,6 @@ def bootstrap_all(
     means.sort(axis=1)
     lo, hi = means[:, int(0.025 * reps)], means[:, int(0.975 * reps) - 1]
     return table.mean(axis=(1, 2)), lo, hi
-
-
-def bootstrap(
-    counts: list[list[int]], samples: int, k: int, reps: int = 2000
-) -> tuple[float, float, float]:
-    """pass@k (one k) with its interval, as ``bootstrap_all``."""
-    m, lo, hi = bootstrap_all(counts, samples, reps)
-    return float(m[k - 1]), float(lo[k - 1]), float(hi[k - 1])
 
 
 def level_off(curves: list[list[float]], window: int = WINDOW) -> dict[str, Any]:
@@ -119,10 +107,6 @@ def on_common_seeds(results: Results) -> tuple[Results, dict[str, list[int]]]:
         cut[task] = {a: [r for r in runs if int(r["seed"]) in shared] for a, runs in arms.items()}
         seeds[task] = shared
     return cut, seeds
-
-
-def cell(v: list[float]) -> str:
-    return f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
 
 
 def table(summary: dict[str, Any], ks: tuple[int, ...] = (1, 8, 64)) -> str:
@@ -251,7 +235,7 @@ def merge(out: Path, parts: list[Path]) -> None:
 
 
 if __name__ == "__main__":
-    # real_report OUT: rewrite OUT's report; real_report OUT PART...: merge the parts into OUT
+    # report OUT: rewrite OUT's report; report OUT PART...: merge the parts into OUT
     if len(sys.argv) > 2:
         merge(Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]])
     write(Path(sys.argv[1]))

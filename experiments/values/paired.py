@@ -1,8 +1,9 @@
-"""The values table's paired comparisons: each baseline's MSE against V_MC minus the group
-mean's, on the same states, with a 95% bootstrap interval that resamples problems (a problem's
-states share its rollouts, so they are resampled together). Computed from the per-state rows
-in ``docs/results/values.json``; the per-baseline intervals beside them cannot show this, as
-the baselines' errors on one state are correlated."""
+"""The values benchmark's tables: each baseline's MSE against V_MC with its interval, and the
+paired comparisons: each baseline's MSE minus the group mean's, on the same states, with a 95%
+bootstrap interval that resamples problems (a problem's states share its rollouts, so they are
+resampled together). Computed from the per-state rows (``docs/results/values.json`` in the
+repository); the per-baseline intervals beside them cannot show this, as the baselines' errors
+on one state are correlated."""
 
 from __future__ import annotations
 
@@ -10,11 +11,33 @@ from typing import Any
 
 import numpy as np
 
+from advest.experiments.stats import REPS, cluster_bootstrap, verdict
+
+
+def mse_rows(first: str, estimators: dict[str, Any]) -> list[str]:
+    """The values benchmark's table, one row per baseline: MSE against V_MC with its bootstrap
+    interval, the noise-corrected MSE, Spearman's ρ and the spread against the group mean.
+    ``first`` heads the name column."""
+    head = (
+        "MSE vs V_MC [95% CI] | noise-corrected MSE [95% CI] | Spearman | spread (V̂ − group mean)"
+    )
+    lines = [f"| {first} | {head} |", "|---|---|---|---|---|"]
+    for name, v in estimators.items():
+        lo, hi = v["mse_95ci"]
+        got = v.get("mse_noise_corrected_95ci")  # absent in a record made before it was kept
+        nc = "" if got is None else f" [{got[0]:.4f}, {got[1]:.4f}]"
+        lines.append(
+            f"| {name} | {v['mse']:.4f} [{lo:.4f}, {hi:.4f}] | "
+            f"{v['mse_noise_corrected']:.4f}{nc} | "
+            f"{v['spearman']:.3f} | {v['spread_vs_group_mean']:.3f} |"
+        )
+    return lines
+
+
 REFERENCE = "group_mean"
 HONEST = "loo_mean"
 """The leave-one-out group mean: unlike ``group_mean`` it does not see the state's own return,
 so a baseline found "higher" than the group mean is compared with it too."""
-REPS = 4000
 
 
 def paired(
@@ -22,24 +45,17 @@ def paired(
 ) -> tuple[float, float, float]:
     """MSE of ``key`` minus MSE of ``ref`` (the group mean) against ``v_mc``, over ``rows`` (one
     per state, each with ``problem``), and its 95% percentile interval resampling problems."""
-    problems = sorted({r["problem"] for r in rows})
-    index = {p: i for i, p in enumerate(problems)}
-    which = np.array([index[r["problem"]] for r in rows])  # [S]: each state's problem
     truth = np.array([r["v_mc"] for r in rows])
     d = (np.array([r[key] for r in rows]) - truth) ** 2 - (
         np.array([r[ref] for r in rows]) - truth
     ) ** 2  # [S]: squared-error difference per state
-    per = np.bincount(which, weights=d, minlength=len(problems))  # [P]: summed per problem
-    size = np.bincount(which, minlength=len(problems))  # [P]: states per problem
-    pick = np.random.default_rng(seed).integers(0, len(problems), (reps, len(problems)))
-    boot = per[pick].sum(axis=1) / size[pick].sum(axis=1)  # mean over the resampled states
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    return float(d.mean()), float(lo), float(hi)
+    lo, hi = cluster_bootstrap(d, np.array([r["problem"] for r in rows]), reps, seed)
+    return float(d.mean()), lo, hi
 
 
 def word(lo: float, hi: float) -> str:
     """An MSE difference's verdict: lower or higher only when its whole interval is."""
-    return "lower" if hi < 0 else "higher" if lo > 0 else "no measured difference"
+    return verdict(lo, hi, ("higher", "lower"))
 
 
 def table(rows: list[dict[str, Any]], keys: list[str]) -> list[str]:

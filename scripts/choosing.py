@@ -1,13 +1,14 @@
 """Generate the docs page "Choosing an estimator" (``docs/choosing.md``) and the README's
-measured block from the results files in ``docs/results/`` (``choosing_data``), the Coq
-theorems page (``docs/theorems.md``) and the peer-conventions table (``docs/integrations.md``).
-Every number on the page is read from those files; ``tests/core/experiments/test_choosing.py`` fails
-when the page or the README block differs from what this module renders.
+measured blocks (the page's answer and tables, the bandit bullets, the two-turn table) from the
+results files in ``docs/results/`` (``choosing_data``), the Coq theorems page
+(``docs/theorems.md``) and the peer-conventions table (``docs/integrations.md``). Every number
+on the page is read from those files; ``tests/core/experiments/test_choosing.py`` fails when the
+page or a README block differs from what this module renders. A maintainers' tool: it writes
+into the repository that ``--repo`` names, and nowhere else.
 
-``python -m advest.experiments.choosing [--values DIR] [--bandit DIR] [--bandit_format DIR]
-[--oracle DIR]`` gathers the given result folders into ``docs/results/`` and rewrites the page,
-the README block and the README's bandit bullets; with no flags it only re-renders from the
-files already there.
+``python scripts/choosing.py --repo . [--values DIR] [--bandit DIR] [--bandit_format DIR]
+[--oracle DIR]`` gathers the given result folders into ``docs/results/`` and rewrites the page
+and the README's blocks; with no folder given it only re-renders from the files already there.
 """
 
 from __future__ import annotations
@@ -17,35 +18,35 @@ import json
 from pathlib import Path
 from typing import Any
 
-from advest.experiments import (
-    bandit_lines,
-    designs,
-    grid_answer,
-    grid_report,
-    grid_series,
-    grid_stats,
-    values_kae,
-    values_paired,
-)
-from advest.experiments.choosing_facts import (
-    ESTIMATORS,
-    READS_MORE,
-    peers,
-    proofs,
-    theorems,
-    unproved,
-)
+import bandit_lines
+from choosing_facts import ESTIMATORS, READS_MORE, peers, proofs, theorems, unproved
+
+from advest.experiments import turns
+from advest.experiments.grid import answer as grid_answer
+from advest.experiments.grid import designs
+from advest.experiments.grid import report as grid_report
+from advest.experiments.grid import series as grid_series
+from advest.experiments.grid import stats as grid_stats
 from advest.experiments.real import ARMS
-from advest.experiments.tables import mse_rows, splice
+from advest.experiments.stats import cell
+from advest.experiments.values import kae as values_kae
+from advest.experiments.values import paired as values_paired
+from advest.experiments.values.paired import mse_rows
 
 SOURCES = ("values", "bandit", "bandit_format", "oracle")
 """The results files besides the grids' (``docs/results/grid/``), each gathered from a folder."""
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "docs" / "results"
 BEGIN, END = "<!-- choosing:begin -->", "<!-- choosing:end -->"
+TURNS = "<!-- turns:begin -->", "<!-- turns:end -->"
 
 
-def load(results: Path = RESULTS) -> dict[str, Any]:
+def splice(text: str, begin: str, end: str, block: str) -> str:
+    """``text`` with everything from the marker ``begin`` to the marker ``end`` (both included)
+    replaced by ``block`` (which carries the markers itself)."""
+    start, stop = text.index(begin), text.index(end) + len(end)
+    return text[:start] + block + text[stop:]
+
+
+def load(results: Path) -> dict[str, Any]:
     """Every results file: ``values``, ``bandit``, ``oracle`` (absent: None), ``grid``."""
     paths = {name: results / f"{name}.json" for name in SOURCES}
     found = {k: json.loads(p.read_text()) if p.is_file() else None for k, p in paths.items()}
@@ -54,9 +55,6 @@ def load(results: Path = RESULTS) -> dict[str, Any]:
     for name, info in grid.items():
         info["declaration"] = declared.get(name)
     return {**found, "grid": grid, "designs": declared}
-
-
-cell = grid_report.cell  # "mean [lo, hi]"
 
 
 def values_table(values: dict[str, Any]) -> str:
@@ -160,8 +158,8 @@ def section(arm: str, data: dict[str, Any], texts: tuple[str, str]) -> str:
         lines.append("* **Oracle**: not run (the oracle checks estimators of rewards alone; this "
                      "one reads tokens, hidden states or history).")  # fmt: skip
     else:
-        lines.append("* **Oracle**: not in `docs/results/oracle.json` (`python -m "
-                     "advest.experiments.oracle_runs` runs it).")  # fmt: skip
+        lines.append("* **Oracle**: not in `docs/results/oracle.json` (`python "
+                     "scripts/oracle_runs.py` runs it).")  # fmt: skip
     names = proofs(arm, rows)
     lines.append("* **Proved in Coq** ([theorems](theorems.md)): " + (
         ", ".join(f"`{t}`" for t in names) if names else "nothing") + ".")  # fmt: skip
@@ -206,23 +204,28 @@ def section(arm: str, data: dict[str, Any], texts: tuple[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-ORACLE_COMMAND = "python -m advest.experiments.oracle_runs runs/oracle"
+ORACLE_COMMAND = "python scripts/oracle_runs.py runs/oracle"
 """Writes the oracle's reports that ``--oracle runs/oracle`` reads."""
 COMMAND = (
-    "python -m advest.experiments.choosing "
+    "python scripts/choosing.py --repo . "
     "--values runs/values/smollm2 --bandit runs/bandit/full --bandit_format runs/bandit/format "
     "--oracle runs/oracle"
 )
 
 
+def proved(rows: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """Arm → the Coq theorems of ``rows`` (``theorems``) that concern it."""
+    return {arm: proofs(arm, rows) for arm in ESTIMATORS}
+
+
 def page(data: dict[str, Any], theorem_text: str, peer_text: str) -> str:
     rows = theorems(theorem_text)
     grid = data.get("grid") or {}
-    lead = grid_answer.lead(grid, rows, data["bandit"]) or answer(data, rows)
+    lead = grid_answer.lead(grid, proved(rows), data["bandit"]) or answer(data, rows)
     out = ["# Choosing an estimator", "", *lead, ""]
-    out += ["<!-- generated by advest.experiments.choosing from docs/results/*.json, "
+    out += ["<!-- generated by scripts/choosing.py from docs/results/*.json, "
             "docs/theorems.md and docs/integrations.md: do not edit -->", ""]  # fmt: skip
-    out += grid_report.section(grid, rows, data["bandit"])
+    out += grid_report.section(grid, proved(rows), data["bandit"])
     if data["values"]:
         out += ["## State values on SmolLM2's traces", "", values_table(data["values"])]
     arms = list(ESTIMATORS)
@@ -235,7 +238,8 @@ def readme_block(data: dict[str, Any], rows: list[tuple[str, str]]) -> str:
     """The README's measured block: the page's answer, each grid's paired differences from the
     reference arm, and the values tables."""
     grid = data.get("grid") or {}
-    out = [BEGIN, "", *(grid_answer.lead(grid, rows, data["bandit"]) or answer(data, rows))]
+    lead = grid_answer.lead(grid, proved(rows), data["bandit"]) or answer(data, rows)
+    out = [BEGIN, "", *lead]
     series = grid_series.series_of(grid_report.designs(grid))
     for key, name, info, runs in [(k, *m) for k, ms in series.items() for m in ms]:
         if grid_stats.REFERENCE not in runs:
@@ -260,9 +264,10 @@ def readme_block(data: dict[str, Any], rows: list[tuple[str, str]]) -> str:
     return "\n".join(out)
 
 
-def render(root: Path = ROOT) -> tuple[str, str]:
+def render(root: Path) -> tuple[str, str]:
     """(docs/choosing.md, README.md) as they should read from the results files: the README's
-    measured block and its bandit bullets (``bandit_lines``)."""
+    measured block, its bandit bullets (``bandit_lines``) and its two-turn table
+    (``docs/results/turns.json``)."""
     data = load(root / "docs" / "results")
     theorem_text = (root / "docs" / "theorems.md").read_text()
     peer_text = (root / "docs" / "integrations.md").read_text()
@@ -270,22 +275,30 @@ def render(root: Path = ROOT) -> tuple[str, str]:
                     readme_block(data, theorems(theorem_text)))  # fmt: skip
     bullets = "\n".join(bandit_lines.block(data["bandit"], data["bandit_format"]))
     readme = splice(readme, bandit_lines.BEGIN, bandit_lines.END, bullets)
+    two_turns = json.loads((root / "docs" / "results" / "turns.json").read_text())
+    readme = splice(readme, *TURNS, "\n".join([TURNS[0], turns.render(two_turns), TURNS[1]]))
     return page(data, theorem_text, peer_text), readme
 
 
-def main(argv: list[str] | None = None) -> int:
-    from advest.experiments import choosing_data
+def write(root: Path) -> None:
+    """Rewrite ``root``'s ``docs/choosing.md`` and README blocks from its results files."""
+    doc, readme = render(root)
+    (root / "docs" / "choosing.md").write_text(doc)
+    (root / "README.md").write_text(readme)
 
-    p = argparse.ArgumentParser("python -m advest.experiments.choosing", description=__doc__)
+
+def main(argv: list[str] | None = None) -> int:
+    import choosing_data
+
+    p = argparse.ArgumentParser("scripts/choosing.py", description=__doc__)
+    p.add_argument("--repo", type=Path, required=True, help="the repository's root")
     for key in SOURCES:
         p.add_argument(f"--{key}", type=Path, default=None, help=f"the {key} results folder")
     a = p.parse_args(argv)
     sources = {k: getattr(a, k) for k in SOURCES}
-    choosing_data.collect(sources, RESULTS)
-    doc, readme = render()
-    (ROOT / "docs" / "choosing.md").write_text(doc)
-    (ROOT / "README.md").write_text(readme)
-    print(f"wrote {ROOT / 'docs' / 'choosing.md'} and the README block")
+    choosing_data.collect(sources, a.repo / "docs" / "results")
+    write(a.repo)
+    print(f"wrote {a.repo / 'docs' / 'choosing.md'} and the README blocks")
     return 0
 
 

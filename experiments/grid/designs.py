@@ -7,8 +7,9 @@ says so (``seen_before``, ``kind``) and is ``exploratory`` until a replication
 counts (or one sweep), and the page shows them as one design.
 
 The family of comparisons that the page corrects is read from the declaration: every arm in
-``compared`` minus ``reference`` at every pass@k in ``ks``; ``grid_stats.corrected`` applies
-Holm's correction to it."""
+``compared`` minus ``reference`` at every pass@k in ``ks``; ``stats.corrected`` applies
+Holm's correction to it. The arms a declaration picks from, each an estimator's settings, are
+``ARMS``: the first three are every design's own."""
 
 from __future__ import annotations
 
@@ -26,6 +27,23 @@ design of the page: it needs only the fields a pilot has)."""
 PILOT = ("name", "kind", "declared", "question", "arms", "K", "G", "learning_rate",
          "learning_rate_tuned", "seeds", "held_out", "primary_comparison", "correction",
          "equivalence_margins")  # fmt: skip
+
+ARMS: dict[str, dict[str, Any]] = {
+    "grpo": {"estimator": "grpo"},
+    "maxpo": {"estimator": "maxpo", "k": 4},
+    "pkpo_sloo": {"estimator": "pkpo_sloo", "k": 4},
+    "chen_passk": {"estimator": "chen_passk", "k": 4},
+    "kae": {"estimator": "kae"},
+    "rloo": {"estimator": "rloo"},
+    "maxpo_k8": {"estimator": "maxpo", "k": 8, "group_size": 16},
+    "pkpo_sloo_k8": {"estimator": "pkpo_sloo", "k": 8, "group_size": 16},
+    # dynamic sampling: grpo on groups with signal, drawn until the step has them
+    "grpo_filter": {"estimator": "grpo", "filter_groups": True},
+}
+"""Arm → estimator settings. The first three are the design; the others run as the budget
+allows (``--arms``), in the order given."""
+DESIGN_ARMS = tuple(ARMS)[:3]
+"""The design's arms; others count as planned once a run of theirs exists."""
 
 
 class DeclarationError(ValueError):

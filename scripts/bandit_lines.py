@@ -1,7 +1,7 @@
 """The README's bandit bullets, rendered from ``docs/results/bandit.json`` (the default run) and
 ``docs/results/bandit_format.json`` (the run with a second "format" reward): every number and
 every word that compares one is chosen from those files, by the rules stated in the bullets
-(``experiments/choosing.py`` writes the block; its drift test fails when the README differs).
+(``scripts/choosing.py`` writes the block; its drift test fails when the README differs).
 
 Rules: a tail slope "falls as M^−½" when slope + 2 se < −0.4 and "levels off" when
 slope − 2 se > −0.25 (an unbiased estimator's error falls as M^−½; a bias leaves a floor); a
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from advest.experiments.bandit_arms import harmonic
+from advest.experiments.bandit.arms import harmonic
 
 BEGIN, END = "<!-- bandit:begin -->", "<!-- bandit:end -->"
 FALLS, LEVELS = -0.4, -0.25

@@ -1,11 +1,9 @@
 """The cost of the collectives under data parallelism: every estimator that needs one
 (``Entry.collective``), and ``by_group`` on rows whose groups are split over the ranks, called on
 a batch sharded over N gloo processes on the CPU, beside the same call on the rank's share alone
-(no collective) and on the whole batch in one process. Results go to
-``docs/results/cost_ranks.json``; ``docs/cost.md`` renders them (``section``) under the
-cost-growth table.
-
-    python -m advest.experiments.cost --ranks   # measure N = 2 and 3 (about a minute), render
+(no collective) and on the whole batch in one process: ``advest experiment cost --ranks``
+(N = 2 and 3, about a minute) writes them to ``OUT/cost_ranks.json``, and the report renders
+them under the cost-growth table (``report.ranks_section``).
 
 Times are wall-clock medians of ``REPEATS`` calls after ``WARMUP``, one torch thread per process,
 every rank released by a barrier before each call; a sharded call's time is the slowest rank's
@@ -27,11 +25,9 @@ from typing import Any
 
 import torch
 
+import advest
 from advest.fast import calling, flat, registry
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "docs" / "results" / "cost_ranks.json"
-COMMAND = "python -m advest.experiments.cost --ranks"
 B, G, WORLDS, WARMUP, REPEATS = 96, 16, (2, 3), 5, 30
 BY_GROUP = "by_group(grpo), split groups"
 ONE = "one all_reduce of a float64"
@@ -155,66 +151,18 @@ def measure() -> dict[str, Any]:
         "whole_ms": {case: _median_ms(_timer(case, whole, None), None) for case in _cases()},
         "worlds": {},
     }
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    # the workers import the advest this process imported (a checkout's or an installed one)
+    home = str(Path(advest.__file__).resolve().parents[1])
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": home}
     for world in WORLDS:
         with tempfile.TemporaryDirectory() as folder:
-            command = [sys.executable, "-m", "advest.experiments.cost_ranks"]
-            procs = [subprocess.Popen([*command, str(r), str(world), folder], env=env, cwd=ROOT)
+            command = [sys.executable, "-m", "advest.experiments.cost.ranks"]
+            procs = [subprocess.Popen([*command, str(r), str(world), folder], env=env)
                      for r in range(world)]  # fmt: skip
             if any(p.wait(timeout=600) != 0 for p in procs):
                 raise RuntimeError(f"a worker of the {world}-process run failed")
             found["worlds"][str(world)] = json.loads((Path(folder) / "result.json").read_text())
     return found
-
-
-def load(path: Path = RESULTS) -> dict[str, Any] | None:
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def section(found: dict[str, Any] | None) -> list[str]:
-    """The page's lines on the collectives' cost (none before a measurement)."""
-    if found is None:
-        return []
-    s, worlds = found["setting"], list(found["worlds"])
-    head = ["estimator", "collectives per call", "one process, whole batch"]
-    for w in worlds:
-        head += [f"N = {w}: share alone", f"N = {w}: with collective", f"N = {w}: added"]
-    lines = [
-        "## Collectives under data parallelism",
-        "",
-        f"A batch of B = {s['B']} prompts × G = {s['G']} samples split over N {s['backend']} "
-        f"processes on the CPU ({s['cores']} cores, load average {s.get('load')} when it began, "
-        f"torch {s['torch']}, one thread each); "
-        f"milliseconds per call, the median of {s['repeats']}. *Share alone*: the rank's B/N "
-        "prompts with no process group (what each rank computed before the ranks shared their "
-        "statistics, wrong for these estimators); *with collective*: the same call over the "
-        "group, the slowest rank; "
-        "*added*: the difference, the price of the right answer. KAE and `by_group` with split "
-        "groups gather the rows and compute the whole batch on every rank; the others all-reduce "
-        "a few float64 numbers per collective. The last row is one collective alone, right after "
-        "a barrier: the added time beyond collectives × that is each collective waiting for the "
-        "slowest rank's compute before it, which on cores shared with other jobs (the load "
-        "average) is most of it. A group-local estimator is handed no group and pays nothing. "
-        "Regenerate: "
-        f"`{COMMAND}`.",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
-    for case, ms in found["whole_ms"].items():
-        count = found["worlds"][worlds[0]][case].get("collectives", "")
-        cells = [f"`{case}`", str(count), f"{ms:.3f}"]
-        for w in worlds:
-            r = found["worlds"][w][case]
-            added = r["collective_ms"] - r["share_ms"]
-            cells += [f"{r['share_ms']:.3f}", f"{r['collective_ms']:.3f}", f"{added:+.3f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return [*lines, ""]
-
-
-def measure_and_save() -> None:
-    """Measure, and write the results file (``docs/cost.md`` is rendered by ``cost``)."""
-    RESULTS.write_text(json.dumps(measure(), indent=1) + "\n")
 
 
 if __name__ == "__main__":  # one rank of ``measure``: python -m ... RANK WORLD FOLDER

@@ -22,13 +22,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from advest.experiments import values_paired
+from advest.experiments.stats import cluster_bootstrap
 from advest.fast import registry
 from advest.training.generation import Sampling
 from advest.training.policy import forward_logprobs
 from advest.training.prompts import token_ids as prompt_ids
 from advest.training.sampling import Scored, sample_and_score
 from advest.training.scoring import Scorer
+
+from .paired import word
 
 SAMPLES = (1, 2, 4)
 """n: fresh samples per prompt per iteration (drawn together, then split)."""
@@ -141,16 +143,6 @@ def kae_benchmark(model: Any, tok: Any, a: Any, scorer: Scorer, items: list[Any]
     return {"policy": policy, **summarise(rows, a.mc, a.bootstrap, a.seed)}
 
 
-def _mse_ci(err: np.ndarray, prompts: np.ndarray, reps: int, seed: int) -> list[float]:
-    """95% percentile interval of the mean of ``err``, resampling prompts (their rows together)."""
-    rng = np.random.default_rng(seed)
-    keys = np.unique(prompts)
-    by = [err[prompts == k] for k in keys]
-    means = [np.concatenate([by[j] for j in rng.integers(0, len(by), len(by))]).mean()
-             for _ in range(reps)]  # fmt: skip
-    return [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
-
-
 def summarise(rows: list[dict[str, Any]], mc: int, reps: int, seed: int) -> dict[str, Any]:
     """Per n and bandwidth, on the iterations where that KAE has a history: its MSE against V_MC
     and the group mean's on the same rows, with intervals, and the paired difference KAE −
@@ -169,12 +161,13 @@ def summarise(rows: list[dict[str, Any]], mc: int, reps: int, seed: int) -> dict
             prompts = np.array([r["prompt"] for r in got])
             err = {c: (np.array([r[c] for r in got]) - truth) ** 2 for c in ("group_mean", k)}
             d = err[k] - err["group_mean"]
+            ci = {c: list(cluster_bootstrap(e, prompts, reps, seed)) for c, e in err.items()}
             entry[k] = {
                 "rows": len(got),
                 "iterations": sorted({r["iteration"] + 1 for r in got}),
-                **{c: {"mse": float(e.mean()), "mse_95ci": _mse_ci(e, prompts, reps, seed)}
-                   for c, e in err.items()},
-                "difference": {"mean": float(d.mean()), "ci": _mse_ci(d, prompts, reps, seed)},
+                **{c: {"mse": float(e.mean()), "mse_95ci": ci[c]} for c, e in err.items()},
+                "difference": {"mean": float(d.mean()),
+                               "ci": list(cluster_bootstrap(d, prompts, reps, seed))},
             }  # fmt: skip
         out["by_n"][f"n={n}"] = entry
     return out
@@ -185,7 +178,7 @@ def _cell(e: dict[str, Any]) -> str:
 
 
 def _verdict(e: dict[str, Any]) -> str:
-    return values_paired.word(*e["ci"])
+    return word(*e["ci"])
 
 
 def _diff(e: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""The bandit experiment's arms (``experiments/bandit.py``) and what it does with each, read from
+"""The bandit experiment's arms (``experiments/bandit/``) and what it does with each, read from
 each arm's registry entry (its family and ``Claims``), never from lists kept here."""
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class Fit:
 
 
 def fit(name: str, axis: str, rows: list[dict[str, Any]], cost: str) -> Fit:
-    """Fit ``rows`` (``cost_measure.measure_axis``) against the stated order ``cost``."""
+    """Fit ``rows`` (``measure.measure_axis``) against the stated order ``cost``."""
     order, _ = orders.parse(cost)
     top = fit_range(rows, axis)
     xs = [float(r["sizes"][axis]) for r in top]

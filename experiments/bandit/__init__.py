@@ -53,10 +53,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .bandit_arms import ARMS, binary_only, harmonic, normalised, scaled
-from .bandit_exact import exact_gradient as exact_gradient  # public here, as the tests read it
-from .bandit_exact import objective as objective
-from .bandit_report import batch_grid, fit_to, loglog_slope, mean_se, plot, summary
+from .arms import ARMS, binary_only, harmonic, normalised, scaled
+from .exact import exact_gradient as exact_gradient  # public here, as the tests read it
+from .exact import objective as objective
+from .report import batch_grid, fit_to, loglog_slope, mean_se, plot, summary
 
 F64 = torch.float64
 

@@ -14,7 +14,7 @@ Member = tuple[str, dict[str, Any], Any]
 
 def series_of(found: list[Member]) -> dict[str, list[Member]]:
     """series → its designs, fewest steps first; a design without a declared series is a
-    series of its own. ``found`` in the page's order (``grid_report.designs``)."""
+    series of its own. ``found`` in the page's order (``report.designs``)."""
     out: dict[str, list[Member]] = {}
     for name, info, runs in found:
         key = (info.get("declaration") or {}).get("series", name)

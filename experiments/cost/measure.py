@@ -58,7 +58,7 @@ SCALES: dict[str, dict[str, list[int]]] = {
     },
     "tiny": {"G": [2, 4, 8], "K": [1, 2], "B": [1, 2, 4], "T": [4, 8, 16]},
 }
-"""The sizes of each axis. The fit reads the top decade of an axis (``cost_fit``), so "full"
+"""The sizes of each axis. The fit reads the top decade of an axis (``fit``), so "full"
 and "quick" reach the same largest sizes; "tiny" only runs the code path."""
 
 BASE = {

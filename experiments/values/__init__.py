@@ -8,7 +8,7 @@ seeing the continuations: the group mean (own return included: the paper's V̂_a
 leave-one-out mean, Numca, Hista (b = R_i − A_{i,t}). Scores: MSE, noise-corrected MSE, Spearman,
 and the spread of (V̂ − group mean) as the collapse diagnostic, with bootstrap 95% intervals over
 problems; every state's row is kept. Also KAE's claim on a policy trained between iterations
-(``experiments/values_kae.py``).
+(``experiments/values/kae.py``).
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from advest.experiments import values_kae
-from advest.experiments.tables import mse_rows
-from advest.experiments.values_kae import sample_state
+from advest.experiments.stats import cluster_bootstrap
 from advest.fast import registry
 from advest.fast.detokenize import texts_and_offsets
 from advest.training.data import Item
@@ -35,6 +33,10 @@ from advest.training.policy import load_policy, rollout_forward
 from advest.training.prompts import token_ids as prompt_ids
 from advest.training.rollout import Rollout, plan
 from advest.training.scoring import Scorer
+
+from . import kae as values_kae
+from .kae import sample_state
+from .paired import mse_rows
 
 TOKEN_BASELINES = ("numca", "hista")
 
@@ -70,18 +72,10 @@ def _bootstrap(
 ) -> list[float]:
     """95% percentile interval of the MSE of ``key`` against V_MC (``corrected``: less V_MC's own
     binomial variance v(1 − v)/(m − 1)), resampling problems with their states."""
-    rng = np.random.default_rng(seed)
-    problems = sorted({r["problem"] for r in rows})
-    by = {p: [r for r in rows if r["problem"] == p] for p in problems}
-    values = []
-    for _ in range(reps):
-        pick = rng.choice(problems, size=len(problems))
-        sample = [r for p in pick for r in by[p]]
-        e = np.array([r[key] for r in sample])
-        t = np.array([r["v_mc"] for r in sample])
-        noise = t * (1 - t) / (m - 1) if corrected else 0.0
-        values.append(float(((e - t) ** 2 - noise).mean()))
-    return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))]
+    e, t = np.array([r[key] for r in rows]), np.array([r["v_mc"] for r in rows])
+    noise = t * (1 - t) / (m - 1) if corrected else 0.0
+    problems = np.array([r["problem"] for r in rows])
+    return list(cluster_bootstrap((e - t) ** 2 - noise, problems, reps, seed))
 
 
 def _items(a: Any, seed: int) -> list[Item]:

@@ -13,7 +13,7 @@ Each (task, seed) pair shares one held-out set and one "before" evaluation (the 
 every arm); each arm then trains from the same weights with the same prompts. Runs go seed by
 seed (every arm's seed 0 first), so a stopped experiment has the most arms covered; running the
 same command again reuses the finished runs and restarts an unfinished one. The report
-(``real_report``) reads ``metrics.json``, which is rewritten after every run.
+(``report``) reads ``metrics.json``, which is rewritten after every run.
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ def main(argv: list[str]) -> int:
                 left = (time.monotonic() - start) / done * (total - done)
                 print(f"[{done}/{total} runs] {task} {arm} seed {seed}; ~{left / 60:.0f} min left",
                       flush=True)  # fmt: skip
-    from advest.experiments import real_report  # imported at the end: a long run
+    from . import report as real_report  # imported at the end: a long run
     # picks up the report as it is when the runs finish
 
     real_report.write(args.out_path)

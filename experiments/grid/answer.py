@@ -1,5 +1,5 @@
 """The answer at the top of ``docs/choosing.md``: which design answers the page's question, and
-the sentence it gives, chosen from Holm-corrected verdicts only (``grid_report.found_of``: an
+the sentence it gives, chosen from Holm-corrected verdicts only (``report.found_of``: an
 uncorrected 95% interval never puts an arm in the answer). The arms the answer names are
 compared with each other too (Holm over their pairs), and a design declared after its data
 were seen is called exploratory until its declared replication has run."""
@@ -9,12 +9,13 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
-from advest.experiments.grid_report import (
-    DESIGN_ARMS,
+from ..stats import NO_DIFFERENCE, cell
+from .designs import DESIGN_ARMS
+from .report import (
     PLANNED_SEEDS,
     QUESTION,
+    Proved,
     at_ceiling,
-    cell,
     designs,
     found_of,
     ks_of,
@@ -24,19 +25,16 @@ from advest.experiments.grid_report import (
     rests_on,
     start_table,
 )
-from advest.experiments.grid_series import series_of
-from advest.experiments.grid_stats import (
+from .series import series_of
+from .stats import (
     MIN_SEEDS,
-    NO_DIFFERENCE,
     REFERENCE,
     compare,
     corrected,
 )
 
 
-def lead(
-    grid: dict[str, Any], rows: list[tuple[str, str]], bandit: dict[str, Any] | None
-) -> list[str]:
+def lead(grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None) -> list[str]:
     """The page's answer, from the Holm-corrected pass@8 verdicts of one design: the real
     model's grid once every design arm has its ``PLANNED_SEEDS`` seeds, else the embedded
     model's (of its designs that have compared an arm: one where some arm ended above the
@@ -59,7 +57,7 @@ def lead(
     if not found:  # the runs compared only arms outside the declared family
         return []
     found, replicated = _replicated(grid, name, found, k)
-    said = _verdicts(found, k, rows, bandit) + _among(runs, found, k) + replicated
+    said = _verdicts(found, k, proofs, bandit) + _among(runs, found, k) + replicated
     said += _real(grid, name) + _notes(grid, name, k)
     model = grid[name]["design"]["model"] or "the embedded tiny model"
     seeds, prompts = max(c["seeds"] for c in found.values()), len(grid[name]["held_out"])
@@ -76,7 +74,7 @@ def lead(
     return [QUESTION, "", f"{on}, " + "; ".join(said) + "." + also, ""]
 
 
-def _verdicts(found: dict[str, Any], k: int, rows: list[tuple[str, str]],
+def _verdicts(found: dict[str, Any], k: int, proofs: Proved,
               bandit: dict[str, Any] | None) -> list[str]:  # fmt: skip
     """The answer's clauses from the corrected verdicts at pass@k."""
     by = {v: [a for a, c in found.items() if c["verdict"] == v] for v in ("above", "below")}
@@ -92,7 +90,7 @@ def _verdicts(found: dict[str, Any], k: int, rows: list[tuple[str, str]],
             said.append(f"use `{REFERENCE}`" + (" or an arm with no measured difference from it"
                                                  if same else ""))  # fmt: skip
     if same:
-        basis = "; ".join(f"`{a}`: {rests_on(a, rows, bandit)}" for a in same)
+        basis = "; ".join(f"`{a}`: {rests_on(a, proofs, bandit)}" for a in same)
         said.append(f"no measured difference between `{REFERENCE}` and {_each(same)}, so a "
                     f"choice among them rests not on this grid but on: {basis}")  # fmt: skip
     waiting = [a for a in found if a not in {*by["above"], *by["below"], *same}]

@@ -20,8 +20,9 @@ counts are measured once, by the first run, and shared by every arm and seed.
 Each finished run is one file, ``<results>/<design>/<arm>/seed<k>.json``, holding per held-out
 prompt the pass count out of n before and after, and per step the training pass rate. Running
 the same command again skips finished runs (a file with other settings is refused) and starts
-an unfinished one again; ``--commit`` commits each run's file as it finishes, with the page
-section regenerated from the files.
+an unfinished one again. Everything is written under ``--results`` and ``--runs``; the
+repository's own grid (``docs/results/grid/``, committed run by run with the page regenerated)
+is run by the maintainers' ``scripts/grid.py``.
 """
 
 from __future__ import annotations
@@ -30,32 +31,15 @@ import csv
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from advest.experiments.grid_report import DESIGN_ARMS
 from advest.training.settings import RLConfig
 
-ROOT = Path(__file__).resolve().parents[1]
-
-ARMS: dict[str, dict[str, Any]] = {
-    "grpo": {"estimator": "grpo"},
-    "maxpo": {"estimator": "maxpo", "k": 4},
-    "pkpo_sloo": {"estimator": "pkpo_sloo", "k": 4},
-    "chen_passk": {"estimator": "chen_passk", "k": 4},
-    "kae": {"estimator": "kae"},
-    "rloo": {"estimator": "rloo"},
-    "maxpo_k8": {"estimator": "maxpo", "k": 8, "group_size": 16},
-    "pkpo_sloo_k8": {"estimator": "pkpo_sloo", "k": 8, "group_size": 16},
-    # dynamic sampling: grpo on groups with signal, drawn until the step has them
-    "grpo_filter": {"estimator": "grpo", "filter_groups": True},
-}
-"""Arm → estimator settings. The first three are the design; the others run as the budget
-allows (``--arms``), in the order given."""
+from .designs import ARMS, DESIGN_ARMS
 
 NO_CLIP = 1e9
 """``max_grad_norm`` of every run: far above any gradient norm, so clipping never binds and
@@ -275,44 +259,6 @@ def _device() -> str:
     return str(torch.cuda.get_device_name()) if torch.cuda.is_available() else "cpu"
 
 
-def commit(paths: list[Path], message: str) -> None:
-    """Commit ``paths`` only (by path: others' staged work is left alone), retrying while
-    another git command holds the index."""
-    names = [str(p.resolve().relative_to(ROOT)) for p in paths]
-    for _ in range(30):
-        if not (ROOT / ".git" / "index.lock").exists():
-            add = subprocess.run(["git", "-C", str(ROOT), "add", *names], capture_output=True)
-            done = subprocess.run(
-                ["git", "-C", str(ROOT), "commit", "-q", "-m", message, "--", *names],
-                capture_output=True,
-                text=True,
-            )
-            if add.returncode == 0 and done.returncode == 0:
-                return
-            print(f"commit failed, retrying: {done.stderr.strip()}", flush=True)
-        time.sleep(5)
-    print(f"could not commit {names}; commit them by hand", flush=True)
-
-
-def write_page() -> None:
-    """Rewrite ``docs/choosing.md`` and the README's generated blocks from the results files."""
-    from advest.experiments import choosing
-
-    page, readme = choosing.render(ROOT)
-    (ROOT / "docs" / "choosing.md").write_text(page)
-    (ROOT / "README.md").write_text(readme)
-
-
-def regenerate() -> bool:
-    """``write_page`` in a fresh interpreter (the code as it is on disk now, not as this long
-    process imported it). Whether it worked."""
-    code = "from advest.experiments.grid import write_page; write_page()"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    if done.returncode:
-        print(f"the page was not regenerated: {done.stderr.strip()[-400:]}", flush=True)
-    return done.returncode == 0
-
-
 def parser() -> Any:
     from advest.parsing import new_parser, switch
 
@@ -321,7 +267,7 @@ def parser() -> Any:
     p.add_argument("--arms", type=str, nargs="+", choices=list(ARMS), default=list(DESIGN_ARMS))
     p.add_argument("--seeds", type=int, default=10, help="seeds per arm")
     p.add_argument("--first_seed", type=int, default=0, help="seeds first_seed, first_seed + 1, …")
-    p.add_argument("--results", type=str, default=str(ROOT / "docs" / "results" / "grid"),
+    p.add_argument("--results", type=str, default="runs/grid/results",
                    help="per-run files go to RESULTS/DESIGN/ARM/seedK.json")  # fmt: skip
     p.add_argument("--runs", type=str, default="runs/grid", help="run folders (not kept)")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
@@ -329,11 +275,14 @@ def parser() -> Any:
     p.add_argument("--steps", type=int | None, default=None, help="replace the design's steps")
     p.add_argument("--eval_prompts", type=int | None, default=None, help="replace its prompts")
     p.add_argument("--eval_samples", type=int | None, default=None, help="replace its samples")
-    switch(p, "commit", False, "commit each finished run's file (and the regenerated page)")
+    switch(p, "quick", False, "the embedded design, grpo, one seed, 2 steps, 4 × 4 held-out")
     return p
 
 
 def design_of(args: Any) -> Design:
+    if args.quick:  # a smoke run, in a folder of its own (``main``): no grid's files touched
+        args.design, args.arms, args.seeds = "embedded", ["grpo"], 1
+        args.steps, args.eval_prompts, args.eval_samples = 2, 4, 4
     d = DESIGNS[args.design]
     given = {k: getattr(args, k) for k in ("model", "steps", "eval_prompts", "eval_samples")}
     d = replace(d, **{k: v for k, v in given.items() if v is not None})
@@ -361,14 +310,19 @@ def prepare(d: Design, results: Path, data: Path) -> list[int] | None:
     return list(json.loads(before.read_text())["counts"]) if before.is_file() else None
 
 
-def main(argv: list[str]) -> int:
+Finished = Callable[[list[Path], str], None]
+"""Called after each run with the files it wrote or changed and a sentence saying which run
+(``scripts/grid.py`` regenerates the page and commits them)."""
+
+
+def main(argv: list[str], finished_run: Finished | None = None) -> int:
     args = parser().parse_args(argv)
     d = design_of(args)
     import torch
 
     torch.set_num_threads(args.threads)
-    results = Path(args.results) / args.design
-    runs = Path(args.runs) / args.design
+    folder = f"{args.design}_quick" if args.quick else args.design
+    results, runs = Path(args.results) / folder, Path(args.runs) / folder
     paths = {"data": runs / "data", "runs": runs / "runs"}
     before = prepare(d, results, paths["data"])
     plan = [(s, a) for s in range(args.first_seed, args.first_seed + args.seeds) for a in args.arms]
@@ -392,9 +346,9 @@ def main(argv: list[str]) -> int:
         print(f"[{done}/{len(todo)}] {arm} seed {seed}: after pass@1 "
               f"{sum(record['after']) / (len(record['after']) * record['samples']):.3f}; "
               f"~{left / 60:.0f} min left", flush=True)  # fmt: skip
-        if args.commit:
+        if finished_run is not None:
             files = [path, results / "design.json", results / "before.json"]
-            if regenerate():
-                files += [ROOT / "docs" / "choosing.md", ROOT / "README.md"]
-            commit(files, f"grid {args.design}: {arm} seed {seed} finished (per-prompt counts)")
+            finished_run(
+                files, f"grid {args.design}: {arm} seed {seed} finished (per-prompt counts)"
+            )
     return 0

@@ -1,24 +1,22 @@
-"""``python -m advest.experiments.grid_pilot RESULTS``: a finished pilot's numbers and its
+"""``python -m advest.experiments.grid.pilot RESULTS``: a finished pilot's numbers and its
 declared decision rule (``docs/results/designs/<pilot>.toml``; the rule of
 ``smollm2_products12_pilot``: the grid runs if grpo's held-out pass@8 after training is above
 its start and below ``CEILING``). Prints held-out pass@1 and pass@8 before and after per run,
-with the wall time; ``--land`` copies the pilot's per-prompt files into
-``docs/results/pilots/<pilot>/`` (``--commit`` commits them). Exit status 0 when the rule is
-met, 1 when not, 2 when no run has finished: so a script can start the grid only after it."""
+with the wall time, and writes nothing. Exit status 0 when the rule is met, 1 when not, 2 when
+no run has finished: so a script can start the grid only after it (``scripts/grid.py land``
+copies a pilot's files into the repository)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from advest.experiments.grid_stats import pass_at
+from advest.experiments.stats import pass_at
 
-ROOT = Path(__file__).resolve().parents[1]
 CEILING = 0.9
 """The rule's bound: the grid's question is pass@8, which must stay clearly below 1."""
 
@@ -43,10 +41,8 @@ def rule(s: dict[str, float]) -> tuple[bool, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser("python -m advest.experiments.grid_pilot", description=__doc__)
+    p = argparse.ArgumentParser("python -m advest.experiments.grid.pilot", description=__doc__)
     p.add_argument("results", type=Path, help="the pilot's RESULTS/DESIGN folder")
-    p.add_argument("--land", action="store_true", help="copy it to docs/results/pilots/")
-    p.add_argument("--commit", action="store_true", help="and commit the copy")
     a = p.parse_args(argv)
     files = sorted(a.results.glob("*/seed*.json"))
     if not files:
@@ -59,19 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         verdicts.append(ok)
         print(f"{f.parent.name} {f.stem}: " + ", ".join(f"{k} {v:.3f}" for k, v in s.items())
               + f"; rule: {why}")  # fmt: skip
-    if a.land or a.commit:
-        land(a.results, a.commit)
     return 0 if all(verdicts) else 1
-
-
-def land(results: Path, commit: bool) -> None:
-    """Copy the pilot's files into the repository (per-prompt data stay with the results)."""
-    to = ROOT / "docs" / "results" / "pilots" / results.name
-    shutil.copytree(results, to, dirs_exist_ok=True)
-    if commit:
-        from advest.experiments.grid import commit as git_commit
-
-        git_commit([to], f"pilot {results.name}: per-prompt counts before and after training")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,13 @@ eq. 1) on one (seed, prompt). The interval is a bootstrap that resamples seeds, 
 (one resample of the prompts for every seed drawn, as the prompts are shared); an arm is
 "above" or "below" the reference only when Holm's correction over the design's declared family
 of comparisons (``designs``: every compared arm at every k) rejects no difference, and "no
-measured difference" otherwise (the statistics: ``grid_stats``); no equivalence margin is
+measured difference" otherwise (the statistics: ``stats``); no equivalence margin is
 declared for these comparisons, so none is called a tie. Every sentence of the conclusion is
 chosen from these corrected verdicts, and where no difference is measured the section names
 what a choice rests on instead. Designs of one ``series`` (one set of runs at several step
 counts) are shown as one design.
 
-``advest.experiments.grid.write_page()`` rewrites ``docs/choosing.md``.
+``scripts/choosing.py --repo .`` writes this section into ``docs/choosing.md``.
 """
 
 from __future__ import annotations
@@ -23,25 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from advest.experiments import designs as declared
-from advest.experiments import grid_series
-from advest.experiments.choosing_facts import proofs
-from advest.experiments.grid_stats import (
-    ALPHA,
-    FLAT,
-    NO_DIFFERENCE,
-    REFERENCE,
-    REPS,
-    compare,
-    corrected,
-    from_start,
-    levels,
-    paired_bootstrap,
-    pass_at,
-)
+from ..stats import ALPHA, NO_DIFFERENCE, REPS, cell, paired_bootstrap, pass_at
+from . import designs as declared
+from . import series as grid_series
+from .designs import DESIGN_ARMS
+from .stats import FLAT, REFERENCE, compare, corrected, from_start, levels
 
-DESIGN_ARMS = ("grpo", "maxpo", "pkpo_sloo")
-"""The design's arms; others count as planned once a run of theirs exists."""
 KS = (1, 4, 8)
 """pass@k compared: pass@1, pass@K at the K = 4 that maxpo and pkpo_sloo optimise, and the
 pass@8 that the page's question asks about."""
@@ -55,10 +42,6 @@ def clipped(records: list[dict[str, Any]]) -> str:
     norms = [g for r in records for g in r["grad_norm"]]
     bound = sum(g > r["max_grad_norm"] for r in records for g in r["grad_norm"])
     return f"{float(np.median(norms)):.3f}; clipped on {bound} of {len(norms)} steps"
-
-
-def cell(v: Sequence[float], sign: str = "") -> str:
-    return f"{v[0]:{sign}.3f} [{v[1]:{sign}.3f}, {v[2]:{sign}.3f}]"
 
 
 def _task(d: dict[str, Any]) -> str:
@@ -301,30 +284,33 @@ METHOD = (
 )
 
 
-def rests_on(arm: str, rows: list[tuple[str, str]], bandit: dict[str, Any] | None) -> str:
+Proved = dict[str, list[str]]
+"""Arm → the Coq theorems that concern it (the page's maintainers' tool reads them from
+``docs/theorems.md``; none: an empty dict)."""
+
+
+def rests_on(arm: str, proofs: Proved, bandit: dict[str, Any] | None) -> str:
     """What a choice of ``arm`` rests on where the grid measured nothing, each named."""
-    proved = proofs(arm, rows) if rows else []
+    proved = proofs.get(arm, [])
     parts = [f"the Coq proofs ({', '.join(f'`{p}`' for p in proved)})"] if proved else []
     if bandit and arm in bandit.get("estimators", {}):
         parts.append("the bandit (`docs/results/bandit.json`)")
     return " and ".join(parts) if parts else "nothing measured or proved on this page"
 
 
-def one(name: str, info: dict[str, Any], runs: dict[str, Any], rows: list[tuple[str, str]],
+def one(name: str, info: dict[str, Any], runs: dict[str, Any], proofs: Proved,
         bandit: dict[str, Any] | None) -> list[str]:  # fmt: skip
     """One design's (or one step count's) tables and sentences."""
     if REFERENCE not in runs:
         return [f"No `{REFERENCE}` run has finished yet: nothing is compared.", ""]
     table, found = comparison_table(runs, info.get("declaration"))
-    basis = {a: rests_on(a, rows, bandit) for a in found}
+    basis = {a: rests_on(a, proofs, bandit) for a in found}
     start, moved = start_table(runs)
     out = arm_table(runs) + start + table + conclusion(found, basis)[:-1]
     return out + start_line(moved) + ceiling_line(runs) + level_line(runs)
 
 
-def section(
-    grid: dict[str, Any], rows: list[tuple[str, str]], bandit: dict[str, Any] | None
-) -> list[str]:
+def section(grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None) -> list[str]:
     """The page's lines for every design in ``grid`` (``load``), the designs of one series
     (one set of runs at several step counts) under one heading; none when there is none."""
     out: list[str] = []
@@ -332,7 +318,7 @@ def section(
         if len(members) == 1:
             name, info, runs = members[0]
             out += [f"## The pass/fail grid: `{name}`", ""]
-            out += _declaration(info) + setup(name, info, runs) + one(name, info, runs, rows,
+            out += _declaration(info) + setup(name, info, runs) + one(name, info, runs, proofs,
                                                                        bandit)  # fmt: skip
         else:
             steps = [m[1]["design"]["steps"] for m in members]
@@ -348,7 +334,7 @@ def section(
             for name, info, runs in members:
                 out += [f"### `{series}` after {info['design']['steps']} steps (`{name}`)", ""]
                 out += _declaration(info) + setup(name, info, runs)
-                out += one(name, info, runs, rows, bandit)
+                out += one(name, info, runs, proofs, bandit)
         out += [METHOD.format(reps=REPS, flat=FLAT, alpha=ALPHA), ""]
     return out
 
