@@ -79,7 +79,7 @@ def bench_parser() -> Parser:
 
 def run_bench(ns: Any) -> int:
     """The sequence-level estimator benchmark; ``advest bench`` follows it with the token-level
-    one (``advest.experiments.bench_tokens``), which needs the trainer's model."""
+    one (``advest.experiments.cost.tokens``), which needs the trainer's model."""
     import torch
 
     from ..bench import run
