@@ -5,7 +5,6 @@ oracle could not check at one N named as such instead of hiding the N it did che
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,16 +28,6 @@ def test_each_arm_is_judged_in_its_family_at_its_own_k(tmp_path: Path) -> None:
     assert flags("maxrl") == ["advest.fast.maxrl:maxrl", "--family", "maxrl"]
     # the estimators that read tokens, hidden states or history are not the oracle's
     assert "kae" not in oracle_runs.arms() and "chen_passk" in oracle_runs.arms()
-
-
-def test_a_real_check_is_condensed_into_the_page_s_verdicts(tmp_path: Path) -> None:
-    subprocess.run(oracle_runs.command("chen_passk", tmp_path), check=True, timeout=300)
-    choosing_data.oracle(tmp_path, tmp_path)
-    got = json.loads((tmp_path / "oracle.json").read_text())["chen_passk"]
-    assert got["centred"] == "yes"
-    # std-normalised: right direction, a scale that changes with the bandit, so not unbiased
-    assert got["unbiased"].startswith("no for max@4 (K=4)")
-    assert got["shift invariant"].startswith("not checked")
 
 
 def _row(n: int, verdict: str, evidence: str = "e") -> dict[str, Any]:

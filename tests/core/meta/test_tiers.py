@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import shutil
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -73,33 +70,6 @@ def test_no_file_marks_a_tier_itself() -> None:
     assert spelled.search("@pytest.mark." + "slow\n")  # the pattern finds what it looks for
     for path in _test_files():
         assert not spelled.search(path.read_text()), path
-
-
-def test_a_files_folder_gives_its_tests_the_tier_marker(tmp_path: Path) -> None:
-    """Planted: one test in tests/core/, one in tests/slow/, under this conftest: ``-m slow``
-    selects the second only, ``-m "not slow"`` the first only."""
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: slow\n")
-    # tests/ with its helper modules (the conftest imports some), without any test folder
-    shutil.copytree(TESTS, tmp_path / "tests", ignore=lambda d, names: [
-        n for n in names if (Path(d) / n).is_dir() or not n.endswith(".py")
-    ])  # fmt: skip
-    for tier in ("core", "slow"):
-        folder = tmp_path / "tests" / tier
-        folder.mkdir(exist_ok=True)
-        (folder / "__init__.py").write_text("")
-        (folder / f"test_{tier}_one.py").write_text("def test_it() -> None:\n    pass\n")
-
-    def run(marker: str) -> str:
-        argv = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-m", marker]
-        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stdout[-2000:]
-        return done.stdout
-
-    # two pytest runs (each imports the conftest's torch: ~10 s); -v names the tests that ran
-    slow, core = run("slow"), run("not slow")
-    assert "1 passed, 1 deselected" in slow and "1 passed, 1 deselected" in core
-    assert "test_slow_one.py::test_it PASSED" in slow and "test_core_one.py" not in slow
-    assert "test_core_one.py::test_it PASSED" in core and "test_slow_one.py" not in core
 
 
 @pytest.mark.parametrize("venv", SIDE, ids=[venv.session for venv in SIDE])

@@ -21,7 +21,7 @@ from advest.oracle.conventions.rows import GroupList, NemoRows, RowCall, labelli
 from advest.oracle.properties.extremes import low_precision, magnitude
 from advest.oracle.properties.grouped import describe, grouped_findings
 from advest.oracle.reports.catalogue import CATALOGUE, Row
-from advest.testing import EstimatorMismatch, assert_estimator
+from advest.testing import assert_estimator
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -154,23 +154,6 @@ def test_a_declared_bound_that_is_too_tight_fails() -> None:
         return by_group("grpo", rewards, index)
 
     assert magnitude(RowCall(flat, Guard()), 8, torch.float32, unit).verdict == "no"
-
-
-def test_assert_estimator_takes_the_flat_convention_and_the_token_family() -> None:
-    assert_estimator(bugs.nemo_3837_fixed, convention="flat", expect={"masked rows": "yes"}, ns=[2])
-    with pytest.raises(EstimatorMismatch, match="masked rows"):
-        assert_estimator(
-            bugs.nemo_3837_buggy, convention="flat", expect={"masked rows": "yes"}, ns=[2]
-        )
-    from advest.fast.hista import hista
-
-    def token(rewards: Tensor, mask: Tensor) -> Tensor:  # a prefix-free baseline: RLOO per token
-        g = rewards.shape[1]
-        adv = rewards - (rewards.sum(1, keepdim=True) - rewards) / (g - 1)
-        return adv.unsqueeze(-1).expand(mask.shape) * mask
-
-    assert hista is not None
-    assert_estimator(token, family="token", expect={"unbiased": "yes"})
 
 
 def test_an_unknown_family_or_convention_is_refused_by_name() -> None:

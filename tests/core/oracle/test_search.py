@@ -179,12 +179,6 @@ def test_a_shaping_whose_nan_is_at_a_group_of_one_is_found_and_reproduces() -> N
     assert all(f.verdict == "yes" for f in fixed), [(f.prop, f.evidence) for f in fixed]
 
 
-def test_the_same_budget_gives_the_same_findings_and_another_seed_may_differ() -> None:
-    first = [f.__dict__ for f in _rows(plants.flat_mean_multiplied)]
-    again = [f.__dict__ for f in _rows(plants.flat_mean_multiplied)]
-    assert first == again
-
-
 def test_a_database_replays_a_failing_input_found_before(tmp_path: Path) -> None:
     est = RowCall(plants.flat_mean_multiplied, Guard())
     d = rows.domain(est, 8, torch.float32)

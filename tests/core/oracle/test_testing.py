@@ -63,23 +63,6 @@ def _report(tmp_path: Path, name: str, target: str) -> Path:
     return out
 
 
-def test_compare_names_every_changed_verdict_and_nothing_else(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    old = _report(tmp_path, "old.json", "estimators:grpo")
-    new = _report(tmp_path, "new.json", "estimators:broken_grpo")
-    doc = json.loads(old.read_text())
-    assert (doc["schema"], doc["version"], doc["target"]) == ("advest-check", 1, "estimators:grpo")
-    capsys.readouterr()
-    assert main(["check", "--compare", str(old), str(old)]) == 0
-    assert "0 verdict(s) changed" in capsys.readouterr().out
-    assert main(["check", "--compare", str(old), str(new)]) == 1
-    out = capsys.readouterr().out
-    assert "- centred [float32, N=2]: 'yes" in out and "-> 'no" in out
-    changed = schema.compare(schema.load(old), schema.load(new))
-    assert len(out.splitlines()) == 1 + len(changed)
-
-
 def test_a_file_that_is_not_a_report_is_refused_by_name(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"findings": []}')

@@ -241,16 +241,6 @@ def test_the_whole_report_couples_and_marks_copies() -> None:
     )
 
 
-def test_spec_oracle_md_shows_the_token_table_the_oracle_computes_now() -> None:
-    from pathlib import Path
-
-    from advest.oracle.reports.token_report import advest_table
-
-    page = (Path(__file__).resolve().parents[3] / "spec" / "oracle.md").read_text()
-    shown = page.split("<!-- token-table -->\n")[1].split("\n<!-- /token-table -->")[0]
-    assert shown == advest_table(), "regenerate the table in spec/oracle.md: advest_table()"
-
-
 def test_advest_check_family_token_reports_a_later_token_baseline(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

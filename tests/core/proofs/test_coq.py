@@ -235,7 +235,9 @@ def _rows(combos: tuple[list[tuple[str, str]], ...], n: int, k: int) -> list[lis
     return out
 
 
-@pytest.mark.parametrize("n", range(1, 65))
+# every N to 32, then two large ones: the exact rows cost O(N³) fractions, and N from 33 to 64
+# took 85% of this test's time in the core session (the Coq theorems hold for every N)
+@pytest.mark.parametrize("n", [*range(1, 33), 48, 64])
 def test_each_coq_form_is_the_form_fast_evaluates(n: int) -> None:
     """Sorted.v's form_<name> (the right-hand side of its theorem) equals spec.maxk_weights.FORMS
     [name] as exact coefficient vectors, for every K at this N; and fast's float64 weight tables

@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.core.oracle.test_testing import ROOT, _see_outer_packages
+import pytest
+
+from advest.cli import main
+from advest.oracle.reports import schema
+from tests.core.oracle.test_testing import ROOT, _report, _see_outer_packages
 
 
 def test_a_fresh_project_with_the_wheel_runs_the_fixture_and_fails_the_broken_estimator(
@@ -48,3 +53,20 @@ def test_a_fresh_project_with_the_wheel_runs_the_fixture_and_fails_the_broken_es
     where = [python, "-c", "import advest.testing; print(advest.testing.__file__)"]
     installed = subprocess.run(where, cwd=project, capture_output=True, text=True, env=env)
     assert installed.stdout.startswith(str(venv)), installed.stdout  # the wheel, not this checkout
+
+
+def test_compare_names_every_changed_verdict_and_nothing_else(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = _report(tmp_path, "old.json", "estimators:grpo")
+    new = _report(tmp_path, "new.json", "estimators:broken_grpo")
+    doc = json.loads(old.read_text())
+    assert (doc["schema"], doc["version"], doc["target"]) == ("advest-check", 1, "estimators:grpo")
+    capsys.readouterr()
+    assert main(["check", "--compare", str(old), str(old)]) == 0
+    assert "0 verdict(s) changed" in capsys.readouterr().out
+    assert main(["check", "--compare", str(old), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert "- centred [float32, N=2]: 'yes" in out and "-> 'no" in out
+    changed = schema.compare(schema.load(old), schema.load(new))
+    assert len(out.splitlines()) == 1 + len(changed)
