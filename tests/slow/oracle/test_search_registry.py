@@ -51,7 +51,13 @@ def claimed(name: str) -> list[Finding]:
 
 
 def _no(findings: list[Finding]) -> list[str]:
-    return [f"{f.prop}: {f.verdict}: {f.evidence}" for f in findings if f.verdict != "yes"]
+    """Every searched input that broke a property (a counterexample; ``couples groups`` holds as
+    "no", so the verdict alone does not say it), and every verdict that is neither."""
+    return [
+        f"{f.prop}: {f.verdict}: {f.evidence}"
+        for f in findings
+        if f.counterexample is not None or f.verdict not in ("yes", "no")
+    ]
 
 
 def _k(name: str) -> int:
