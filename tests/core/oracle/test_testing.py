@@ -4,6 +4,7 @@ with the wheel installed, the versioned ``--json`` report and ``advest check --c
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -104,3 +105,25 @@ def _see_outer_packages(venv: Path) -> None:
     ).stdout.strip()
     outer = dict.fromkeys(sysconfig.get_path(key) for key in ("purelib", "platlib"))
     Path(inner, "outer-packages.pth").write_text("".join(f"{path}\n" for path in outer))
+
+
+def installed_wheel(tmp_path: Path) -> str:
+    """The wheel, built from a copy of this checkout (``tmp_path/source``: setuptools writes
+    build/ and *.egg-info/ beside the sources, removed again after the build) into
+    ``tmp_path/dist``, installed into a fresh venv (``tmp_path/venv``) that sees this
+    interpreter's packages but not this checkout; returns the venv's python."""
+    dist, venv, source = tmp_path / "dist", tmp_path / "venv", tmp_path / "source"
+    skip = shutil.ignore_patterns(".git", "build", "runs", ".venv*", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*pip_wheel, "-w", str(dist), str(source)], check=True, capture_output=True)
+    shutil.rmtree(source / "build", ignore_errors=True)
+    for info in source.glob("*.egg-info"):
+        shutil.rmtree(info)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    _see_outer_packages(venv)
+    (wheel,) = dist.glob("advest-*.whl")
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "--no-deps", "--ignore-installed", str(wheel)]
+    subprocess.run(install, check=True, capture_output=True)
+    return python

@@ -8,15 +8,13 @@ installed package among it), not in ``HOME``."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from advest.cli import EXPERIMENTS
-from tests.core.oracle.test_testing import ROOT, _see_outer_packages
+from tests.core.oracle.test_testing import installed_wheel
 
 MODEL = "from advest.training.embedded import EmbeddedSpec, build; print(build(EmbeddedSpec(" \
     "hidden_size=32, layers=1, heads=2, warm_start_steps=30), verbose=False))"  # fmt: skip
@@ -57,22 +55,8 @@ def snapshot(folders: list[Path], outside: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_every_experiment_writes_only_under_the_folder_it_runs_in(tmp_path: Path) -> None:
-    dist, venv, source = tmp_path / "dist", tmp_path / "venv", tmp_path / "source"
-    home, work = tmp_path / "home", tmp_path / "work"
-    skip = shutil.ignore_patterns(".git", "build", "runs", ".venv*", "*.egg-info", "__pycache__")
-    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
-    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*pip_wheel, "-w", str(dist), str(source)], check=True, capture_output=True)
-    # building wrote build/ and *.egg-info/ into the copy: gone before the snapshot
-    shutil.rmtree(source / "build", ignore_errors=True)
-    for info in source.glob("*.egg-info"):
-        shutil.rmtree(info)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    _see_outer_packages(venv)
-    (wheel,) = dist.glob("advest-*.whl")
-    python = str(venv / "bin" / "python")
-    install = [python, "-m", "pip", "install", "--no-deps", "--ignore-installed", str(wheel)]
-    subprocess.run(install, check=True, capture_output=True)
+    venv, home, work = tmp_path / "venv", tmp_path / "home", tmp_path / "work"
+    python = installed_wheel(tmp_path)
     home.mkdir()
     work.mkdir()
     # a user's shell in an empty folder: no PYTHONPATH into this checkout, HOME of its own, the

@@ -7,14 +7,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from advest.cli import main
 from advest.oracle.reports import schema
-from tests.core.oracle.test_testing import ROOT, _report, _see_outer_packages
+from tests.core.oracle.test_testing import ROOT, _report, installed_wheel
 
 
 def test_a_fresh_project_with_the_wheel_runs_the_fixture_and_fails_the_broken_estimator(
@@ -23,19 +22,8 @@ def test_a_fresh_project_with_the_wheel_runs_the_fixture_and_fails_the_broken_es
     """The wheel, built from this checkout, installed into a new venv that sees the running
     interpreter's packages (torch), virtual environment or not, but not this repository; pytest
     run in a copy of tests/user_project."""
-    dist, venv, project = tmp_path / "dist", tmp_path / "venv", tmp_path / "project"
-    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-    # built from a copy: setuptools writes build/ and *.egg-info/ beside the sources
-    source = tmp_path / "source"
-    skip = shutil.ignore_patterns(".git", "build", "runs", ".venv*", "*.egg-info", "__pycache__")
-    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
-    subprocess.run([*pip_wheel, "-w", str(dist), str(source)], check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    _see_outer_packages(venv)
-    (wheel,) = dist.glob("advest-*.whl")
-    python = str(venv / "bin" / "python")
-    install = [python, "-m", "pip", "install", "--no-deps", "--ignore-installed", str(wheel)]
-    subprocess.run(install, check=True, capture_output=True)
+    venv, project = tmp_path / "venv", tmp_path / "project"
+    python = installed_wheel(tmp_path)
     shutil.copytree(ROOT / "tests" / "user_project", project)
     # a user's shell: no PYTHONPATH pointing into this checkout
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
