@@ -61,6 +61,15 @@ class Failure:
     measured: str
 
 
+def failure_of(found: Finding) -> Failure | None:
+    """An explicit row's finding on one drawn input as the search's ``Failure`` (None: it held;
+    a bare "no" is "broken")."""
+    if found.verdict == "yes":
+        return None
+    why = found.verdict.removeprefix("no: ") if found.verdict != "no" else "broken"
+    return Failure(why, "yes", found.evidence)
+
+
 @dataclass(frozen=True)
 class Searched(Generic[Case]):
     """One searched property: its name (the ``Finding``'s ``prop``), its domain, the check of

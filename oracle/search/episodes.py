@@ -15,7 +15,7 @@ from torch import Tensor
 from ..properties import episodes as ep
 from ..properties.sequence import Finding
 from .database import register
-from .engine import Budget, Failure, Searched, quiet, search
+from .engine import Budget, Failure, Searched, failure_of, quiet, search
 from .values import garbage, group, shown, tensor_literal
 
 
@@ -128,11 +128,7 @@ def _explicit(
             f = row(est, as_groups(case))
         except Exception:  # raised on these groups: the finite-output search reports it
             return None
-        return (
-            None
-            if f.verdict == "yes"
-            else Failure(f.verdict.removeprefix("no: "), "yes", f.evidence)
-        )
+        return failure_of(f)
 
     return check
 

@@ -18,7 +18,7 @@ from advest.fast.shaping import KEEPS
 from ..properties import shaping as sh
 from ..properties.sequence import Finding
 from .database import register
-from .engine import Budget, Failure, Searched, quiet, search
+from .engine import Budget, Failure, Searched, failure_of, quiet, search
 from .values import group, tensor_literal
 
 
@@ -75,10 +75,7 @@ def _held(
             return Failure(
                 "raises", "an output for every batch", f"{type(error).__name__}: {error}"
             )
-        if f.verdict == "yes":
-            return None
-        why = f.verdict.removeprefix("no: ") if f.verdict != "no" else "broken"
-        return Failure(why, "yes", f.evidence)
+        return failure_of(f)
 
     return check
 
