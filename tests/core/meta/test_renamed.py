@@ -11,7 +11,6 @@ import pytest
 @pytest.mark.parametrize(
     ("module", "name", "new"),
     [
-        ("advest.oracle.calling", "load", "advest.oracle.conventions.harness"),
         ("advest.proofs.coq", "THEOREMS", "advest.proofs.coq_check"),
         ("advest.oracle", "Family", "advest.oracle.Objective"),
         ("advest.training.train", "parser", "advest.training.command"),
@@ -34,15 +33,12 @@ def test_the_old_names_are_the_new_objects() -> None:
     import warnings
 
     from advest.oracle import Objective
-    from advest.oracle.conventions import harness
     from advest.training import command
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         import advest.oracle
-        import advest.oracle.calling
         import advest.training.train
 
-        assert advest.oracle.calling.load is harness.load
         assert advest.oracle.Family is Objective
         assert advest.training.train.parser is command.parser
