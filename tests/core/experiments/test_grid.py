@@ -231,6 +231,10 @@ def test_a_changed_count_changes_the_grid_section() -> None:
     assert grid_report.section({"x": info}, {}, None) != grid_report.section({"x": moved}, {}, None)
 
 
+def test_a_grid_s_progress_is_counted_in_words() -> None:
+    assert [grid_answer.finished(n) for n in (1, 3)] == ["1 run finished", "3 runs finished"]
+
+
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning",
     "ignore::UserWarning",
