@@ -177,10 +177,10 @@ def _notes(grid: dict[str, Any], name: str, k: int) -> list[str]:
 
 def _runs(grid: dict[str, Any], name: str) -> str:
     done = sum(len(r) for r in grid.get(name, {}).get("runs", {}).values())
-    return finished(done) if done else "not run yet"
+    return runs_finished(done) if done else "not run yet"
 
 
-def finished(done: int) -> str:
+def runs_finished(done: int) -> str:
     """"1 run finished", "3 runs finished": a grid's progress in words."""
     return f"{done} run{'s' if done != 1 else ''} finished"
 

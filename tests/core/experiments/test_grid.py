@@ -232,7 +232,7 @@ def test_a_changed_count_changes_the_grid_section() -> None:
 
 
 def test_a_grid_s_progress_is_counted_in_words() -> None:
-    assert [grid_answer.finished(n) for n in (1, 3)] == ["1 run finished", "3 runs finished"]
+    assert [grid_answer.runs_finished(n) for n in (1, 3)] == ["1 run finished", "3 runs finished"]
 
 
 pytestmark = pytest.mark.filterwarnings(
