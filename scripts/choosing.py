@@ -248,11 +248,11 @@ def readme_block(data: dict[str, Any], rows: list[tuple[str, str]]) -> str:
         if grid_stats.REFERENCE not in runs:
             continue
         model = info["design"]["model"] or "the embedded tiny model"
-        done = sum(len(r) for r in runs.values())
+        done = grid_answer.runs_finished(sum(len(r) for r in runs.values()))
         table, _ = grid_report.comparison_table(runs, info.get("declaration"))
         steps = info["design"]["steps"]
         title = f"`{name}`" if len(series[key]) == 1 else f"`{key}` after {steps} steps (`{name}`)"
-        out += ["", f"The pass/fail grid {title} ({model}, {grid_answer.runs_finished(done)}): each arm "
+        out += ["", f"The pass/fail grid {title} ({model}, {done}): each arm "
                 f"minus `{grid_stats.REFERENCE}`, paired over seeds and shared held-out "
                 "prompts, with 95% bootstrap intervals and verdicts Holm-corrected over the "
                 "design's declared family:", "", *table[:-1]]  # fmt: skip
