@@ -16,7 +16,7 @@ from types import ModuleType
 REMOVED_IN = "0.4.0"
 
 MOVED = {
-    "advest.fast.bench": "advest.oracle.bench",
+    "advest.fast.bench": "advest.experiments.cost.bench",
     "advest.spec.catalogue": "advest.oracle.reports.catalogue",
     "advest.spec.oracle": "advest.oracle",
     "advest.training.bench": "advest.experiments.cost.tokens",

@@ -69,18 +69,6 @@ def run_list(ns: Any) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- bench
-def run_bench(ns: Any) -> int:
-    """Both benchmarks: the oracle's (sequence level), then the token level against the
-    trainer's forward pass."""
-    from advest.experiments.cost.tokens import run as run_tokens
-    from advest.oracle.reports.commands import run_bench as run_sequences
-
-    code = run_sequences(ns)
-    run_tokens(T=64 if ns.quick else 256, repeats=3 if ns.quick else 5)
-    return code
-
-
 # ----------------------------------------------------------------------------- the table
 @dataclass(frozen=True)
 class Command:
@@ -145,7 +133,7 @@ COMMANDS = (
             "advest.oracle.reports.commands:demo_parser",
             "advest.oracle.reports.commands:run_demo"),
     Command("bench", "estimator benchmarks that print numbers and ratios",
-            "advest.oracle.reports.commands:bench_parser", "advest.cli:run_bench"),
+            "advest.experiments.cost.bench:parser", "advest.experiments.cost:run_bench"),
     Command("prove", "run the machine-checked proofs and print the claims",
             "advest.proofs.command:prove_parser", "advest.proofs.command:run_prove"),
     Command("check", "report the properties of any advantage estimator (MODULE:FUNCTION)",

@@ -1,18 +1,18 @@
 """Per-thread CPU scratch buffers for the chunked sorted path of ``fast.maxk``.
 
 Why: a CPU tensor of a few hundred KiB or more is a fresh ``malloc``, and whether glibc serves it
-from memory the process already holds or maps new pages (each page-faulted in on its first
-write, about 1 ms per MiB on a loaded 2-core VM) depends on thresholds that the process's own
-history of frees has moved (``M_MMAP_THRESHOLD``, ``M_TRIM_THRESHOLD``). At [4096, 64] the
-whole-batch implementation this replaces took 1.7–2.0× a ``torch.sort`` of its input with
-glibc's defaults and 0.9–1.0× with freed memory retained (``python -m
-advest.oracle.bench_sort``). The sorted path instead writes every chunk-sized intermediate into
-buffers kept here, one set per calling thread (two threads never share one), reused chunk after
-chunk and call after call: nothing but the output is allocated at the batch's size. Held memory
-is bounded by one chunk (``fast._maxk_core.chunk_rows``; about 50 bytes per reward of the
-chunk, 12.5 MiB per calling thread at the default 2^18); ``release`` drops it. Requests above
-``MAX_ELEMENTS``, other devices (their caching allocators keep buffers already) and calls traced
-by ``torch.compile`` (whose graphs must not write to state outside them) get a fresh tensor.
+from memory the process already holds or maps new pages (each page-faulted in on its first write,
+about 1 ms per MiB on a loaded 2-core VM) depends on thresholds that the process's own history of
+frees has moved (``M_MMAP_THRESHOLD``, ``M_TRIM_THRESHOLD``). At [4096, 64] the whole-batch
+implementation this replaces took 1.7–2.0× a ``torch.sort`` of its input with glibc's defaults and
+0.9–1.0× with freed memory retained (``python -m advest.experiments.cost.bench_sort``). The sorted
+path instead writes every chunk-sized intermediate into buffers kept here, one set per calling
+thread (two threads never share one), reused chunk after chunk and call after call: nothing but the
+output is allocated at the batch's size. Held memory is bounded by one chunk
+(``fast._maxk_core.chunk_rows``; about 50 bytes per reward of the chunk, 12.5 MiB per calling thread
+at the default 2^18); ``release`` drops it. Requests above ``MAX_ELEMENTS``, other devices (their
+caching allocators keep buffers already) and calls traced by ``torch.compile`` (whose graphs must
+not write to state outside them) get a fresh tensor.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ OPTIONS = {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}
 
 def bench_part(a: argparse.Namespace) -> dict[str, Any]:
     """``advest bench``'s sequence-level table: ``{"B×G": {input kind: {estimator: s}}}``."""
-    from advest.oracle import bench
+    from advest.experiments.cost import bench
 
     shapes = [(4, 8)] if a.dry_run else None  # None: bench's own, with its GPU shape on CUDA
     found = bench.run(repeats=1 if a.dry_run else 15, device=a.device, shapes=shapes)

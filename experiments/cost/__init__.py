@@ -63,8 +63,8 @@ def _cpu_model() -> str:
 def retain() -> str:
     """Keep freed memory in the process (glibc), as a caching allocator does, so that a buffer
     above glibc's mmap threshold is not page-faulted in again on every call: that is a step at
-    one size, not growth (``oracle.bench.MALLOC``). Process-wide: the command line's choice."""
-    from advest.oracle.bench import retain_freed_memory
+    one size, not growth (``bench.MALLOC``). Process-wide: the command line's choice."""
+    from advest.experiments.cost.bench import retain_freed_memory
 
     try:
         retain_freed_memory()
@@ -152,3 +152,14 @@ def write(results: Results, folder: Path, command: str = COMMAND) -> None:
     found = json.loads(ranks.read_text()) if ranks.is_file() else None
     (folder / "cost.md").write_text(page(results, found, command))
     plot(results, folder / "cost.png")
+
+
+def run_bench(ns: Any) -> int:
+    """``advest bench``: the sequence-level estimator benchmark (``bench.command``), then the
+    token-level one against the trainer's forward pass (``tokens.run``)."""
+    from . import bench as sequences
+    from .tokens import run as run_tokens
+
+    code = sequences.command(ns)
+    run_tokens(T=64 if ns.quick else 256, repeats=3 if ns.quick else 5)
+    return code

@@ -14,8 +14,9 @@ from typing import Any
 import torch
 
 from advest.fast import registry
-from advest.oracle.bench import time_call
 from advest.training.rollout import Rollout, plan, synthetic
+
+from .bench import time_call
 
 TARGETS = {"ktae": 0.02, "covariance_weights": 0.02, "hista": 0.10}
 """Issue targets: estimator time / forward time."""

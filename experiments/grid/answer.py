@@ -181,7 +181,7 @@ def _runs(grid: dict[str, Any], name: str) -> str:
 
 
 def runs_finished(done: int) -> str:
-    """"1 run finished", "3 runs finished": a grid's progress in words."""
+    """A grid's progress in words: "1 run finished", "3 runs finished"."""
     return f"{done} run{'s' if done != 1 else ''} finished"
 
 

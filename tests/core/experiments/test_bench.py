@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from advest.oracle import bench
+from advest.experiments.cost import bench
 
 
 def test_bench_prints_every_estimator_on_general_binary_and_few_valued_input(

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from advest.fast import calling, maxk_dense, registry
+from advest.parsing import Parser, new_parser, switch
 from advest.spec.maxk_weights import BinomRatio
 
 SHAPES = [(4096, 8), (4096, 64), (256, 1024)]
@@ -267,3 +268,58 @@ def run(
         results[(B, G)] = times
         _print_table(B, G, k, times, names, maxk)
     return results
+
+
+# ----------------------------------------------------------------------------- advest bench
+def parser() -> Parser:
+    p = new_parser(
+        "advest bench",
+        "Estimator benchmarks (sequence level, then token level against a forward pass): "
+        "printed numbers and ratios.",
+    )
+    p.add_argument("--repeats", type=int, default=15, help="timed rounds (median per cell)")
+    switch(p, "quick", False, "smaller shapes, for a smoke run")
+    p.add_argument(
+        "--device", type=str | None, default=None, help="cpu or cuda (default: cuda if available)"
+    )
+    p.add_argument(
+        "--threads", type=int | None, default=None, help="torch CPU threads (default: all)"
+    )
+    p.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="wall: elapsed time; cpu: process CPU time (a loaded machine, with --threads 1)",
+    )
+    p.add_argument(
+        "--malloc",
+        choices=["default", "retain"],
+        default="default",
+        help="retain: keep freed buffers in the process (glibc mallopt), as jemalloc, tcmalloc "
+        "and the CUDA caching allocator do; default: give them back to the OS after each call "
+        "(each call then page-faults its buffers in again)",
+    )
+    return p
+
+
+def command(ns: Any) -> int:
+    """``advest bench``'s sequence-level half (``run``); ``advest.experiments.cost.bench`` adds
+    the token-level one."""
+    if ns.repeats < 1:
+        raise ValueError(f"--repeats must be at least 1; got {ns.repeats}")
+    if ns.threads is not None and ns.threads < 1:
+        raise ValueError(f"--threads must be at least 1; got {ns.threads} (default: all)")
+    device = ns.device or "cpu"
+    if device.split(":")[0] not in ("cpu", "cuda"):
+        raise ValueError(f"--device {ns.device!r}: choose cpu or cuda")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"--device {ns.device}: no GPU is visible to torch; use --device cpu")
+    run(
+        repeats=ns.repeats,
+        quick=ns.quick,
+        device=ns.device,
+        threads=ns.threads,
+        clock=ns.clock,
+        malloc=ns.malloc,
+    )
+    return 0

@@ -1,5 +1,6 @@
-"""``python -m advest.oracle.bench_sort``: every general max@K form against ``torch.sort`` of the
-same tensor alone, and the counting path on binary rewards against grpo, under both allocators.
+"""``python -m advest.experiments.cost.bench_sort``: every general max@K form against ``torch.sort``
+of the same tensor alone, and the counting path on binary rewards against grpo, under both
+allocators.
 
 Each call is made as a trainer makes it: through ``fast.calling`` (the plan resolved once,
 outside the timing), on a fresh input tensor (a copy made just before the call, untimed), so
@@ -155,7 +156,7 @@ def measure(
 
 def _child(mode: str, shape: tuple[int, int], k: int, options: dict[str, Any]) -> dict[str, Any]:
     """``measure`` in a child process whose allocator is set to ``mode``."""
-    argv = [sys.executable, "-m", "advest.oracle.bench_sort", "--child", mode]
+    argv = [sys.executable, "-m", "advest.experiments.cost.bench_sort", "--child", mode]
     argv += ["--shape", str(shape[0]), str(shape[1]), "--k", str(k)]
     for key, value in options.items():
         if value is not None:
@@ -217,7 +218,9 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m advest.oracle.bench_sort", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m advest.experiments.cost.bench_sort", description=__doc__
+    )
     p.add_argument("--shape", type=int, nargs=2, default=[4096, 64], metavar=("B", "G"))
     p.add_argument("--k", type=int, default=16)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all)")

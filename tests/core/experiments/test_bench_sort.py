@@ -1,13 +1,13 @@
-"""``python -m advest.oracle.bench_sort`` times every general max@K form against ``torch.sort``
-and the binary counting path against grpo; here it runs at a tiny size in this process (numbers
-are never asserted: only that every form is timed and printed)."""
+"""``python -m advest.experiments.cost.bench_sort`` times every general max@K form against
+``torch.sort`` and the binary counting path against grpo; here it runs at a tiny size in this
+process (numbers are never asserted: only that every form is timed and printed)."""
 
 from __future__ import annotations
 
 import pytest
 
+from advest.experiments.cost import bench_sort
 from advest.fast import registry
-from advest.oracle import bench_sort
 
 
 def test_the_general_forms_are_the_max_at_k_entries_taking_k_on_any_rewards() -> None:

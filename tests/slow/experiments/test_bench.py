@@ -1,11 +1,11 @@
-"""The slow tier of tests/core/oracle/test_bench.py: the tests of that file that run in
+"""The slow tier of tests/core/experiments/test_bench.py: the tests of that file that run in
 `nox -s slow` (its folder gives them the marker)."""
 
 from __future__ import annotations
 
 import pytest
 
-from advest.oracle import bench
+from advest.experiments.cost import bench
 
 
 def test_the_retain_allocator_mode_runs_and_is_reported() -> None:
@@ -14,7 +14,7 @@ def test_the_retain_allocator_mode_runs_and_is_reported() -> None:
     import sys
 
     code = (
-        "from advest.oracle import bench; "
+        "from advest.experiments.cost import bench; "
         "bench.run(repeats=1, device='cpu', shapes=[(3, 8)], malloc='retain')"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -1,11 +1,11 @@
-"""The slow tier of tests/core/oracle/test_bench_sort.py: the whole command, whose two allocator
-modes run in child processes of their own."""
+"""The slow tier of tests/core/experiments/test_bench_sort.py: the whole command, whose two
+allocator modes run in child processes of their own."""
 
 from __future__ import annotations
 
 import pytest
 
-from advest.oracle import bench_sort
+from advest.experiments.cost import bench_sort
 
 
 def test_the_command_runs_both_allocator_modes_side_by_side(
