@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -264,11 +265,12 @@ def _unbiased(findings: list[Any]) -> str:
     return _cell(findings, "unbiased", "float64").replace(" for the mean reward (K=1)", "")
 
 
-def row(name: str, target: str) -> tuple[dict[str, str], dict[str, str]]:
-    """The page's cells for one estimator, and the oracle's evidence behind each."""
+def row(name: str, child: tuple[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """The page's cells for one estimator from its child's answer (``_findings``), and the
+    oracle's evidence behind each."""
     from advest.oracle.reports.token_report import counterexamples, searched_cell
 
-    kind, payload = _findings(target)
+    kind, payload = child
     if kind != "ok":
         return {"scope": payload}, {}
     found, low = payload
@@ -311,8 +313,12 @@ def render(strict: bool = True) -> str:
     lines = [head, "|---" * (1 + len(COLUMNS)) + "|"]
     out_of_scope, why, needed = [], [], set()
     found_by_search: list[str] = []
-    for key, target, shown in rows:
-        cells, evidence = row(key, target)
+    # one child process per estimator, as many at once as there are cores: each is seeded on
+    # its own (the search's seed is its target's and property's), so the page is the same
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        children = list(pool.map(_findings, [target for _, target, _ in rows]))
+    for (key, _, shown), child in zip(rows, children, strict=True):
+        cells, evidence = row(key, child)
         if evidence.get(SEARCH):
             found_by_search.append(evidence[SEARCH].replace(f"`{key}`", f"`{shown}`"))
         if "scope" in cells:
