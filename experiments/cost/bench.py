@@ -303,8 +303,8 @@ def parser() -> Parser:
 
 
 def command(ns: Any) -> int:
-    """``advest bench``'s sequence-level half (``run``); ``advest.experiments.cost.bench`` adds
-    the token-level one."""
+    """``advest bench``'s sequence-level half (``run``); ``advest.experiments.cost.run_bench``
+    follows it with the token-level one."""
     if ns.repeats < 1:
         raise ValueError(f"--repeats must be at least 1; got {ns.repeats}")
     if ns.threads is not None and ns.threads < 1:
