@@ -43,6 +43,28 @@ def test_james_stein_worked_batch_is_exact() -> None:
     assert fg.james_stein(_t(WORKED))[1].tolist() == pytest.approx([float(1 - b1)] * 2, abs=1e-15)
 
 
+def test_james_stein_is_accurate_for_an_offset_prompt_beside_three_near_zero() -> None:
+    """The input ``advest check``'s search shrank (seed 1, 150 inputs): prompt 3 at 2^20, the
+    others near 0. Its leave-one-out spread lost 4 to 6 digits, under the 6-digit bound for
+    summing directly: 2e-11 relative in float64, beyond the oracle's rounding allowance, so
+    permuting a group's samples moved its advantages (fast/_leave_out.py)."""
+    batch = [
+        [-3.0] * 6 + [1.0],
+        [1000.0] * 7,
+        [1024.0] + [0.0] * 6,
+        [1048576.0] * 3 + [1049602.0, 1048579.0, 1048579.0, 1048582.0],
+    ]
+    want = torch.tensor(
+        [[float(x) for x in row] for row in rg.james_stein(batch)], dtype=torch.float64
+    )
+    perm = [0, 1, 2, 4, 3, 5, 6]
+    got = fg.james_stein(torch.tensor(batch, dtype=torch.float64))
+    moved = fg.james_stein(torch.tensor(batch, dtype=torch.float64)[:, perm])
+    bound = 1e-12 * float(want.abs().max())  # 2e-11 relative before
+    assert float((got - want).abs().max()) <= bound
+    assert float((moved - got[:, perm]).abs().max()) <= bound
+
+
 @given(batch=batches(2, 6, min_b=2, max_b=4))
 def test_james_stein_baseline_is_a_shrinkage_between_rloo_and_the_other_prompts_mean(
     batch: Batch,
