@@ -2,10 +2,13 @@
 registered estimator passes every searched property its claims imply, on [B, G], on flat rows
 through ``by_group`` (masked rows holding NaN and ±inf), at the token level and for episodes.
 In the slow tier: 29 estimators, each searched on every surface it has (about 2 CPU minutes
-with a budget of 12 inputs per property)."""
+with a budget of 12 inputs per property). A deeper sweep, by hand: ``ADVEST_SEARCH_EXAMPLES=150
+ADVEST_SEARCH_SEED=1 pytest -m slow tests/slow/oracle/test_search_registry.py`` (such a sweep found
+james_stein's lost digits, tests/core/estimators/test_peers.py)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +27,10 @@ from advest.oracle.search import Budget, plain, rows, search, tokens
 from advest.oracle.search import episodes as search_episodes
 from advest.spec.scales import zero
 
-BUDGET = Budget(examples=12)
+BUDGET = Budget(
+    examples=int(os.environ.get("ADVEST_SEARCH_EXAMPLES", "12")),
+    seed=int(os.environ.get("ADVEST_SEARCH_SEED", "0")),
+)
 SEQUENCE = [
     n
     for n in registry.names()
