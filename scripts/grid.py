@@ -50,14 +50,32 @@ def regenerate(repo: Path) -> bool:
     return done.returncode == 0
 
 
+def uncommitted(repo: Path) -> list[Path]:
+    """Run files under ``docs/results/grid/`` that git does not track: a grid stopped between
+    writing a run and committing it (the run is finished, so a restart skips it)."""
+    where = repo / "docs" / "results" / "grid"
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "--others", "--exclude-standard", "--", str(where)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [repo / name for name in listed.stdout.split()]
+
+
 def run(repo: Path, argv: list[str]) -> int:
-    """The grid into ``repo``'s results, each finished run committed with the page."""
+    """The grid into ``repo``'s results, each finished run committed with the page; first the
+    runs an earlier, stopped grid finished but did not commit."""
 
     def finished(files: list[Path], message: str) -> None:
         if regenerate(repo):
             files = [*files, repo / "docs" / "choosing.md", repo / "README.md"]
         commit(repo, files, message)
 
+    left = uncommitted(repo)
+    if left:
+        names = ", ".join(str(p.relative_to(repo)) for p in left)
+        finished(left, f"grid: runs finished before a restart, committed now ({names})")
     results = ["--results", str(repo / "docs" / "results" / "grid")]
     return grid.main([*results, *argv], finished)
 

@@ -235,6 +235,31 @@ def test_a_grid_s_progress_is_counted_in_words() -> None:
     assert [grid_answer.runs_finished(n) for n in (1, 3)] == ["1 run finished", "3 runs finished"]
 
 
+def test_a_run_written_but_not_committed_is_found_when_the_grid_starts_again(
+    tmp_path: Path,
+) -> None:
+    """A grid stopped between writing a run's file and committing it skips that run when it
+    starts again (it is finished): scripts/grid.py commits such files first."""
+    import importlib.util
+    import subprocess
+
+    spec = importlib.util.spec_from_file_location("grid_script", ROOT / "scripts" / "grid.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    runs = tmp_path / "docs" / "results" / "grid" / "d" / "grpo"
+    runs.mkdir(parents=True)
+    (runs / "seed0.json").write_text("{}")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "seed 0"], check=True)
+    assert script.uncommitted(tmp_path) == []
+    (runs / "seed1.json").write_text("{}")
+    (tmp_path / "elsewhere.json").write_text("{}")  # not a run: left alone
+    assert script.uncommitted(tmp_path) == [runs / "seed1.json"]
+
+
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning",
     "ignore::UserWarning",
