@@ -28,6 +28,17 @@ allowance, B·G terms and the batch's largest m/s and |A|, as each output carrie
 sums over the whole batch. ``report.check`` sets it from the ``couples groups`` finding."""
 
 
+FLOAT64_FLOOR = 1e-12
+"""The relative error every float64 output may carry whatever its rule gives: lgamma-based
+weights and enumeration sums are not correctly rounded, and a batch statistic summed in another
+order moves the last few digits."""
+
+
+def floor(dtype: torch.dtype) -> float:
+    """``FLOAT64_FLOOR`` in float64, else 0 (the rule alone)."""
+    return FLOAT64_FLOOR if dtype == torch.float64 else 0.0
+
+
 def allowance(rewards: Tensor, *outs: Tensor, dtype: torch.dtype) -> Tensor:
     """``[B, 1]``: the error each output element of a group may carry in ``dtype``.
 
@@ -50,7 +61,7 @@ def allowance(rewards: Tensor, *outs: Tensor, dtype: torch.dtype) -> Tensor:
     ratio = m / s  # [B, 1]
     if COUPLED.get():  # each output carries the batch's sums: the batch's terms and extremes
         G, ratio, a = rewards.numel(), ratio.amax().expand_as(ratio), a.amax().expand_as(a)
-    rel = G * u * ratio + (1e-12 if dtype == torch.float64 else 0.0)
+    rel = G * u * ratio + floor(dtype)
     return rel * a + torch.finfo(dtype).tiny
 
 

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from ..conventions.harness import OracleError
 from ..conventions.rows import RowCall, TokenRows, labellings
+from ..inputs.tolerance import floor
 from .database import register
 from .engine import Failure, Searched, quiet
 from .values import exact, garbage, group, shown, tensor_literal
@@ -120,11 +121,11 @@ def _finite(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
 
 
 def _close(a: Tensor, b: Tensor, r: Tensor, ids: list[Any], d: RowDomain) -> bool:
-    """``a`` and ``b`` (outputs for rows with rewards ``r`` and group ``ids``) within the
-    batch's allowance: N·u·max_g(m_g/s_g)·max|A|, the rule of spec/oracle.md with every row a
-    term (rows of one group may meet rows of others in a batch statistic) and the worst group's
-    magnitude over spread. True where either is not finite (the finite-output search reports
-    that, once)."""
+    """``a`` and ``b`` (outputs for rows with rewards ``r`` and group ``ids``) within the batch's
+    allowance: (N·u·max_g(m_g/s_g) + float64's floor)·max|A|, the rule of spec/oracle.md
+    (``allowance``) with every row a term (rows of one group may meet rows of others in a batch
+    statistic) and the worst group's magnitude over spread. True where either is not finite (the
+    finite-output search reports that, once)."""
     if not bool(a.isfinite().all() & b.isfinite().all()):
         return True
     ratio = 1.0
@@ -136,7 +137,7 @@ def _close(a: Tensor, b: Tensor, r: Tensor, ids: list[Any], d: RowDomain) -> boo
             ratio = max(ratio, m / spread if spread > 0 else 1.0)
     u = torch.finfo(d.dtype).eps / 2
     top = max([0.0, *a.abs().tolist(), *b.abs().tolist()])
-    allowed = len(ids) * u * ratio * top + torch.finfo(d.dtype).tiny
+    allowed = (len(ids) * u * ratio + floor(d.dtype)) * top + torch.finfo(d.dtype).tiny
     return bool(((a - b).abs() <= 2 * allowed).all())
 
 
