@@ -34,7 +34,7 @@ weights and enumeration sums are not correctly rounded, and a batch statistic su
 order moves the last few digits."""
 
 
-def floor(dtype: torch.dtype) -> float:
+def relative_floor(dtype: torch.dtype) -> float:
     """``FLOAT64_FLOOR`` in float64, else 0 (the rule alone)."""
     return FLOAT64_FLOOR if dtype == torch.float64 else 0.0
 
@@ -61,7 +61,7 @@ def allowance(rewards: Tensor, *outs: Tensor, dtype: torch.dtype) -> Tensor:
     ratio = m / s  # [B, 1]
     if COUPLED.get():  # each output carries the batch's sums: the batch's terms and extremes
         G, ratio, a = rewards.numel(), ratio.amax().expand_as(ratio), a.amax().expand_as(a)
-    rel = G * u * ratio + floor(dtype)
+    rel = G * u * ratio + relative_floor(dtype)
     return rel * a + torch.finfo(dtype).tiny
 
 

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from ..conventions.harness import OracleError
 from ..conventions.rows import RowCall, TokenRows, labellings
-from ..inputs.tolerance import floor
+from ..inputs.tolerance import relative_floor
 from .database import register
 from .engine import Failure, Searched, quiet
 from .values import exact, garbage, group, shown, tensor_literal
@@ -137,7 +137,7 @@ def _close(a: Tensor, b: Tensor, r: Tensor, ids: list[Any], d: RowDomain) -> boo
             ratio = max(ratio, m / spread if spread > 0 else 1.0)
     u = torch.finfo(d.dtype).eps / 2
     top = max([0.0, *a.abs().tolist(), *b.abs().tolist()])
-    allowed = (len(ids) * u * ratio + floor(d.dtype)) * top + torch.finfo(d.dtype).tiny
+    allowed = (len(ids) * u * ratio + relative_floor(d.dtype)) * top + torch.finfo(d.dtype).tiny
     return bool(((a - b).abs() <= 2 * allowed).all())
 
 
