@@ -208,3 +208,20 @@ def test_the_grouped_rows_of_a_masked_multiplication_pass_the_explicit_inputs() 
         ).verdict
         == "yes"
     )
+
+
+def test_the_rows_comparison_allows_float64_s_floor_and_no_more() -> None:
+    """Rows compared within spec/oracle.md's rule, float64's floor of 1e-12·|A| included: the
+    same batch in another row order moved james_stein's advantages by two ulps (a searched
+    "no" until the floor was added); an error of 1e-10 relative is still beyond it."""
+    d = rows.RowDomain(2, 2, 2, False, False, True, False, False, torch.float64)
+    r = torch.tensor([0.0, 1.0, 0.0, 7.0, 0.75, 0.75, 0.75, 0.75], dtype=torch.float64)
+    ids = [0, 0, 1, 1, 2, 2, 3, 3]
+    a = torch.tensor([-0.5773671095371088, -0.18072268671799185, -1.5714844075889511,
+                      6.428577306061995, -1.4722890746871966, -0.5773671095371088,
+                      -0.5773671095371088, -0.5773671095371088], dtype=torch.float64)  # fmt: skip
+    b = torch.tensor([-0.5773671095371087, -0.18072268671799135, -1.5714844075889383,
+                      6.428577306061993, -1.4722890746871964, -0.5773671095371087,
+                      -0.5773671095371088, -0.5773671095371088], dtype=torch.float64)  # fmt: skip
+    assert rows._close(a, b, r, ids, d)
+    assert not rows._close(a, a * (1 + 1e-10), r, ids, d)
