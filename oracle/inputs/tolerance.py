@@ -3,6 +3,8 @@ batches the property checks run on (dyadic grids, cast to each dtype by ``_cast`
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 import torch
@@ -26,6 +28,16 @@ COUPLED: ContextVar[bool] = ContextVar("COUPLED", default=False)
 the others', e.g. verl's batch whitening): ``allowance`` then gives every group the batch's
 allowance, B·G terms and the batch's largest m/s and |A|, as each output carries the rounding of
 sums over the whole batch. ``report.check`` sets it from the ``couples groups`` finding."""
+
+
+@contextmanager
+def coupled_allowance(flag: bool) -> Iterator[None]:
+    """``COUPLED`` set to ``flag`` inside the block, and back to what it was after."""
+    token = COUPLED.set(flag)
+    try:
+        yield
+    finally:
+        COUPLED.reset(token)
 
 
 FLOAT64_FLOOR = 1e-12
@@ -108,12 +120,9 @@ def _cast(
     """The batches in ``dtype``, keeping the groups ``dtype`` holds exactly and whose relative
     allowance is at most ``USABLE``; and a note for each batch that lost groups."""
     kept, notes = [], []
-    token = COUPLED.set(False)  # which groups a dtype resolves is a property of each group
-    try:
+    with coupled_allowance(False):  # which groups a dtype resolves is a property of each group
         cast = [(name, r, r.to(dtype)) for name, r in batches]
         allowed = [allowance(rd, torch.ones_like(rd), dtype=dtype)[:, 0] for _, _, rd in cast]
-    finally:
-        COUPLED.reset(token)
     for (name, r, rd), e in zip(cast, allowed, strict=True):
         ok = (rd.double() == r).all(-1) & (e <= USABLE)
         if not bool(ok.all()):

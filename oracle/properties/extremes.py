@@ -23,7 +23,7 @@ from torch import Tensor
 from advest.spec.bounds import Bound
 
 from ..conventions.rows import RowCall
-from ..inputs.tolerance import COUPLED, allowance
+from ..inputs.tolerance import allowance, coupled_allowance
 from .grouped import CALL_ERRORS, accepted_sizes
 from .sequence import Finding
 
@@ -145,11 +145,8 @@ def low_precision(est: RowCall, n: int, coupled: bool = False) -> list[Finding]:
             msg = f"{type(error).__name__}: {str(error)[:160]}"
             findings.append(Finding("low-precision rewards", "not accepted", msg, name, n))
             continue
-        token = COUPLED.set(coupled)
-        try:
+        with coupled_allowance(coupled):
             findings.append(_judge_low(r64, ref, got, low, name, n))
-        finally:
-            COUPLED.reset(token)
     return findings
 
 

@@ -24,12 +24,12 @@ from ..conventions.harness import (
 )
 from ..conventions.rows import PlainRows, RowCall, RowsAsPlain, row_call
 from ..inputs.tolerance import (
-    COUPLED,
     DTYPES,
     _batches,
     _cast,
     _dtype_name,
     allowance,
+    coupled_allowance,
     sample_lengths,
 )
 from ..properties import sequence as find
@@ -224,11 +224,8 @@ def check(
     own = DTYPES[dtype]
     coupling = _coupling(est, max(ns), own)
     coupled = coupling.verdict.startswith("yes")
-    token = COUPLED.set(coupled)
-    try:
+    with coupled_allowance(coupled):
         findings = [coupling, *_all_checks(est, family, k, ns, own, float64)]
-    finally:
-        COUPLED.reset(token)
     rows = (
         PlainRows(est) if convention == "plain" else row_call(fn, convention, guard, k, algorithm)
     )
@@ -236,11 +233,8 @@ def check(
     if convention != "plain" and rows.takes_ids:
         findings.append(over_ranks(rows))
     if budget is not None:  # the search starts from what the explicit inputs found
-        token = COUPLED.set(coupled)
-        try:
+        with coupled_allowance(coupled):
             findings += searched(est, rows, family, k, ns, own, findings, coupled, budget)
-        finally:
-            COUPLED.reset(token)
     mutated = guard.mutations
     findings.insert(
         0,
@@ -313,11 +307,8 @@ def accuracy_only(
     est = _bind(fn, family, k, None, convention, Guard())
     own = DTYPES[dtype]
     coupling = _coupling(est, max(ns), own)
-    token = COUPLED.set(coupling.verdict.startswith("yes"))
-    try:
+    with coupled_allowance(coupling.verdict.startswith("yes")):
         return [coupling, *(_accuracy(est, n, own) for n in ns)]
-    finally:
-        COUPLED.reset(token)
 
 
 def _coupling(est: Estimator, g: int, dtype: torch.dtype) -> Finding:
