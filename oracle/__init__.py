@@ -35,9 +35,8 @@ from .conventions.harness import (
     resolve_signature,
 )
 from .inputs.tolerance import DTYPES, LENGTH_T, USABLE, allowance, rule, sample_lengths
+from .properties.findings import NON_FINITE, Finding
 from .properties.sequence import (
-    NON_FINITE,
-    Finding,
     accuracy,
     all_equal,
     bad_input,

@@ -28,7 +28,7 @@ from ..inputs.episode_trees import (
     objective_gradient,
     tokens,
 )
-from .sequence import Finding
+from .findings import Finding
 
 EpisodeEstimator = Callable[[Tensor, Tensor], Tensor]
 Group = list[tuple[list[float], list[int]]]

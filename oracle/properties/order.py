@@ -12,7 +12,7 @@ from torch import Tensor
 
 from ..conventions.harness import Estimator
 from ..inputs.tolerance import allowance
-from .sequence import Finding
+from .findings import Finding
 
 
 def order_preserving(

@@ -5,7 +5,6 @@ behaviour on bad input. Unbiasedness by exact enumeration is ``oracle.properties
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -16,42 +15,40 @@ import advest.fast.maxk  # noqa: F401  (binds the submodule used as fast.maxk)
 from advest import fast
 
 from ..conventions.harness import Estimator, OracleError
-from ..inputs.tolerance import _excess, _verdict, allowance, sample_lengths
+from ..inputs.tolerance import _verdict, allowance
+from . import plain
+from .findings import NON_FINITE, Failure, Finding
 
 
-@dataclass
-class Finding:
-    """One property in one dtype at one N: a short verdict and the evidence behind it."""
+def _explicit(prop: str, check: plain.Check, cases: list[tuple[str, plain.Grid]]) -> Finding:
+    """``prop`` on the explicit test batches ``cases``, judged by the same check the search runs
+    on every drawn input: "yes" when each keeps it, else "no" with the batch that breaks it most
+    (its excess over the allowance in ``data``)."""
+    worst: tuple[float, str, Failure] | None = None
+    for name, case in cases:
+        failure = check(case)
+        e = math.inf if failure is None or failure.excess is None else failure.excess
+        if failure is not None and (worst is None or e > worst[0]):
+            worst = (e, name, failure)
+    if worst is None:
+        names = sorted({name for name, _ in cases})
+        return Finding(prop, "yes", f"held on the test batches ({', '.join(names)})")
+    e, name, failure = worst
+    evidence = f"{name}: expected {failure.expected}; got {failure.measured}"
+    return Finding(prop, "no", evidence, data={"excess": e})
 
-    prop: str
-    verdict: str
-    evidence: str
-    dtype: str = ""
-    n: int | None = None
-    data: dict[str, Any] = field(default_factory=dict)
-    searched: int = 0
-    """Inputs the search drew for this finding (``oracle.search``); 0: judged on explicit inputs."""
-    counterexample: dict[str, str] | None = None
-    """A searched "no": the shrunk input as a snippet to paste (``input``), ``expected`` and
-    ``measured``. Readers of reports written before it existed never see it (schema 1 adds it)."""
 
-
-NON_FINITE = "no: non-finite output"
-"""The verdict of every check that saw NaN or inf advantages for finite rewards."""
+def _cases(batches: list[tuple[str, Tensor]], **fields: Any) -> list[tuple[str, plain.Grid]]:
+    return [(name, plain.Grid(r.double(), **fields)) for name, r in batches]
 
 
 def centred(est: Estimator, batches: list[tuple[str, Tensor]], dtype: torch.dtype) -> Finding:
-    worst = 0.0
-    for _, r in batches:
-        a = est(r)
-        total = a.to(torch.float64).sum(-1, keepdim=True).abs()
-        worst = max(worst, _excess(total, r.shape[-1] * allowance(r, a, dtype=dtype)))
-    return Finding(
-        "centred",
-        _verdict(worst),
-        f"max |Σ_i A_i| = {worst:.2g} × allowance",
-        data={"excess": worst},
-    )
+    """Σ_i A_i = 0 in every group. ``batches``: in the dtype called; ``dtype``: the allowance's."""
+    return _explicit("centred", plain.centred(est, _dtype(batches), dtype), _cases(batches))
+
+
+def _dtype(batches: list[tuple[str, Tensor]]) -> torch.dtype:
+    return batches[0][1].dtype if batches else torch.float64
 
 
 def shift_invariant(
@@ -59,69 +56,51 @@ def shift_invariant(
 ) -> Finding:
     if binary:
         return Finding("shift invariant", "not checked", "binary rewards only")
-    worst = 0.0
-    for _, r in batches:
-        shifted = r + 0.75
-        a, b = est(r), est(shifted)
-        err = (a.double() - b.double()).abs()
-        worst = max(
-            worst, _excess(err, allowance(r, a, dtype=dtype) + allowance(shifted, b, dtype=dtype))
-        )
-    return Finding(
-        "shift invariant",
-        _verdict(worst),
-        f"max |A(r + 0.75) − A(r)| = {worst:.2g} × allowance",
-        data={"excess": worst},
-    )
+    t = _dtype(batches)
+    check = plain.moved(est, t, dtype, plain.shifted(t), "moves under a shift: A(r + c) = A(r)")
+    return _explicit("shift invariant", check, _cases(batches, shift=0.75))
 
 
 def scale_behaviour(
     est: Estimator, batches: list[tuple[str, Tensor]], binary: bool, dtype: torch.dtype
 ) -> Finding:
-    """A(a·r) = a^d A(r) for a > 0: d = 1 (equivariant), d = 0 (invariant), or neither."""
+    """A(a·r) = a^d A(r) for a > 0 (2 and 1/8: exact in every dtype): d = 1 (equivariant),
+    d = 0 (invariant), or neither."""
     if binary:
         return Finding("scale equivariant", "not checked", "binary rewards only")
-    errs = {1: 0.0, 0: 0.0}
-    for _, r in batches:
-        a = est(r)
-        for factor in (2.0, 0.125):  # powers of two: exact in every dtype
-            scaled_r = factor * r
-            scaled = est(scaled_r)
-            for degree in errs:
-                err = (scaled.double() - factor**degree * a.double()).abs()
-                allowed = allowance(scaled_r, scaled, dtype=dtype) + factor**degree * allowance(
-                    r, a, dtype=dtype
-                )
-                errs[degree] = max(errs[degree], _excess(err, allowed))
-    shown = f"× allowance: degree 1 {errs[1]:.2g}, degree 0 {errs[0]:.2g}"
-    data = {"excess": min(errs.values())}
-    if errs[1] <= 1:
+    t = _dtype(batches)
+    cases = _cases(batches, factor=2.0) + _cases(batches, factor=0.125)
+    found = {
+        degree: _explicit(
+            "scale equivariant",
+            plain.moved(est, t, dtype, plain.scaled(t, degree), plain.SCALED[degree]),
+            cases,
+        )
+        for degree in (1, 0)
+    }
+    excess = {d: float(f.data.get("excess", 0.0)) for d, f in found.items()}
+    shown = f"× allowance: degree 1 {excess[1]:.2g}, degree 0 {excess[0]:.2g}"
+    data = {"excess": min(excess.values())}
+    if found[1].verdict == "yes":
         return Finding("scale equivariant", "yes (A(a r) = a A(r))", shown, data=data)
-    if errs[0] <= 1:
+    if found[0].verdict == "yes":
         return Finding("scale equivariant", "invariant (A(a r) = A(r))", shown, data=data)
-    return Finding("scale equivariant", "no", shown, data=data)
+    return Finding("scale equivariant", "no", f"{shown}; {found[1].evidence}", data=data)
 
 
 def permutation_equivariant(
     est: Estimator, batches: list[tuple[str, Tensor]], dtype: torch.dtype
 ) -> Finding:
-    """A(r P) = A(r) P for a permutation P of each group's samples; each sample's response
-    length moves with it (``sample_lengths``), as a length belongs to its response."""
+    """A(r P) = A(r) P for a permutation P of each group's samples (one per batch, seeded)."""
     gen = torch.Generator().manual_seed(1)
-    worst = 0.0
-    for _, r in batches:
-        perm = torch.randperm(r.shape[1], generator=gen)
-        lengths = sample_lengths(r.shape)  # [B, G]
-        a = est(r, lengths)
-        b = est(r[:, perm], lengths[:, perm])
-        err = (b.double() - a[:, perm].double()).abs()
-        worst = max(worst, _excess(err, 2 * allowance(r, a, b, dtype=dtype)))
-    return Finding(
-        "permutation equivariant",
-        _verdict(worst),
-        f"max error {worst:.2g} × allowance",
-        data={"excess": worst},
-    )
+    cases = [
+        (
+            name,
+            plain.Grid(r.double(), perm=tuple(torch.randperm(r.shape[1], generator=gen).tolist())),
+        )
+        for name, r in batches
+    ]
+    return _explicit("permutation equivariant", plain.permuted(est, _dtype(batches), dtype), cases)
 
 
 def relation_to_canonical(

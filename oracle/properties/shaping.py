@@ -25,7 +25,7 @@ from torch import Tensor
 from advest.fast import by_group
 from advest.fast.shaping import KEEPS
 
-from .sequence import Finding
+from .findings import Finding
 
 Target = Callable[[Tensor, Tensor], Tensor]
 G = 4

@@ -17,7 +17,7 @@ from advest.fast import calling
 from ..conventions.tokens import TokenEstimator, cast
 from ..inputs.token_trees import EOS, TREES, Seq, Tree, enumerate_groups, inputs
 from ..inputs.tolerance import _verdict, allowance
-from .sequence import Finding
+from .findings import Finding
 from .unbiased import _simplest
 
 

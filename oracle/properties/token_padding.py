@@ -14,7 +14,7 @@ from torch import Tensor
 from ..conventions.harness import OracleError
 from ..conventions.tokens import TokenEstimator, cast
 from ..inputs.token_trees import TREES, Layout, Seq, enumerate_groups, inputs
-from .sequence import Finding
+from .findings import Finding
 from .token_checks import _excess, allowed
 
 LAYOUTS: list[tuple[str, Layout, bool]] = [

@@ -12,7 +12,7 @@ from advest.spec import bandit
 
 from ..conventions.harness import Estimator, OracleError
 from ..inputs.tolerance import allowance
-from .sequence import Finding
+from .findings import Finding
 
 ZERO_C = 1e-6
 """An expected estimate whose c (E[ĝ] = c·∇J) is 0 within an error bound below this is 0: the

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..conventions.harness import CONVENTIONS, FAMILIES, Convention, OracleError, OutOfScope, load
 from ..inputs.tolerance import DTYPES, rule
-from ..properties.sequence import NON_FINITE, Finding
+from ..properties.findings import NON_FINITE, Finding
 from ..search import Budget, add_search_arguments
 from . import schema
 from .report import check

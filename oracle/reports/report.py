@@ -34,8 +34,8 @@ from ..inputs.tolerance import (
 )
 from ..properties import sequence as find
 from ..properties.extremes import low_precision, magnitude
+from ..properties.findings import NON_FINITE, Finding
 from ..properties.grouped import grouped_findings
-from ..properties.sequence import NON_FINITE, Finding
 from ..properties.unbiased import unbiasedness
 from ..search.engine import Budget
 from ..search.run import searched

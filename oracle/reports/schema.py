@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..conventions.harness import OracleError
-from ..properties.sequence import Finding
+from ..properties.findings import Finding
 
 SCHEMA = "advest-check"
 VERSION = 1

@@ -14,7 +14,7 @@ from typing import Any, cast
 from advest.spec.bounds import Bound
 
 from ..conventions.harness import CONVENTIONS, FAMILIES, Objective
-from ..properties.sequence import Finding
+from ..properties.findings import Finding
 from ..search import Budget
 from .report import DEFAULT_BUDGET, check
 

@@ -16,7 +16,7 @@ from ..conventions.tokens import Declared, TokenEstimator, VerlTokens, cast
 from ..inputs.token_trees import TREES, enumerate_groups, inputs
 from ..properties import token_checks as find
 from ..properties import token_padding as pad
-from ..properties.sequence import Finding
+from ..properties.findings import Finding
 from ..search.engine import Budget, search
 from ..search.tokens import properties as searched
 from .report import DEFAULT_BUDGET

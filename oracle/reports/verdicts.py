@@ -3,7 +3,7 @@ and the report's evidence lines (``evidence_line``), a searched "no" with its sh
 
 from __future__ import annotations
 
-from ..properties.sequence import Finding
+from ..properties.findings import Finding
 
 
 def table(findings: list[Finding]) -> str:

@@ -1,14 +1,15 @@
 """The oracle's search (spec/oracle.md, "Searched properties"): every property the explicit
 inputs found to hold is searched over its whole input domain with hypothesis, and a "no" carries
-the smallest input hypothesis shrank it to. ``engine`` runs one searched property; ``values``
-draws rewards and the values behind a mask; ``plain`` searches ``[B, G]`` estimators, ``rows``
+the smallest input hypothesis shrank it to. ``engine`` runs one searched property (the reward
+values it draws are ``oracle.inputs.values``); ``plain`` searches ``[B, G]`` estimators, ``rows``
 the conventions on flat rows with group ids, ``tokens`` token-level estimators."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .engine import EXAMPLES, Budget, Failure, Searched, search
+from ..properties.findings import Failure
+from .engine import EXAMPLES, Budget, Searched, search
 
 __all__ = ["EXAMPLES", "Budget", "Failure", "Searched", "add_search_arguments", "search"]
 

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from hypothesis import HealthCheck, Phase, Verbosity, configuration, given, seed, settings
 from hypothesis.strategies import SearchStrategy
 
-from ..properties.sequence import Finding
+from ..properties.findings import Failure, Finding
 from . import database
 
 Case = TypeVar("Case")
@@ -49,16 +49,6 @@ class Budget:
             raise ValueError(f"--examples must be an integer >= 1; got {self.examples!r}")
         if self.examples < 1:
             raise ValueError(f"--examples must be an integer >= 1; got {self.examples}")
-
-
-@dataclass(frozen=True)
-class Failure:
-    """Why one input breaks a property: a short verdict (after "no: "), what the property
-    expected and what the estimator gave."""
-
-    verdict: str
-    expected: str
-    measured: str
 
 
 def failure_of(found: Finding) -> Failure | None:

@@ -12,11 +12,11 @@ from typing import Any
 from hypothesis import strategies as st
 from torch import Tensor
 
+from ..inputs.values import garbage, group, shown, tensor_literal
 from ..properties import episodes as ep
-from ..properties.sequence import Finding
+from ..properties.findings import Failure, Finding
 from .database import register
-from .engine import Budget, Failure, Searched, failure_of, quiet, search
-from .values import garbage, group, shown, tensor_literal
+from .engine import Budget, Searched, failure_of, quiet, search
 
 
 @register

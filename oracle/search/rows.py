@@ -7,7 +7,7 @@ trainers use, and masked rows (inside a group, or a whole group of them) holding
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,12 +15,15 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from ..conventions.harness import OracleError
 from ..conventions.rows import RowCall, TokenRows, labellings
-from ..inputs.tolerance import relative_floor
+from ..inputs.values import exact, garbage, group, shown, tensor_literal
+from ..properties import rows as judged
+from ..properties.findings import Failure
+from ..properties.rows import Check, Rows, attempt, call
 from .database import register
-from .engine import Failure, Searched, quiet
-from .values import exact, garbage, group, shown, tensor_literal
+from .engine import Searched, quiet
+
+register(Rows)  # a drawn batch may be kept in the example database
 
 
 @dataclass(frozen=True)
@@ -39,20 +42,6 @@ class RowDomain:
     masks: bool
     dirty: bool
     dtype: torch.dtype
-
-
-@register
-@dataclass(frozen=True)
-class Rows:
-    """One drawn input: ``rewards [N]`` (float64: exact in the dtype at valid rows, anything at
-    masked ones), ``ids`` 0..B (B: the group of masked rows only), ``valid [N]`` (None: no mask),
-    a relabelling of the ids and a permutation of the rows."""
-
-    rewards: Tensor
-    ids: list[int]
-    valid: Tensor | None
-    labels: str
-    perm: tuple[int, ...]
 
 
 @st.composite
@@ -81,191 +70,18 @@ def batches(draw: st.DrawFn, d: RowDomain) -> Rows:
     return Rows(values, [j for j, _, _ in picked], valid if d.masks else None, labels, perm)
 
 
-def _call(
-    est: RowCall, case: Rows, d: RowDomain, ids: Any = None, rows: Any = None
-) -> Tensor | str:
-    """``est`` on ``case`` (``rows``: a subset, in that order; ``ids``: other labels), in the
-    dtype, as float64; the error's text where it raises."""
-    r, valid = case.rewards, case.valid
-    ids = case.ids if ids is None else ids
-    if rows is not None:
-        r, ids = r[rows], [ids[int(i)] for i in rows]
-        valid = None if valid is None else valid[rows]
-    try:
-        return est(r.to(d.dtype), ids, valid).double()
-    except OracleError:
-        raise
-    except Exception as error:  # the estimator's own failure is the finding
-        return f"{type(error).__name__}: {str(error)[:160]}"
-
-
 def _snippet(case: Rows, d: RowDomain) -> str:
     mask = "" if case.valid is None else f"; valid = {tensor_literal(case.valid)}"
     return f"rewards = {tensor_literal(case.rewards.to(d.dtype))}; index = {case.ids}{mask}"
 
 
-def _ok(case: Rows) -> Tensor:
-    return torch.ones(len(case.ids), dtype=torch.bool) if case.valid is None else case.valid
-
-
-def _finite(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
+def _finite(est: RowCall, d: RowDomain) -> Check:
     def check(case: Rows) -> Failure | None:
-        a = _call(est, case, d)
+        a = call(est, case, d.dtype)
         if isinstance(a, str):
             return Failure("raises", "advantages for every batch in the domain", a)
-        if not bool(a[_ok(case)].isfinite().all()):
+        if not bool(a[case.ok].isfinite().all()):
             return Failure("non-finite output", "finite advantages at valid rows", shown(a))
-        return None
-
-    return check
-
-
-def _close(a: Tensor, b: Tensor, r: Tensor, ids: list[Any], d: RowDomain) -> bool:
-    """``a`` and ``b`` (outputs for rows with rewards ``r`` and group ``ids``) within the batch's
-    allowance: (N·u·max_g(m_g/s_g) + float64's floor)·max|A|, the rule of spec/oracle.md
-    (``allowance``) with every row a term (rows of one group may meet rows of others in a batch
-    statistic) and the worst group's magnitude over spread. True where either is not finite (the
-    finite-output search reports that, once)."""
-    if not bool(a.isfinite().all() & b.isfinite().all()):
-        return True
-    ratio = 1.0
-    for j in set(ids):
-        g = r[torch.tensor([x == j for x in ids], dtype=torch.bool)]
-        g = g[g.isfinite()]
-        if g.numel():
-            m, spread = float(g.abs().max()), float(g.max() - g.min())
-            ratio = max(ratio, m / spread if spread > 0 else 1.0)
-    u = torch.finfo(d.dtype).eps / 2
-    top = max([0.0, *a.abs().tolist(), *b.abs().tolist()])
-    allowed = (len(ids) * u * ratio + relative_floor(d.dtype)) * top + torch.finfo(d.dtype).tiny
-    return bool(((a - b).abs() <= 2 * allowed).all())
-
-
-def _sub(ids: list[Any], keep: Tensor) -> list[Any]:
-    return [x for x, k in zip(ids, keep.tolist(), strict=True) if k]
-
-
-def _masked(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
-    """What a mask promises: each masked row gets 0 and the valid rows get what they get
-    without the masked rows, whatever the masked rows hold (NaN included)."""
-
-    def check(case: Rows) -> Failure | None:
-        ok = _ok(case)
-        if bool(ok.all()):
-            return None
-        a = _call(est, case, d)
-        if isinstance(a, str):
-            return Failure("refused", "advantages for a batch with masked rows", a)
-        if bool((a[~ok] != 0).any()):
-            return Failure(
-                "a masked row's advantage is not 0",
-                "0 at every masked row",
-                f"at the masked rows: {shown(a[~ok])}",
-            )
-        keep = ok.nonzero()[:, 0]
-        if not keep.numel():
-            return None
-        clean = Rows(case.rewards, case.ids, torch.ones_like(ok), case.labels, ())
-        alone = _call(est, clean, d, rows=keep)
-        if isinstance(alone, str):
-            return None  # refused without the masked rows: not a question of the mask
-        err = (a[ok] - alone).abs()
-        leaked = bool((alone.isfinite() & ~a[ok].isfinite()).any())
-        if not leaked and _close(a[ok], alone, case.rewards[ok], _sub(case.ids, ok), d):
-            return None
-        return Failure(
-            "a masked row's value reaches the valid rows",
-            f"the valid rows' advantages without the masked rows: {shown(alone)}",
-            f"{shown(a[ok])} (largest move {float(err.nan_to_num(float('inf')).max()):.3g})",
-        )
-
-    return check
-
-
-def _relabelled(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
-    def check(case: Rows) -> Failure | None:
-        kinds = labellings(sorted(set(case.ids)))
-        mapping = dict(zip(sorted(set(case.ids)), list(kinds[case.labels]), strict=True))
-        labels = [mapping[j] for j in case.ids]
-        if case.labels == "numpy int64" or case.labels.startswith("numpy object"):
-            import numpy as np
-
-            labels = np.array(labels, dtype=kinds[case.labels].dtype)  # type: ignore[assignment]
-        a, b = _call(est, case, d), _call(est, case, d, ids=labels)
-        if isinstance(a, str):
-            return None
-        if isinstance(b, str):
-            return Failure("raises", f"the same advantages with ids as {case.labels}", b)
-        ok = _ok(case)
-        if _close(a[ok], b[ok], case.rewards[ok], _sub(case.ids, ok), d):
-            return None
-        return Failure(
-            "relabelling the ids moves the advantages",
-            f"with ids as {case.labels} ({list(labels)[:4]}...): {shown(a[ok])}",
-            shown(b[ok]),
-        )
-
-    return check
-
-
-def _row_order(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
-    def check(case: Rows) -> Failure | None:
-        perm = torch.tensor(case.perm, dtype=torch.int64)
-        a, b = _call(est, case, d), _call(est, case, d, rows=perm)
-        if isinstance(a, str) or isinstance(b, str):
-            return None
-        ok = _ok(case)[perm]
-        if _close(
-            a[perm][ok],
-            b[ok],
-            case.rewards[perm][ok],
-            _sub([case.ids[int(i)] for i in perm], ok),
-            d,
-        ):
-            return None
-        return Failure(
-            "permuting the rows does not permute the advantages",
-            f"rows in order {list(case.perm)}: {shown(a[perm])}",
-            shown(b),
-        )
-
-    return check
-
-
-def _ragged(est: RowCall, d: RowDomain) -> Callable[[Rows], Failure | None]:
-    """Each group's advantages in the batch equal the group's alone (its valid rows)."""
-
-    def check(case: Rows) -> Failure | None:
-        a = _call(est, case, d)
-        if isinstance(a, str):
-            return None
-        ok = _ok(case)
-        for j in sorted(set(case.ids)):
-            rows = torch.tensor(
-                [i for i, g in enumerate(case.ids) if g == j and bool(ok[i])], dtype=torch.int64
-            )
-            if not rows.numel():
-                continue
-            alone = _call(
-                est,
-                Rows(
-                    case.rewards,
-                    case.ids,
-                    None if case.valid is None else torch.ones_like(ok),
-                    case.labels,
-                    (),
-                ),
-                d,
-                rows=rows,
-            )
-            if isinstance(alone, str):
-                continue  # a group the estimator refuses alone is not a question of the batch
-            if not _close(a[rows], alone, case.rewards[rows], [j] * len(rows), d):
-                return Failure(
-                    "a group's advantages depend on the rest of the batch",
-                    f"group {j} alone: {shown(alone)}",
-                    f"in the batch: {shown(a[rows])}",
-                )
         return None
 
     return check
@@ -288,18 +104,18 @@ def properties(
     )
     words = f"{kind}groups of {d.g_lo}..{d.g_hi} rows, interleaved, any ids{masks}"
 
-    def item(prop: str, check: Callable[[Rows], Failure | None]) -> Searched[Rows]:
+    def item(prop: str, check: Check) -> Searched[Rows]:
         return Searched(prop, strategy, check, lambda c: _snippet(c, d), words)
 
     out = [item("finite output", _finite(est, d))]
     if d.masks and _held(findings, "masked rows"):
-        out.append(item("masked rows", _masked(est, d)))
+        out.append(item("masked rows", judged.masked(est, d.dtype)))
     if est.takes_ids and _held(findings, "ids relabelled"):
-        out.append(item("ids relabelled", _relabelled(est, d)))
+        out.append(item("ids relabelled", judged.relabelled(est, d.dtype)))
     if _held(findings, "row order"):
-        out.append(item("row order", _row_order(est, d)))
+        out.append(item("row order", judged.row_order(est, d.dtype)))
     if not coupled and (_held(findings, "ragged groups") or _held(findings, "dropped groups")):
-        out.append(item("ragged groups", _ragged(est, d)))
+        out.append(item("ragged groups", judged.ragged(est, d.dtype)))
     return out
 
 
@@ -325,10 +141,5 @@ def domain(est: RowCall, g_hi: int, dtype: torch.dtype, findings: Sequence[Any] 
 
 
 def _accepts(est: RowCall, rewards: Tensor, ids: list[int]) -> bool:
-    try:
-        est(rewards, ids)
-    except OracleError:
-        raise
-    except Exception:  # a refusal of this batch: the domain leaves it out
-        return False
-    return True
+    """Whether ``est`` takes this batch (a refusal: the domain leaves it out)."""
+    return not isinstance(attempt(lambda: est(rewards, ids)), str)

@@ -11,7 +11,7 @@ import torch
 from ..conventions.harness import Estimator, Objective
 from ..conventions.rows import RowCall
 from ..inputs.tolerance import _dtype_name
-from ..properties.sequence import Finding
+from ..properties.findings import Finding
 from . import plain, rows
 from .engine import Budget, search
 

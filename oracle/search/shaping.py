@@ -15,11 +15,11 @@ from torch import Tensor
 
 from advest.fast.shaping import KEEPS
 
+from ..inputs.values import group, tensor_literal
 from ..properties import shaping as sh
-from ..properties.sequence import Finding
+from ..properties.findings import Failure, Finding
 from .database import register
-from .engine import Budget, Failure, Searched, failure_of, quiet, search
-from .values import group, tensor_literal
+from .engine import Budget, Searched, failure_of, quiet, search
 
 
 @register

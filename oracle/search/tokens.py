@@ -17,10 +17,11 @@ from torch import Tensor
 from ..conventions.harness import OracleError
 from ..conventions.tokens import FLOATS, TokenEstimator, cast
 from ..inputs.token_trees import TREES, Layout, Seq, inputs
+from ..inputs.values import garbage, group, shown, tensor_literal
+from ..properties.findings import Failure
 from ..properties.token_checks import allowed
 from .database import register
-from .engine import Failure, Searched, quiet
-from .values import garbage, group, shown, tensor_literal
+from .engine import Searched, quiet
 
 PADDED = tuple(f for f in FLOATS if f != "rewards")
 """The float fields that have padding positions (``[B, G, T]`` and ``hidden`` ``[B, G, T, D]``)."""

@@ -16,8 +16,10 @@ import torch
 
 from advest.oracle.conventions.harness import Guard, Plain
 from advest.oracle.conventions.rows import RowCall
-from advest.oracle.properties import episodes, grouped
-from advest.oracle.properties.sequence import Finding
+from advest.oracle.properties import episodes, grouped, sequence
+from advest.oracle.properties import plain as judged_plain
+from advest.oracle.properties import rows as judged
+from advest.oracle.properties.findings import Finding
 from advest.oracle.reports import report
 from advest.oracle.reports.token_report import bind
 from advest.oracle.search import Budget, plain, rows, search, tokens
@@ -214,7 +216,6 @@ def test_the_rows_comparison_allows_float64_s_floor_and_no_more() -> None:
     """Rows compared within spec/oracle.md's rule, float64's floor of 1e-12·|A| included: the
     same batch in another row order moved james_stein's advantages by two ulps (a searched
     "no" until the floor was added); an error of 1e-10 relative is still beyond it."""
-    d = rows.RowDomain(2, 2, 2, False, False, True, False, False, torch.float64)
     r = torch.tensor([0.0, 1.0, 0.0, 7.0, 0.75, 0.75, 0.75, 0.75], dtype=torch.float64)
     ids = [0, 0, 1, 1, 2, 2, 3, 3]
     a = torch.tensor([-0.5773671095371088, -0.18072268671799185, -1.5714844075889511,
@@ -223,5 +224,35 @@ def test_the_rows_comparison_allows_float64_s_floor_and_no_more() -> None:
     b = torch.tensor([-0.5773671095371087, -0.18072268671799135, -1.5714844075889383,
                       6.428577306061993, -1.4722890746871964, -0.5773671095371087,
                       -0.5773671095371088, -0.5773671095371088], dtype=torch.float64)  # fmt: skip
-    assert rows._close(a, b, r, ids, d)
-    assert not rows._close(a, a * (1 + 1e-10), r, ids, d)
+    assert judged.excess(a, b, r, ids, torch.float64) <= 1
+    assert judged.excess(a, a * (1 + 1e-10), r, ids, torch.float64) > 1
+
+
+def test_the_explicit_inputs_and_the_search_judge_by_one_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A property is one check of one input, which both surfaces run: a rule planted in that
+    check (an allowance of 0, so that every rounding error breaks it) turns the explicit verdict
+    and the searched one together, for ``[B, G]`` (centred) and for flat rows (masked rows)."""
+    est = Plain(plants.grpo, ["rewards"], 1, Guard())
+    batches = [
+        ("normal on a 1/32 grid", torch.randn(8, 5, generator=torch.Generator().manual_seed(0)))
+    ]
+    row_est = RowCall(plants.flat_mean, Guard())
+    d = rows.domain(row_est, 4, torch.float32)
+    masked = next(p for p in rows.properties(row_est, d, HELD, False) if p.prop == "masked rows")
+
+    def verdicts() -> list[str]:
+        return [
+            sequence.centred(est, batches, torch.float32).verdict,
+            _by_prop(_plain(plants.grpo))["centred"].verdict,
+            grouped.masked_rows(row_est, [3, 3], torch.float32).verdict,
+            search(masked, BUDGET, "rows").verdict,
+        ]
+
+    assert verdicts() == ["yes"] * 4
+    monkeypatch.setattr(judged_plain, "allowance", lambda r, *a, dtype: torch.zeros_like(r[:, :1]))
+    monkeypatch.setattr(judged, "excess", lambda *a: math.inf)
+    after = verdicts()
+    assert after[0] == "no" and after[1].startswith("no: "), after
+    assert after[2] == "no" and after[3].startswith("no: "), after

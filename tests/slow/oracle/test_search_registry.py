@@ -21,7 +21,7 @@ from advest.oracle.conventions.harness import Guard, Plain
 from advest.oracle.conventions.rows import RowCall
 from advest.oracle.inputs.tolerance import coupled_allowance
 from advest.oracle.properties import episodes
-from advest.oracle.properties.sequence import Finding
+from advest.oracle.properties.findings import Finding
 from advest.oracle.properties.token_padding import padding_rows
 from advest.oracle.reports.token_report import bind
 from advest.oracle.search import Budget, plain, rows, search, tokens
