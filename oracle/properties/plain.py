@@ -192,7 +192,8 @@ def alone(est: Estimator, dtype: torch.dtype, b_lo: int = 1) -> Check:
         r = case.rewards
         if r.shape[0] < 2 or b_lo > 1:
             return None
-        a, by_itself = call(est, r, dtype), call(est, r[:1], dtype)
+        lengths = sample_lengths(r.shape)  # each sample keeps its response length
+        a, by_itself = call(est, r, dtype, lengths), call(est, r[:1], dtype, lengths[:1])
         if isinstance(a, str) or isinstance(by_itself, str) or not _usable(a, by_itself):
             return None
         err = (a[:1] - by_itself).abs()
@@ -201,7 +202,8 @@ def alone(est: Estimator, dtype: torch.dtype, b_lo: int = 1) -> Check:
         return Failure(
             "a group's advantages depend on the other groups",
             "group 0 alone = group 0 beside the others",
-            f"alone {shown(by_itself)}, beside {r.shape[0] - 1} others {shown(a[0])}",
+            f"alone {shown(by_itself)}, beside {r.shape[0] - 1} others {shown(a[0])} (up to "
+            f"{float(err.max()):.3g} apart)",
         )
 
     return check

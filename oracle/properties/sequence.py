@@ -5,6 +5,7 @@ behaviour on bad input. Unbiasedness by exact enumeration is ``oracle.properties
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -222,22 +223,21 @@ def all_equal(est: Estimator, g: int, binary: bool, dtype: torch.dtype) -> Findi
     r = torch.cat([torch.full((len(levels), g), x) for x in levels] + [varied]).to(dtype)
     try:
         a = est(r)  # [6, g]: rows 0 and 1 all-equal
-        alone = est(r[:1])
     except OracleError:
         raise
     except Exception as error:
         return Finding("all-equal groups", "refused", f"{type(error).__name__}: {str(error)[:100]}")
-    shown = f"rewards {_shown(r[0])} → {_shown(a[0])}"
+    shown = f"rewards {_shown(r[0])} → {_shown(a[0])} (beside 4 varied groups)"
     if not bool(a.isfinite().all()):
         return Finding("all-equal groups", NON_FINITE, shown)
-    floor = g * torch.finfo(dtype).eps * float(a.double().abs().max()) + torch.finfo(dtype).tiny
-    if float(a[: len(levels)].double().abs().max()) <= floor:
-        return Finding("all-equal groups", "yes: A = 0", shown + " (beside 4 varied groups)")
-    if float(alone.double().abs().max()) <= floor:
+    check, case = plain.all_equal(est, dtype), plain.Grid(r.double())
+    if all(check(replace(case, flat=i)) is None for i in range(len(levels))):
+        return Finding("all-equal groups", "yes: A = 0", shown)
+    if check(plain.Grid(r[:1].double())) is None:
         why = "nonzero beside other groups, 0 alone: the groups are coupled (batch statistics)"
     else:
         why = "nonzero advantages for equal rewards"
-    return Finding("all-equal groups", f"no: {why}", shown + " (beside 4 varied groups)")
+    return Finding("all-equal groups", f"no: {why}", shown)
 
 
 def outlier_batch(g: int, dtype: torch.dtype = torch.float32) -> tuple[str, Tensor]:

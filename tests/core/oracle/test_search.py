@@ -256,3 +256,23 @@ def test_the_explicit_inputs_and_the_search_judge_by_one_check(
     after = verdicts()
     assert after[0] == "no" and after[1].startswith("no: "), after
     assert after[2] == "no" and after[3].startswith("no: "), after
+
+
+def _length_weighted(rewards: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """OPO's baseline: each group's length-weighted mean reward (group-local)."""
+    w = lengths.to(rewards.dtype)
+    return rewards - (w * rewards).sum(-1, keepdim=True) / w.sum(-1, keepdim=True)
+
+
+def test_group_independence_keeps_each_sample_s_response_length() -> None:
+    """A group alone and beside others is the same responses: each sample keeps its length. Drawn
+    afresh for each shape, the lengths of a group alone differed from its lengths in the batch,
+    and verl's ``opo`` (a length-weighted baseline, group-local) read "couples groups: yes"."""
+    est = Plain(_length_weighted, ["rewards", "lengths"], 1, Guard())
+    r = torch.tensor([[0.0, 1.0], [0.0, 0.0]], dtype=torch.float64)
+    assert judged_plain.alone(est, torch.float32)(judged_plain.Grid(r)) is None
+    d = plain.domain(est, 4, torch.float32, binary=False)
+    assert d is not None
+    held = [Finding("couples groups", "no", "")]
+    (item,) = [p for p in plain.properties(est, d, held) if p.prop == "couples groups"]
+    assert search(item, BUDGET, "plain").verdict == "no"
