@@ -1,6 +1,8 @@
-"""The property checks, one function per property, each returning a ``Finding``:
-centring, shift / scale / permutation behaviour, the relation to ``canonical`` (max@K) and the
-behaviour on bad input. Unbiasedness by exact enumeration is ``oracle.properties.unbiased``."""
+"""The property rows of ``[B, G]`` estimators on the explicit test batches, one function per
+property, each returning a ``Finding``: centring, shift / scale / permutation behaviour (judged
+by the checks of ``oracle.properties.plain``, which the search runs too), the relation to
+``canonical`` (max@K), all-equal and singleton groups, accuracy and the behaviour on bad input.
+Unbiasedness by exact enumeration is ``oracle.properties.unbiased``."""
 
 from __future__ import annotations
 
