@@ -96,7 +96,8 @@ def properties(
     est: RowCall, d: RowDomain, findings: list[Any], coupled: bool
 ) -> list[Searched[Rows]]:
     """Finite output always; masked rows (where the convention has a mask), ids relabelled,
-    row order and ragged groups (group-local estimators) where the explicit rows held."""
+    row order, ragged and dropped groups (group-local estimators) where the explicit rows
+    held."""
     strategy = batches(d)
     kind = "ragged, " if d.ragged else ""
     masks = (
@@ -116,6 +117,8 @@ def properties(
         out.append(item("row order", judged.row_order(est, d.dtype)))
     if not coupled and (_held(findings, "ragged groups") or _held(findings, "dropped groups")):
         out.append(item("ragged groups", judged.ragged(est, d.dtype)))
+    if not coupled and _held(findings, "dropped groups"):
+        out.append(item("dropped groups", judged.dropped(est, d.dtype, d.b_lo)))
     return out
 
 

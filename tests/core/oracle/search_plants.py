@@ -119,3 +119,13 @@ def gr3_bessel_mean(rewards: Tensor, lengths: Tensor) -> Tensor:
     G = rewards.shape[-1]
     mean = lengths.sum(-1, keepdim=True) / (G - 1) * ((G - 1) / G)
     return _gr3(rewards, lengths, mean)
+
+
+def flat_mean_rescaled(rewards: Tensor, index: object, valid: Tensor | None = None) -> Tensor:
+    """The group-mean baseline divided by the batch's largest |reward| when it exceeds 1 (a
+    rescaling for rewards out of [0, 1]): every group then depends on the others, which rewards
+    in [0, 1] (every explicit input) never show."""
+    a = flat_mean(rewards, index, valid)
+    v = torch.ones_like(rewards, dtype=torch.bool) if valid is None else valid
+    top = rewards.double()[v].abs().max() if bool(v.any()) else torch.tensor(0.0)
+    return (a.double() / top.clamp_min(1.0)).to(rewards.dtype)

@@ -37,6 +37,7 @@ HELD = [
         "ids relabelled",
         "row order",
         "ragged groups",
+        "dropped groups",
         "0 at padding",
         "padding values ignored",
     )
@@ -276,3 +277,23 @@ def test_group_independence_keeps_each_sample_s_response_length() -> None:
     held = [Finding("couples groups", "no", "")]
     (item,) = [p for p in plain.properties(est, d, held) if p.prop == "couples groups"]
     assert search(item, BUDGET, "plain").verdict == "no"
+
+
+def test_a_group_s_advantages_that_move_when_another_is_dropped_are_found() -> None:
+    """Dropping a group must leave the others' advantages alone. A rescaling by the batch's
+    largest reward above 1 couples the groups only where some reward exceeds 1, which no explicit
+    input holds: the explicit row says "yes", the search finds a batch and shrinks it, and the
+    shrunk batch, pasted, moves the others when group 0 goes."""
+    est = RowCall(plants.flat_mean_rescaled, Guard())
+    assert grouped.dropped_groups(est, [3, 3, 3, 3], torch.float32).verdict == "yes"
+    found = _by_prop(_rows(plants.flat_mean_rescaled))["dropped groups"]
+    assert found.verdict == "no: dropping a group moves the others", found.evidence
+    assert found.counterexample is not None
+    names = _pasted(found.counterexample["input"], plants.flat_mean_rescaled)
+    r, ids, valid = names["rewards"], names["index"], names.get("valid")
+    keep = torch.tensor([g != 0 for g in ids])
+    full = plants.flat_mean_rescaled(r, ids, valid)[keep]
+    sub = plants.flat_mean_rescaled(
+        r[keep], [g for g in ids if g != 0], None if valid is None else valid[keep]
+    )
+    assert not torch.allclose(full, sub)
