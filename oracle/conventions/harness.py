@@ -43,6 +43,23 @@ class OutOfScope(OracleError):
     response, or it needs an input the oracle cannot make up); the message says why."""
 
 
+CALL_ERRORS = (Exception,)
+"""What an estimator may raise on a batch it cannot handle (verl PR 7150's negative uids raised
+an IndexError; a user's division by G − 1 a ZeroDivisionError): reported as the row's verdict,
+never as the oracle's failure (``attempt`` lets the oracle's own ``OracleError`` through)."""
+
+
+def attempt(run: Callable[[], Tensor]) -> Tensor | str:
+    """``run()``, or the text of the error it raised (the estimator's own failure is the finding;
+    the oracle's ``OracleError`` passes)."""
+    try:
+        return run()
+    except OracleError:
+        raise
+    except CALL_ERRORS as error:  # the estimator's own failure is the finding
+        return f"{type(error).__name__}: {str(error)[:160]}"
+
+
 class Estimator(Protocol):
     """A bound estimator: rewards ``[B, G]`` -> advantages ``[B, G]`` (K already bound).
     ``lengths`` ``[B, G]``: the response length of each sample, for estimators that read lengths;

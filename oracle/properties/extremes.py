@@ -22,11 +22,11 @@ from torch import Tensor
 
 from advest.spec.bounds import Bound
 
+from ..conventions.harness import CALL_ERRORS
 from ..conventions.rows import RowCall
 from ..inputs.tolerance import allowance, coupled_allowance
 from .findings import Finding
 from .grouped import accepted_sizes
-from .rows import CALL_ERRORS
 
 NEAR = 2.0**-7
 """The smallest step above 1 in bfloat16: ``[1, 1, 1, 1 + 2⁻⁷]`` is OpenRLHF PR 1334's group."""

@@ -18,10 +18,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..conventions.harness import attempt
 from ..conventions.rows import RowCall, TokenRows, _lengths, labellings
 from . import rows
 from .findings import Finding
-from .rows import attempt, excess
+from .rows import excess
 
 
 def batch(sizes: list[int], seed: int = 0, binary: bool = False) -> tuple[Tensor, list[int]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..conventions.harness import Estimator, OracleError
+from ..conventions.harness import Estimator, attempt
 from ..inputs.tolerance import allowance, sample_lengths
 from ..inputs.values import exact, shown
 from .findings import Failure
@@ -38,12 +38,7 @@ def call(
     est: Estimator, r: Tensor, dtype: torch.dtype, lengths: Tensor | None = None
 ) -> Tensor | str:
     """``est`` on ``r`` in ``dtype``, as float64; the error's text where it raises."""
-    try:
-        return est(r.to(dtype), lengths).double()
-    except OracleError:
-        raise
-    except Exception as error:  # the estimator's own failure is the finding
-        return f"{type(error).__name__}: {str(error)[:160]}"
+    return attempt(lambda: est(r.to(dtype), lengths).double())
 
 
 def _usable(*outs: Tensor | str) -> bool:

@@ -21,16 +21,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..conventions.harness import OracleError
+from ..conventions.harness import attempt
 from ..conventions.rows import RowCall, labellings
 from ..inputs.tolerance import relative_floor
 from ..inputs.values import shown
 from .findings import Failure
-
-CALL_ERRORS = (Exception,)
-"""What an estimator may raise on a batch it cannot handle (verl PR 7150's negative uids raised
-an IndexError; a user's division by G − 1 a ZeroDivisionError): reported as the row's verdict,
-never as the oracle's failure (``attempt`` lets the oracle's own ``OracleError`` through)."""
 
 
 @dataclass(frozen=True)
@@ -65,17 +60,6 @@ def call(
         r, ids = r[rows], [ids[int(i)] for i in rows]
         valid = None if valid is None else valid[rows]
     return attempt(lambda: est(r.to(dtype), ids, valid).double())
-
-
-def attempt(run: Callable[[], Tensor]) -> Tensor | str:
-    """``run()``, or the text of the error it raised (the estimator's own failure is the finding;
-    the oracle's ``OracleError`` passes)."""
-    try:
-        return run()
-    except OracleError:
-        raise
-    except CALL_ERRORS as error:  # the estimator's own failure is the finding
-        return f"{type(error).__name__}: {str(error)[:160]}"
 
 
 def excess(a: Tensor, b: Tensor, r: Tensor, ids: list[Any], dtype: torch.dtype) -> float:

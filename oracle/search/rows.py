@@ -15,11 +15,12 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
+from ..conventions.harness import attempt
 from ..conventions.rows import RowCall, TokenRows, labellings
 from ..inputs.values import exact, garbage, group, shown, tensor_literal
 from ..properties import rows as judged
 from ..properties.findings import Failure
-from ..properties.rows import Check, Rows, attempt, call
+from ..properties.rows import Check, Rows, call
 from .database import register
 from .engine import Searched, quiet
 

@@ -14,7 +14,7 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from ..conventions.harness import OracleError
+from ..conventions.harness import attempt
 from ..conventions.tokens import FLOATS, TokenEstimator, cast
 from ..inputs.token_trees import TREES, Layout, Seq, inputs
 from ..inputs.values import garbage, group, shown, tensor_literal
@@ -81,12 +81,7 @@ def fields_of(case: Tokens, fill: bool = True) -> dict[str, Any]:
 
 
 def _call(est: TokenEstimator, fields: dict[str, Any]) -> Tensor | str:
-    try:
-        return est(fields).double()
-    except OracleError:
-        raise
-    except Exception as error:  # the estimator's own failure is the finding
-        return f"{type(error).__name__}: {str(error)[:160]}"
+    return attempt(lambda: est(fields).double())
 
 
 def _snippet(case: Tokens) -> str:
