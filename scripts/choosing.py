@@ -55,6 +55,7 @@ def load(results: Path) -> dict[str, Any]:
     declared = designs.load(results / "designs")
     for name, info in grid.items():
         info["declaration"] = declared.get(name)
+    designs.same_settings(grid, declared)
     return {**found, "grid": grid, "designs": declared}
 
 

@@ -54,8 +54,16 @@ def load(folder: Path) -> dict[str, dict[str, Any]]:
     """name → declaration of every ``*.toml`` in ``folder`` (absent folder: none). Raises
     ``DeclarationError`` naming the file and the missing fields."""
     out: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
-        d = tomllib.loads(path.read_text())
+    raw = {p: tomllib.loads(p.read_text()) for p in sorted(folder.glob("*.toml"))
+           if folder.is_dir()}  # fmt: skip
+    for path, d in raw.items():
+        if "same_as" in d:  # the same declared design run again elsewhere: its fields, but for
+            # the few that say when and where this copy was written
+            base = next((b for b in raw.values() if b.get("name") == d["same_as"]), None)
+            if base is None or "same_as" in base:
+                raise DeclarationError(f"{path.name}: same_as names no declaration of its own "
+                                       f"({d['same_as']!r})")  # fmt: skip
+            d = {**base, **d}
         need = PILOT if d.get("kind") == "pilot" else REQUIRED
         missing = [f for f in need if f not in d]
         if missing:
@@ -91,6 +99,18 @@ def block(d: dict[str, Any]) -> list[str]:
         f"* **Seen before it was declared**: {d['seen_before']}. ({d['kind']}.)",
         "",
     ]
+
+
+def same_settings(grid: dict[str, Any], declared: dict[str, dict[str, Any]]) -> None:
+    """Raises ``DeclarationError`` where a design declared ``same_as`` another ran other
+    settings or prompts than that design's runs (``design.json``)."""
+    for name, d in declared.items():
+        base = grid.get(d.get("same_as", ""))
+        if name in grid and base is not None:
+            keys = ("design", "train", "held_out")
+            if any(grid[name][k] != base[k] for k in keys):
+                raise DeclarationError(f"{name}: declared same_as {d['same_as']!r} but its "
+                                       "design.json differs from that design's")  # fmt: skip
 
 
 def undeclared(grid: dict[str, Any], declared: dict[str, dict[str, Any]]) -> list[str]:

@@ -92,10 +92,21 @@ def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
         "",
         f"Finished runs: {done} of {len(planned) * PLANNED_SEEDS} planned ({per_arm}; "
         f"{PLANNED_SEEDS} seeds per arm planned); comparisons use the seeds both arms finished. "
-        f"Resume the grid (finished runs are skipped, each new one committed): "
-        f"`scripts/grid.sh {name}`.",
+        f"{_where(name, runs)}",
         "",
     ]
+
+
+def _where(name: str, runs: dict[str, Any]) -> str:
+    """The device the runs ran on, and how to resume them there."""
+    devices = sorted({str(r.get("device", "cpu")) for by in runs.values() for r in by.values()})
+    if devices in ([], ["cpu"]):
+        return ("Resume the grid (finished runs are skipped, each new one committed): "
+                f"`scripts/grid.sh {name}`.")  # fmt: skip
+    base = name.removesuffix("-gpu")
+    return (f"Every run on {' and '.join(devices)} (a seed's arms in one process on one "
+            f"device); resume there with `scripts/grid_gpu.sh OUT {base}` and copy "
+            f"`OUT/{base}` here.")  # fmt: skip
 
 
 def ks_of(runs: dict[str, dict[int, Any]]) -> tuple[int, ...]:
