@@ -64,8 +64,9 @@ def lead(grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None) ->
     on = (f"On the paired pass/fail grid `{name}` ({model}; pass@{k}, up to {seeds} seeds × "
           f"{prompts} shared held-out prompts; verdicts Holm-corrected over the design's "
           f"declared family; see “The pass/fail grid: `{name}`”)")  # fmt: skip
+    done = {n for n, info in grid.items() if finished(info["runs"])}
     others = [
-        _elsewhere(series, members, k)
+        _elsewhere(series, members, k, done)
         for series, members in series_of(designs(grid)).items()
         if all(m[0] != name for m in members) and any(finished(m[2]) for m in members)
     ]
@@ -153,6 +154,14 @@ def _real(grid: dict[str, Any], name: str) -> list[str]:
 def _notes(grid: dict[str, Any], name: str, k: int) -> list[str]:
     """The answer's caveats: ceiling, loss against the start, exploratory design."""
     runs, decl, notes = grid[name]["runs"], grid[name].get("declaration") or {}, []
+    every = found_of(runs, decl or None)
+    for j in sorted({j for per in every.values() for j in per} - {k}):
+        moved = {v: [a for a in every if every[a].get(j, {}).get("verdict") == v
+                     and every[a].get(k, {}).get("verdict") != v]  # what pass@k does not say
+                 for v in ("above", "below")}  # fmt: skip
+        said = [f"{names(arms)} {v}" for v, arms in moved.items() if arms]
+        if said:  # the same family's other verdicts: what the choice costs or gains there
+            notes.append(f"at pass@{j}, {' and '.join(said)} `{REFERENCE}` (Holm)")
     if k in at_ceiling(runs):
         notes.append(f"`{REFERENCE}`'s pass@{k} is near its ceiling there, so no measured "
                      "difference says little")  # fmt: skip
@@ -185,8 +194,10 @@ def runs_finished(done: int) -> str:
     return f"{done} run{'s' if done != 1 else ''} finished"
 
 
-def _elsewhere(series: str, members: list[tuple[str, dict[str, Any], Any]], k: int) -> str:
-    """One finished design's (or one series') corrected pass@k verdicts, in a clause."""
+def _elsewhere(series: str, members: list[tuple[str, dict[str, Any], Any]], k: int,
+               done: set[str]) -> str:  # fmt: skip
+    """One finished design's (or one series') corrected pass@k verdicts, in a clause; ``done``:
+    the finished designs (an exploratory one says whether its replication is among them)."""
     parts = []
     for name, info, runs in members:
         if not _compared(runs):
@@ -199,6 +210,12 @@ def _elsewhere(series: str, members: list[tuple[str, dict[str, Any], Any]], k: i
                          else f"{names(arms)} {w}" for w, arms in by.items() if arms)  # fmt: skip
         lost = " (every arm below the starting weights)" if _moved(runs, k) == {"below"} else ""
         at = f"after {info['design']['steps']} steps" if len(members) > 1 else f"`{name}`"
+        decl = info.get("declaration") or {}
+        if decl.get("exploratory"):  # the clause must not read as confirmed
+            rep = decl.get("replicated_by")
+            lost += (f" (exploratory: declared after data were seen; its replication `{rep}` "
+                     f"{'has finished' if rep in done else 'has not finished'})"
+                     if rep else " (exploratory: declared after data were seen)")  # fmt: skip
         parts.append(f"{at}: {said}{lost}")
     head = f"`{series}` (one design at {len(members)} step counts) " if len(members) > 1 else ""
     return head + ", ".join(parts) if len(members) > 1 else parts[0] if parts else f"`{series}`"

@@ -84,7 +84,9 @@ def block(d: dict[str, Any]) -> list[str]:
     tuned = "not tuned for any arm" if not d["learning_rate_tuned"] else "tuned"
     status = ("**exploratory** (chosen after data were seen) until replicated"
               + (f" by `{d['replicated_by']}`" if d.get("replicated_by") else "")
-              if d["exploratory"] else "declared before its runs")  # fmt: skip
+              if d["exploratory"] else f"`{d['same_as']}`'s declaration, made before its "
+              "runs, run again on another device" if d.get("same_as")
+              else "declared before its runs")  # fmt: skip
     return [
         f"Declared ({d['declared']}; {status}; `docs/results/designs/{d['name']}.toml`):",
         "",

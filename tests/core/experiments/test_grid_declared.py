@@ -169,3 +169,56 @@ def test_the_pilot_s_rule_starts_the_grid_only_off_the_ceiling_and_rising() -> N
 def test_runs_of_arms_outside_the_declared_family_give_no_answer() -> None:
     info = {**_info(_arms(0.2)), "declaration": _declared(["pkpo_sloo"], [8])}
     assert grid_answer.lead({"x": info}, {}, None) == []
+
+
+def test_a_same_as_declaration_is_the_other_s_and_must_have_run_its_settings(
+    tmp_path: Path,
+) -> None:
+    text = (ROOT / "docs" / "results" / "designs" / "smollm2_products12.toml").read_text()
+    (tmp_path / "smollm2_products12.toml").write_text(text)
+    copy = 'name = "c"\nsame_as = "smollm2_products12"\nkind = "k"\ndeclared = "d"\n'
+    (tmp_path / "c.toml").write_text(copy)
+    found = designs.load(tmp_path)
+    assert found["c"]["compared"] == found["smollm2_products12"]["compared"] == FAMILY[2:]
+    assert found["c"]["kind"] == "k" and found["c"]["name"] == "c"
+    head = designs.block(found["c"])[0]
+    assert "`smollm2_products12`'s declaration, made before its runs" in head
+    info = {"design": {"steps": 48}, "train": ["a"], "held_out": ["b"], "runs": {}}
+    designs.same_settings({"smollm2_products12": info, "c": dict(info)}, found)
+    other = {**info, "held_out": ["z"]}
+    with pytest.raises(designs.DeclarationError, match="c: declared same_as 'smollm2_products12'"):
+        designs.same_settings({"smollm2_products12": info, "c": other}, found)
+    (tmp_path / "c.toml").write_text(copy.replace('"smollm2_products12"', '"elsewhere"'))
+    with pytest.raises(designs.DeclarationError, match=r"c\.toml: same_as names no declaration"):
+        designs.load(tmp_path)
+
+
+def _spread() -> dict[str, Any]:
+    """grpo passes 35% of samples on half the prompts and 65% on the others, maxpo 45% on
+    each: maxpo is below at pass@1 (-0.05) and above at pass@8 (+0.008, p < 0.001)."""
+    rng = np.random.default_rng(0)
+    runs: dict[str, Any] = {"grpo": {}, "maxpo": {}}
+    for s in range(10):
+        for arm, p in (("grpo", np.tile([0.35, 0.65], 128)), ("maxpo", np.full(256, 0.45))):
+            after = rng.binomial(32, p).tolist()
+            runs[arm][s] = {"arm": arm, "seed": s, "samples": 32, "after": after,
+                            "before": after, "train_pass1": [0.1] * 8,
+                            "grad_norm": [0.2] * 8, "max_grad_norm": 1e9}  # fmt: skip
+    runs["pkpo_sloo"] = {s: {**r, "arm": "pkpo_sloo"} for s, r in runs["grpo"].items()}
+    return runs  # pkpo_sloo: a design arm outside this family, there for the grid to finish
+
+
+def test_the_answer_names_its_family_s_other_verdicts_and_marks_exploratory_designs() -> None:
+    real = {**_info(_spread()), "declaration": _declared(["maxpo"], [1, 8])}
+    real["design"] = {**real["design"], "model": "m"}
+    said = "\n".join(grid_answer.lead({"x": real}, {}, None))
+    assert "`maxpo` is above `grpo`: use it; at pass@1, `maxpo` below `grpo` (Holm)" in said
+    same = {**real, "runs": _planted(0.2), "declaration": _declared(FAMILY, [1, 8])}
+    assert "at pass@1" not in "\n".join(grid_answer.lead({"x": same}, {}, None))  # as at pass@8
+    declared = _declared(FAMILY, [8], exploratory=True, replicated_by="r")
+    guess = {**_info(_planted(0.2)), "declaration": declared}
+    said = "\n".join(grid_answer.lead({"x": real, "e": guess}, {}, None))
+    assert "grid `x`" in said
+    assert ("`e`: `maxpo` above, no measured difference for `chen_passk`, `kae` and `pkpo_sloo` "
+            "(exploratory: declared after data were seen; its replication `r` has not "
+            "finished)") in said  # fmt: skip
