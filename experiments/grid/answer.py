@@ -6,6 +6,7 @@ were seen is called exploratory until its declared replication has run."""
 
 from __future__ import annotations
 
+import re
 from itertools import combinations
 from typing import Any
 
@@ -25,7 +26,7 @@ from .report import (
     rests_on,
     start_table,
 )
-from .series import series_of
+from .series import is_sweep, series_of
 from .stats import (
     MIN_SEEDS,
     REFERENCE,
@@ -64,15 +65,44 @@ def lead(grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None) ->
     on = (f"On the paired pass/fail grid `{name}` ({model}; pass@{k}, up to {seeds} seeds × "
           f"{prompts} shared held-out prompts; verdicts Holm-corrected over the design's "
           f"declared family; see “The pass/fail grid: `{name}`”)")  # fmt: skip
-    done = {n for n, info in grid.items() if finished(info["runs"])}
     others = [
-        _elsewhere(series, members, k, done)
+        _elsewhere(series, members, k, grid)
         for series, members in series_of(designs(grid)).items()
         if all(m[0] != name for m in members) and any(finished(m[2]) for m in members)
     ]
     also = (f" The other finished grids at pass@{k}, against `{REFERENCE}` (Holm-corrected): "
             + "; ".join(others) + ".") if others else ""  # fmt: skip
-    return [QUESTION, "", f"{on}, " + "; ".join(said) + "." + also, ""]
+    swept = [_sweep(series, members, k) for series, members in series_of(designs(grid)).items()
+             if is_sweep(members)]  # fmt: skip
+    return [QUESTION, "", f"{on}, " + "; ".join(said) + "." + also + "".join(swept), ""]
+
+
+def _sweep(series: str, members: list[tuple[str, dict[str, Any], Any]], k: int) -> str:
+    """A learning-rate sweep's verdicts at pass@k, rate by rate (Holm over the whole sweep,
+    ``series.across``), once every rate has its declared seeds of its declared arms."""
+    planned = done = 0
+    for _, info, runs in members:
+        decl = info.get("declaration") or {}
+        span = re.match(r"(\d+)-(\d+)", str(decl.get("seeds", "")))
+        seeds = int(span[2]) - int(span[1]) + 1 if span else PLANNED_SEEDS
+        arms = [REFERENCE, *decl.get("compared", [])]
+        planned += seeds * len(arms)
+        done += sum(min(len(runs.get(a, {})), seeds) for a in arms)
+    if done < planned:
+        return (f" The learning-rate sweep `{series}` has not finished ({done} of {planned} "
+                "runs), so whether the ranking depends on the rate is not known yet.")  # fmt: skip
+    said, words = [], set()
+    for _, info, runs in members:
+        found = found_of(runs, info.get("declaration"))
+        for arm in sorted(found, key=order):
+            c = found[arm].get(k, {})
+            words.add((arm, c.get("verdict")))
+            said.append(f"`{arm}` {c.get('verdict')} at rate {info['design']['lr']}")
+    same = len(words) == len({a for a, _ in words})
+    return (f" The learning-rate sweep `{series}` at pass@{k} against `{REFERENCE}` (Holm over "
+            f"the sweep): {', '.join(said)}: "
+            + ("the same verdict at every rate." if same else "the verdict changes with the "
+               "rate."))  # fmt: skip
 
 
 def _verdicts(found: dict[str, Any], k: int, proofs: Proved,
@@ -195,9 +225,9 @@ def runs_finished(done: int) -> str:
 
 
 def _elsewhere(series: str, members: list[tuple[str, dict[str, Any], Any]], k: int,
-               done: set[str]) -> str:  # fmt: skip
-    """One finished design's (or one series') corrected pass@k verdicts, in a clause; ``done``:
-    the finished designs (an exploratory one says whether its replication is among them)."""
+               grid: dict[str, Any]) -> str:  # fmt: skip
+    """One finished design's (or one series') corrected pass@k verdicts, in a clause; an
+    exploratory one says which of them its finished replication kept, or that it has none."""
     parts = []
     for name, info, runs in members:
         if not _compared(runs):
@@ -213,9 +243,11 @@ def _elsewhere(series: str, members: list[tuple[str, dict[str, Any], Any]], k: i
         decl = info.get("declaration") or {}
         if decl.get("exploratory"):  # the clause must not read as confirmed
             rep = decl.get("replicated_by")
-            lost += (f" (exploratory: declared after data were seen; its replication `{rep}` "
-                     f"{'has finished' if rep in done else 'has not finished'})"
-                     if rep else " (exploratory: declared after data were seen)")  # fmt: skip
+            at_k = {a: per[k] for a, per in found_of(runs, decl).items() if k in per}
+            kept = _replicated(grid, name, at_k, k)[1] if name in grid else []
+            state = (kept[0] if kept else f"its replication `{rep}` has not finished"
+                     if rep else "not replicated")  # fmt: skip
+            lost += f" (exploratory: declared after data were seen; {state})"
         parts.append(f"{at}: {said}{lost}")
     head = f"`{series}` (one design at {len(members)} step counts) " if len(members) > 1 else ""
     return head + ", ".join(parts) if len(members) > 1 else parts[0] if parts else f"`{series}`"

@@ -138,14 +138,19 @@ def arm_table(runs: dict[str, dict[int, Any]]) -> list[str]:
 def found_of(runs: dict[str, dict[int, Any]], decl: dict[str, Any] | None
              ) -> dict[str, dict[int, Any]]:  # fmt: skip
     """arm → k → the comparison with the reference, Holm-corrected over the declared family
-    (``designs.family``; without a declaration: every arm at every k the runs allow)."""
-    ks = ks_of(runs)
-    pairs = (declared.family(decl, set(runs)) if decl else
-             [(a, k) for a in runs if a != REFERENCE for k in ks])  # fmt: skip
-    fixed = corrected({(a, k): compare(runs, a, k) for a, k in pairs if k in ks})
+    (``designs.family``; without a declaration: every arm at every k the runs allow; a sweep
+    member's family holds its other members' comparisons too, ``series.across``)."""
+    every = {"": runs, **(decl or {}).get("holm_with", {})}  # a sweep: one family for all
+    pool: dict[tuple[str, str, int], Any] = {}
+    for name, r in every.items():
+        ks = ks_of(r) if REFERENCE in r else ()
+        pairs = (declared.family(decl, set(r)) if decl else
+                 [(a, k) for a in r if a != REFERENCE for k in ks])  # fmt: skip
+        pool |= {(name, a, k): compare(r, a, k) for a, k in pairs if k in ks}
     out: dict[str, dict[int, Any]] = {}
-    for (a, k), c in fixed.items():
-        out.setdefault(a, {})[k] = c
+    for (name, a, k), c in corrected(pool).items():
+        if not name:
+            out.setdefault(a, {})[k] = c
     return out
 
 
@@ -332,22 +337,35 @@ def section(grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None)
             out += _declaration(info) + setup(name, info, runs) + one(name, info, runs, proofs,
                                                                        bandit)  # fmt: skip
         else:
-            steps = [m[1]["design"]["steps"] for m in members]
-            out += [
-                f"## The pass/fail grid: `{series}`, one design at {names_plain(steps)} steps",
-                "",
-                f"{names([m[0] for m in members])} are one design: the same seeds, data and "
-                "settings but the number of steps, i.e. one set of runs evaluated at "
-                "several step counts, not separate designs that agree. Per-step training "
-                f"pass rates, same arm and seed: {grid_series.agreement(members)}",
-                "",
-            ]
+            sweep = grid_series.is_sweep(members)
+            out += _head(series, members, sweep)
             for name, info, runs in members:
-                out += [f"### `{series}` after {info['design']['steps']} steps (`{name}`)", ""]
+                d = info["design"]
+                at = f"at learning rate {d['lr']}" if sweep else f"after {d['steps']} steps"
+                out += [f"### `{series}` {at} (`{name}`)", ""]
                 out += _declaration(info) + setup(name, info, runs)
                 out += one(name, info, runs, proofs, bandit)
         out += [METHOD.format(reps=REPS, flat=FLAT, alpha=ALPHA), ""]
     return out
+
+
+def _head(series: str, members: list[Any], sweep: bool) -> list[str]:
+    """A series' heading and what makes its designs one: a sweep over learning rates, or one
+    set of runs at several step counts."""
+    who = names([m[0] for m in members])
+    if sweep:
+        rates = names_plain([m[1]["design"]["lr"] for m in members])
+        return [f"## The learning-rate sweep: `{series}`, one design at rates {rates}", "",
+                f"{who} are one design at {len(members)} learning rates: the same settings, "
+                "seeds and data but the rate. Their declared family is every rate's "
+                "comparisons together, so each rate's verdicts below are Holm-corrected "
+                "over all of them.", ""]  # fmt: skip
+    steps = names_plain([m[1]["design"]["steps"] for m in members])
+    return [f"## The pass/fail grid: `{series}`, one design at {steps} steps", "",
+            f"{who} are one design: the same seeds, data and settings but the number of "
+            "steps, i.e. one set of runs evaluated at several step counts, not separate "
+            "designs that agree. Per-step training pass rates, same arm and seed: "
+            f"{grid_series.agreement(members)}", ""]  # fmt: skip
 
 
 def _declaration(info: dict[str, Any]) -> list[str]:

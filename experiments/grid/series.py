@@ -1,7 +1,9 @@
 """Designs of one ``series`` (declared in ``docs/results/designs/``): one set of settings, seeds
 and data run for several step counts, shown on the page as ONE design evaluated at several step
-counts. How far the shorter and the longer runs share their steps is measured from the
-per-step training pass rates in the files, not asserted."""
+counts (how far the shorter and the longer runs share their steps is measured from the
+per-step training pass rates in the files, not asserted); or a SWEEP, one design run at several
+learning rates, whose declared family spans its members (Holm over every rate's comparisons
+together: ``across``)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,25 @@ def series_of(found: list[Member]) -> dict[str, list[Member]]:
     for name, info, runs in found:
         key = (info.get("declaration") or {}).get("series", name)
         out.setdefault(key, []).append((name, info, runs))
-    return {k: sorted(v, key=lambda m: m[1]["design"]["steps"]) for k, v in out.items()}
+    return {k: sorted(v, key=lambda m: (m[1]["design"]["steps"], m[1]["design"]["lr"]))
+            for k, v in out.items()}  # fmt: skip
+
+
+def is_sweep(members: list[Member]) -> bool:
+    """Whether the series' designs differ in learning rate (a sweep), not in steps."""
+    return len({m[1]["design"]["lr"] for m in members}) > 1
+
+
+def across(grid: dict[str, Any]) -> None:
+    """Give each sweep member's declaration the other members' runs (``holm_with``): its
+    declared family is every member's comparisons together, so ``report.found_of`` corrects
+    them as one family (one design's alone would be corrected over too few)."""
+    found = [(n, i, i["runs"]) for n, i in grid.items()]
+    for members in series_of(found).values():
+        if is_sweep(members):
+            for name, info, _ in members:
+                others = {n: r for n, _, r in members if n != name}
+                info["declaration"] = {**(info.get("declaration") or {}), "holm_with": others}
 
 
 def shared(short: Member, long: Member) -> str:

@@ -222,3 +222,37 @@ def test_the_answer_names_its_family_s_other_verdicts_and_marks_exploratory_desi
     assert ("`e`: `maxpo` above, no measured difference for `chen_passk`, `kae` and `pkpo_sloo` "
             "(exploratory: declared after data were seen; its replication `r` has not "
             "finished)") in said  # fmt: skip
+    again = {s + 100: {**r, "seed": s + 100} for s, r in _planted(0.0)["grpo"].items()}
+    rep = _info({a: {s: {**r, "arm": a} for s, r in again.items()} for a in ["grpo", *FAMILY]})
+    grid = {"x": real, "e": guess, "r": {**rep, "declaration": _declared(FAMILY, [8])}}
+    said = "\n".join(grid_answer.lead(grid, {}, None))
+    assert ("(exploratory: declared after data were seen; replicated on `r`'s fresh seeds: none; "
+            "not replicated (counted as no measured difference): `maxpo`)") in said  # fmt: skip
+
+
+def test_a_sweep_is_one_family_and_the_answer_says_whether_its_verdict_changes() -> None:
+    real = {**_info(_planted(0.0)), "declaration": _declared(FAMILY, [8])}
+    real["design"] = {**real["design"], "model": "m"}
+    grid: dict[str, Any] = {"x": real}
+    for lr, shift in ((1e-4, 0.015), (3e-4, 0.0), (1e-3, 0.0)):
+        info = _info(_arms(shift, seeds=5))  # 0.015 at 5 seeds: p 0.024, above on its own
+        info["design"] = {**info["design"], "lr": lr}
+        decl = _declared(["maxpo"], [8], series="s", seeds="200-204", answers=False)
+        grid[f"s{lr}"] = {**info, "declaration": decl}
+    alone = grid_report.found_of(grid["s0.0001"]["runs"], grid["s0.0001"]["declaration"])
+    assert alone["maxpo"][8]["verdict"] == "above"
+    grid_series.across(grid)  # the three rates' comparisons: one family of 3
+    swept = grid_report.found_of(grid["s0.0001"]["runs"], grid["s0.0001"]["declaration"])
+    assert swept["maxpo"][8]["verdict"] == stats.NO_DIFFERENCE
+    assert swept["maxpo"][8]["verdict_95"] == "above"
+    said = "\n".join(grid_answer.lead(grid, {}, None))
+    assert ("The learning-rate sweep `s` at pass@8 against `grpo` (Holm over the sweep): `maxpo` "
+            "no measured difference at rate 0.0001") in said  # fmt: skip
+    assert "the same verdict at every rate." in said
+    grid["s0.0003"]["runs"] = _arms(0.05, seeds=5)
+    grid_series.across(grid)
+    said = "\n".join(grid_answer.lead(grid, {}, None))
+    assert "`maxpo` above at rate 0.0003" in said and "the verdict changes with the rate." in said
+    del grid["s0.001"]["runs"]["maxpo"][4]
+    said = "\n".join(grid_answer.lead(grid, {}, None))
+    assert "The learning-rate sweep `s` has not finished (29 of 30 runs)" in said
