@@ -246,7 +246,7 @@ def _elsewhere(series: str, members: list[tuple[str, dict[str, Any], Any]], k: i
             at_k = {a: per[k] for a, per in found_of(runs, decl).items() if k in per}
             kept = _replicated(grid, name, at_k, k)[1] if name in grid else []
             state = (kept[0] if kept else f"its replication `{rep}` has not finished"
-                     if rep else "not replicated")  # fmt: skip
+                     if rep else "no replication declared")  # fmt: skip
             lost += f" (exploratory: declared after data were seen; {state})"
         parts.append(f"{at}: {said}{lost}")
     head = f"`{series}` (one design at {len(members)} step counts) " if len(members) > 1 else ""
