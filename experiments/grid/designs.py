@@ -17,6 +17,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from ..stats import cell
+from .stats import compare, corrected
+
 REQUIRED = (
     "name", "kind", "declared", "question", "arms", "K", "G", "learning_rate",
     "learning_rate_tuned", "seeds", "held_out", "primary_comparison", "reference", "compared",
@@ -113,6 +116,21 @@ def same_settings(grid: dict[str, Any], declared: dict[str, dict[str, Any]]) -> 
             if any(grid[name][k] != base[k] for k in keys):
                 raise DeclarationError(f"{name}: declared same_as {d['same_as']!r} but its "
                                        "design.json differs from that design's")  # fmt: skip
+
+
+def secondary(runs: dict[str, dict[int, Any]], d: dict[str, Any] | None) -> list[str]:
+    """The declaration's secondary family (``secondary_pairs``: arm minus arm at pass@
+    ``secondary_k``), Holm-corrected over it, as one bullet; none where it declares none."""
+    pairs = [(a, b) for a, b in (d or {}).get("secondary_pairs", []) if a in runs and b in runs]
+    if not d or not pairs:
+        return []
+    k = int(d["secondary_k"])
+    fixed = corrected({(a, b): compare(runs, a, k, ref=b) for a, b in pairs})
+    said = [f"`{a}` − `{b}` " + (f"{cell((c['mean'], c['lo'], c['hi']), '+')} (Holm p "
+                                 f"{c['p_holm']:.4f}): {c['verdict']}" if "mean" in c
+                                 else c["verdict"]) for (a, b), c in fixed.items()]  # fmt: skip
+    return [f"* **Secondary comparison** (declared: {d['secondary']}): at pass@{k}, "
+            + "; ".join(said) + ".", ""]  # fmt: skip
 
 
 def undeclared(grid: dict[str, Any], declared: dict[str, dict[str, Any]]) -> list[str]:

@@ -104,7 +104,7 @@ def _where(name: str, runs: dict[str, Any]) -> str:
         return ("Resume the grid (finished runs are skipped, each new one committed): "
                 f"`scripts/grid.sh {name}`.")  # fmt: skip
     base = name.removesuffix("-gpu")
-    return (f"Every run on {' and '.join(devices)} (a seed's arms in one process on one "
+    return (f"Every run on {' and '.join(devices)} (the arms of one seed in one process on one "
             f"device); resume there with `scripts/grid_gpu.sh OUT {base}` and copy "
             f"`OUT/{base}` here.")  # fmt: skip
 
@@ -323,7 +323,8 @@ def one(name: str, info: dict[str, Any], runs: dict[str, Any], proofs: Proved,
     basis = {a: rests_on(a, proofs, bandit) for a in found}
     start, moved = start_table(runs)
     out = arm_table(runs) + start + table + conclusion(found, basis)[:-1]
-    return out + start_line(moved) + ceiling_line(runs) + level_line(runs)
+    out += start_line(moved) + ceiling_line(runs) + level_line(runs)
+    return out + declared.secondary(runs, info.get("declaration"))
 
 
 def section(grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None) -> list[str]:

@@ -256,3 +256,13 @@ def test_a_sweep_is_one_family_and_the_answer_says_whether_its_verdict_changes()
     del grid["s0.001"]["runs"]["maxpo"][4]
     said = "\n".join(grid_answer.lead(grid, {}, None))
     assert "The learning-rate sweep `s` has not finished (29 of 30 runs)" in said
+
+
+def test_a_declared_secondary_family_is_compared_and_corrected_on_its_own() -> None:
+    decl = {"secondary": "maxpo minus grpo", "secondary_pairs": [["maxpo", "grpo"]],
+            "secondary_k": 8}  # fmt: skip
+    said = "\n".join(designs.secondary(_arms(0.1), decl))
+    assert "at pass@8, `maxpo` − `grpo` +0.07" in said and "): above." in said
+    assert "): no measured difference." in "\n".join(designs.secondary(_planted(0.0), decl))
+    assert designs.secondary(_arms(0.1), {"secondary_pairs": [["kae", "grpo"]]}) == []
+    assert designs.secondary(_arms(0.1), None) == []
