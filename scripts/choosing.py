@@ -56,7 +56,7 @@ def load(results: Path) -> dict[str, Any]:
     for name, info in grid.items():
         info["declaration"] = declared.get(name)
     designs.same_settings(grid, declared)
-    grid_series.across(grid)
+    grid_series.across(grid, declared)
     return {**found, "grid": grid, "designs": declared}
 
 

@@ -143,6 +143,9 @@ def found_of(runs: dict[str, dict[int, Any]], decl: dict[str, Any] | None
     every = {"": runs, **(decl or {}).get("holm_with", {})}  # a sweep: one family for all
     pool: dict[tuple[str, str, int], Any] = {}
     for name, r in every.items():
+        if not r and decl:  # a member not run yet: its comparisons count, none rejected
+            none = {"p": 1.0, "mean": 0.0, "verdict": NO_DIFFERENCE}
+            pool |= {(name, *c): none for c in declared.family(decl, set(runs))}
         ks = ks_of(r) if REFERENCE in r else ()
         pairs = (declared.family(decl, set(r)) if decl else
                  [(a, k) for a in r if a != REFERENCE for k in ks])  # fmt: skip

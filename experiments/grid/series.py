@@ -30,16 +30,21 @@ def is_sweep(members: list[Member]) -> bool:
     return len({m[1]["design"]["lr"] for m in members}) > 1
 
 
-def across(grid: dict[str, Any]) -> None:
-    """Give each sweep member's declaration the other members' runs (``holm_with``): its
-    declared family is every member's comparisons together, so ``report.found_of`` corrects
-    them as one family (one design's alone would be corrected over too few)."""
-    found = [(n, i, i["runs"]) for n, i in grid.items()]
-    for members in series_of(found).values():
-        if is_sweep(members):
-            for name, info, _ in members:
-                others = {n: r for n, _, r in members if n != name}
-                info["declaration"] = {**(info.get("declaration") or {}), "holm_with": others}
+def across(grid: dict[str, Any], declared: dict[str, dict[str, Any]]) -> None:
+    """Give each sweep member's declaration its other declared members' runs (``holm_with``;
+    none yet: empty): its declared family is every member's comparisons together, so
+    ``report.found_of`` corrects them as one (one design's alone would be corrected over too
+    few). A sweep: declarations of one ``series`` at several learning rates."""
+    by: dict[str, list[str]] = {}
+    for name, d in declared.items():
+        if "series" in d:
+            by.setdefault(d["series"], []).append(name)
+    for members in by.values():
+        if len({declared[n]["learning_rate"] for n in members}) < 2:
+            continue
+        for name in (n for n in members if n in grid):
+            others = {n: grid[n]["runs"] if n in grid else {} for n in members if n != name}
+            grid[name]["declaration"] = {**declared[name], "holm_with": others}
 
 
 def shared(short: Member, long: Member) -> str:

@@ -237,11 +237,16 @@ def test_a_sweep_is_one_family_and_the_answer_says_whether_its_verdict_changes()
     for lr, shift in ((1e-4, 0.015), (3e-4, 0.0), (1e-3, 0.0)):
         info = _info(_arms(shift, seeds=5))  # 0.015 at 5 seeds: p 0.024, above on its own
         info["design"] = {**info["design"], "lr": lr}
-        decl = _declared(["maxpo"], [8], series="s", seeds="200-204", answers=False)
+        decl = _declared(["maxpo"], [8], series="s", seeds="200-204", answers=False,
+                         learning_rate=lr)  # fmt: skip
         grid[f"s{lr}"] = {**info, "declaration": decl}
+    declared = {n: i["declaration"] for n, i in grid.items() if n != "x"}
     alone = grid_report.found_of(grid["s0.0001"]["runs"], grid["s0.0001"]["declaration"])
     assert alone["maxpo"][8]["verdict"] == "above"
-    grid_series.across(grid)  # the three rates' comparisons: one family of 3
+    grid_series.across({"s0.0001": grid["s0.0001"]}, declared)  # the others not run yet
+    alone = grid_report.found_of(grid["s0.0001"]["runs"], grid["s0.0001"]["declaration"])
+    assert alone["maxpo"][8]["verdict"] == stats.NO_DIFFERENCE  # still one family of 3
+    grid_series.across(grid, declared)  # the three rates' comparisons: one family of 3
     swept = grid_report.found_of(grid["s0.0001"]["runs"], grid["s0.0001"]["declaration"])
     assert swept["maxpo"][8]["verdict"] == stats.NO_DIFFERENCE
     assert swept["maxpo"][8]["verdict_95"] == "above"
@@ -250,7 +255,7 @@ def test_a_sweep_is_one_family_and_the_answer_says_whether_its_verdict_changes()
             "no measured difference at rate 0.0001") in said  # fmt: skip
     assert "the same verdict at every rate." in said
     grid["s0.0003"]["runs"] = _arms(0.05, seeds=5)
-    grid_series.across(grid)
+    grid_series.across(grid, declared)
     said = "\n".join(grid_answer.lead(grid, {}, None))
     assert "`maxpo` above at rate 0.0003" in said and "the verdict changes with the rate." in said
     del grid["s0.001"]["runs"]["maxpo"][4]
