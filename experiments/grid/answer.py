@@ -6,12 +6,12 @@ were seen is called exploratory until its declared replication has run."""
 
 from __future__ import annotations
 
-import re
 from itertools import combinations
 from typing import Any
 
 from ..stats import NO_DIFFERENCE, cell
 from .designs import DESIGN_ARMS
+from .designs import planned as plan
 from .report import (
     PLANNED_SEEDS,
     QUESTION,
@@ -26,7 +26,7 @@ from .report import (
     rests_on,
     start_table,
 )
-from .series import is_sweep, series_of
+from .series import series_of
 from .stats import (
     MIN_SEEDS,
     REFERENCE,
@@ -72,22 +72,22 @@ def lead(grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None) ->
     ]
     also = (f" The other finished grids at pass@{k}, against `{REFERENCE}` (Holm-corrected): "
             + "; ".join(others) + ".") if others else ""  # fmt: skip
-    swept = [_sweep(series, members, k) for series, members in series_of(designs(grid)).items()
-             if is_sweep(members)]  # fmt: skip
+    sweeps: dict[str, list[tuple[str, dict[str, Any], Any]]] = {}
+    for member in designs(grid):  # a sweep's members know the others (``series.across``)
+        if "holm_with" in (member[1].get("declaration") or {}):
+            sweeps.setdefault(member[1]["declaration"]["series"], []).append(member)
+    swept = [_sweep(series, members, k) for series, members in sweeps.items()]
     return [QUESTION, "", f"{on}, " + "; ".join(said) + "." + also + "".join(swept), ""]
 
 
 def _sweep(series: str, members: list[tuple[str, dict[str, Any], Any]], k: int) -> str:
     """A learning-rate sweep's verdicts at pass@k, rate by rate (Holm over the whole sweep,
-    ``series.across``), once every rate has its declared seeds of its declared arms."""
-    planned = done = 0
-    for _, info, runs in members:
-        decl = info.get("declaration") or {}
-        span = re.match(r"(\d+)-(\d+)", str(decl.get("seeds", "")))
-        seeds = int(span[2]) - int(span[1]) + 1 if span else PLANNED_SEEDS
-        arms = [REFERENCE, *decl.get("compared", [])]
-        planned += seeds * len(arms)
-        done += sum(min(len(runs.get(a, {})), seeds) for a in arms)
+    ``series.across``), once every declared rate has its declared seeds of its declared arms;
+    ``members``: the rates that have runs."""
+    decl = members[0][1]["declaration"]
+    arms, seeds = plan(decl) or ([*DESIGN_ARMS], PLANNED_SEEDS)  # the same for every rate
+    planned = (1 + len(decl["holm_with"])) * seeds * len(arms)  # rates not run yet included
+    done = sum(min(len(runs.get(a, {})), seeds) for _, _, runs in members for a in arms)
     if done < planned:
         return (f" The learning-rate sweep `{series}` has not finished ({done} of {planned} "
                 "runs), so whether the ranking depends on the rate is not known yet.")  # fmt: skip

@@ -13,6 +13,7 @@ Holm's correction to it. The arms a declaration picks from, each an estimator's 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,15 @@ def same_settings(grid: dict[str, Any], declared: dict[str, dict[str, Any]]) -> 
             if any(grid[name][k] != base[k] for k in keys):
                 raise DeclarationError(f"{name}: declared same_as {d['same_as']!r} but its "
                                        "design.json differs from that design's")  # fmt: skip
+
+
+def planned(d: dict[str, Any] | None) -> tuple[list[str], int] | None:
+    """(arms, seeds per arm) a declaration plans: the reference and every compared arm, and the
+    seeds its ``seeds`` span ("200-204 (fresh)": 5); None without a declaration or a span."""
+    span = re.match(r"(\d+)-(\d+)", str((d or {}).get("seeds", "")))
+    if not d or not span:
+        return None
+    return [d["reference"], *d["compared"]], int(span[2]) - int(span[1]) + 1
 
 
 def secondary(runs: dict[str, dict[int, Any]], d: dict[str, Any] | None) -> list[str]:

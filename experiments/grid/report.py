@@ -68,7 +68,10 @@ def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
     d = info["design"]
     model = f"`{d['model']}`" if d["model"] else "The embedded tiny model"
     adapter = f"LoRA r = {d['lora_r']}" if d["lora_r"] else "every weight"
-    planned = [*DESIGN_ARMS, *(a for a in runs if a not in DESIGN_ARMS)]
+    planned, seeds = declared.planned(info.get("declaration")) or (
+        [*DESIGN_ARMS, *(a for a in runs if a not in DESIGN_ARMS)],
+        PLANNED_SEEDS,
+    )
     done = sum(len(s) for s in runs.values())
     per_arm = ", ".join(f"{a} {len(runs.get(a, {}))}" for a in planned)
     return [
@@ -90,19 +93,20 @@ def setup(name: str, info: dict[str, Any], runs: dict[str, Any]) -> list[str]:
         "relative weight of groups and steps (grpo's division by each group's spread is one), "
         "which is what the comparison measures.",
         "",
-        f"Finished runs: {done} of {len(planned) * PLANNED_SEEDS} planned ({per_arm}; "
-        f"{PLANNED_SEEDS} seeds per arm planned); comparisons use the seeds both arms finished. "
-        f"{_where(name, runs)}",
+        f"Finished runs: {done} of {len(planned) * seeds} planned ({per_arm}; "
+        f"{seeds} seeds per arm planned); comparisons use the seeds both arms finished. "
+        f"{_where(name, info, runs)}",
         "",
     ]
 
 
-def _where(name: str, runs: dict[str, Any]) -> str:
-    """The device the runs ran on, and how to resume them there."""
+def _where(name: str, info: dict[str, Any], runs: dict[str, Any]) -> str:
+    """The device the runs ran on, and how to resume them there (the declared command)."""
     devices = sorted({str(r.get("device", "cpu")) for by in runs.values() for r in by.values()})
     if devices in ([], ["cpu"]):
+        command = (info.get("declaration") or {}).get("command", f"scripts/grid.sh {name}")
         return ("Resume the grid (finished runs are skipped, each new one committed): "
-                f"`scripts/grid.sh {name}`.")  # fmt: skip
+                f"`{command}`.")  # fmt: skip
     base = name.removesuffix("-gpu")
     return (f"Every run on {' and '.join(devices)} (the arms of one seed in one process on one "
             f"device); resume there with `scripts/grid_gpu.sh OUT {base}` and copy "

@@ -243,9 +243,12 @@ def test_a_sweep_is_one_family_and_the_answer_says_whether_its_verdict_changes()
     declared = {n: i["declaration"] for n, i in grid.items() if n != "x"}
     alone = grid_report.found_of(grid["s0.0001"]["runs"], grid["s0.0001"]["declaration"])
     assert alone["maxpo"][8]["verdict"] == "above"
-    grid_series.across({"s0.0001": grid["s0.0001"]}, declared)  # the others not run yet
+    first = {"x": real, "s0.0001": grid["s0.0001"]}
+    grid_series.across(first, declared)  # the other rates not run yet
     alone = grid_report.found_of(grid["s0.0001"]["runs"], grid["s0.0001"]["declaration"])
     assert alone["maxpo"][8]["verdict"] == stats.NO_DIFFERENCE  # still one family of 3
+    said = "\n".join(grid_answer.lead(first, {}, None))
+    assert "The learning-rate sweep `s` has not finished (10 of 30 runs)" in said
     grid_series.across(grid, declared)  # the three rates' comparisons: one family of 3
     swept = grid_report.found_of(grid["s0.0001"]["runs"], grid["s0.0001"]["declaration"])
     assert swept["maxpo"][8]["verdict"] == stats.NO_DIFFERENCE
