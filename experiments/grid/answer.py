@@ -92,12 +92,13 @@ def _sweep(series: str, members: list[tuple[str, dict[str, Any], Any]], k: int) 
         return (f" The learning-rate sweep `{series}` has not finished ({done} of {planned} "
                 "runs), so whether the ranking depends on the rate is not known yet.")  # fmt: skip
     said, words = [], set()
-    for _, info, runs in members:
+    for _, info, runs in sorted(members, key=lambda m: m[1]["design"]["lr"]):
         found = found_of(runs, info.get("declaration"))
         for arm in sorted(found, key=order):
             c = found[arm].get(k, {})
             words.add((arm, c.get("verdict")))
-            said.append(f"`{arm}` {c.get('verdict')} at rate {info['design']['lr']}")
+            lost = " (every arm below the starting weights)" if _moved(runs, k) == {"below"} else ""
+            said.append(f"`{arm}` {c.get('verdict')} at rate {info['design']['lr']}{lost}")
     same = len(words) == len({a for a, _ in words})
     return (f" The learning-rate sweep `{series}` at pass@{k} against `{REFERENCE}` (Holm over "
             f"the sweep): {', '.join(said)}: "
