@@ -26,7 +26,7 @@ from .report import (
     rests_on,
     start_table,
 )
-from .series import series_of
+from .series import is_sweep, series_of
 from .stats import (
     MIN_SEEDS,
     REFERENCE,
@@ -72,11 +72,8 @@ def lead(grid: dict[str, Any], proofs: Proved, bandit: dict[str, Any] | None) ->
     ]
     also = (f" The other finished grids at pass@{k}, against `{REFERENCE}` (Holm-corrected): "
             + "; ".join(others) + ".") if others else ""  # fmt: skip
-    sweeps: dict[str, list[tuple[str, dict[str, Any], Any]]] = {}
-    for member in designs(grid):  # a sweep's members know the others (``series.across``)
-        if "holm_with" in (member[1].get("declaration") or {}):
-            sweeps.setdefault(member[1]["declaration"]["series"], []).append(member)
-    swept = [_sweep(series, members, k) for series, members in sweeps.items()]
+    swept = [_sweep(series, members, k) for series, members in series_of(designs(grid)).items()
+             if is_sweep(members)]  # fmt: skip
     return [QUESTION, "", f"{on}, " + "; ".join(said) + "." + also + "".join(swept), ""]
 
 
@@ -245,7 +242,7 @@ def _elsewhere(series: str, members: list[tuple[str, dict[str, Any], Any]], k: i
         if decl.get("exploratory"):  # the clause must not read as confirmed
             rep = decl.get("replicated_by")
             at_k = {a: per[k] for a, per in found_of(runs, decl).items() if k in per}
-            kept = _replicated(grid, name, at_k, k)[1] if name in grid else []
+            kept = _replicated(grid, name, at_k, k)[1]
             state = (kept[0] if kept else f"its replication `{rep}` has not finished"
                      if rep else "no replication declared")  # fmt: skip
             lost += f" (exploratory: declared after data were seen; {state})"

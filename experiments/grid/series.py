@@ -26,8 +26,9 @@ def series_of(found: list[Member]) -> dict[str, list[Member]]:
 
 
 def is_sweep(members: list[Member]) -> bool:
-    """Whether the series' designs differ in learning rate (a sweep), not in steps."""
-    return len({m[1]["design"]["lr"] for m in members}) > 1
+    """Whether the series is a sweep over learning rates, as ``across`` found it from the
+    declarations (the one rule: the page's sections and its answer both read it here)."""
+    return any("holm_with" in (m[1].get("declaration") or {}) for m in members)
 
 
 def across(grid: dict[str, Any], declared: dict[str, dict[str, Any]]) -> None:
